@@ -1,0 +1,93 @@
+import type { ExpectedRevision } from './port.js';
+
+/** Every error sessionfold throws on purpose carries a stable string `code`. */
+export abstract class SessionfoldError extends Error {
+  abstract readonly code: string;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** An append or delete named an expected revision that is not the stream's current one; nothing was written. */
+export class ConcurrencyError extends SessionfoldError {
+  readonly code = 'concurrency_conflict' as const;
+  readonly stream: string;
+  readonly expected: ExpectedRevision;
+  readonly actual: number;
+  constructor(stream: string, expected: ExpectedRevision, actual: number, options?: { cause?: unknown }) {
+    super(
+      `Stream ${stream}: expected ${describeExpected(expected)}, found ${actual === 0 ? 'no stream' : `revision ${actual}`}.`,
+      options,
+    );
+    this.stream = stream;
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+function describeExpected(expected: ExpectedRevision): string {
+  if (expected === 'no_stream' || expected === 0) return 'no stream';
+  if (expected === 'any') return 'any revision';
+  return `revision ${expected}`;
+}
+
+/** Stored data failed a check (checksum, JSON, revision sequence, identity); `file` and `line` say where. */
+export class CorruptionError extends SessionfoldError {
+  readonly code = 'corruption' as const;
+  /** The file, table or other container holding the damaged record. */
+  readonly file: string;
+  /** 1-based line (file store) or record number, when known. */
+  readonly line: number | undefined;
+  constructor(file: string, line: number | undefined, reason: string, options?: { cause?: unknown }) {
+    super(`${file}${line === undefined ? '' : `:${line}`}: ${reason}`, options);
+    this.file = file;
+    this.line = line;
+  }
+}
+
+/** Another process holds the store's exclusive writer lock. */
+export class StoreLockedError extends SessionfoldError {
+  readonly code = 'store_locked' as const;
+  readonly lockFile: string;
+  /** Process id of the holder, when the lock file names one. */
+  readonly holderPid: number | undefined;
+  constructor(lockFile: string, holderPid: number | undefined, options?: { cause?: unknown }) {
+    super(
+      `${lockFile} is held by ${holderPid === undefined ? 'another process' : `process ${holderPid}`}; ` +
+        'open the store read-only, or stop the other writer first.',
+      options,
+    );
+    this.lockFile = lockFile;
+    this.holderPid = holderPid;
+  }
+}
+
+/** A caller passed something the port refuses (bad stream id, oversize or non-JSON event, bad option); nothing was touched. */
+export class InvalidInputError extends SessionfoldError {
+  readonly code = 'invalid_input' as const;
+  /** The argument or field at fault, e.g. `stream` or `events[2].data`. */
+  readonly field: string;
+  constructor(field: string, message: string, options?: { cause?: unknown }) {
+    super(`${field}: ${message}`, options);
+    this.field = field;
+  }
+}
+
+/** The storage underneath failed (I/O, SQL, network). `poisoned` means the store refuses writes until reopened. */
+export class StorageError extends SessionfoldError {
+  readonly code = 'storage_error' as const;
+  readonly poisoned: boolean;
+  constructor(message: string, options?: { cause?: unknown; poisoned?: boolean }) {
+    super(message, options);
+    this.poisoned = options?.poisoned ?? false;
+  }
+}
+
+/** The store was closed; open a new one. */
+export class StoreClosedError extends SessionfoldError {
+  readonly code = 'store_closed' as const;
+  constructor(what = 'the store') {
+    super(`${what} is closed.`);
+  }
+}

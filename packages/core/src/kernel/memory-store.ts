@@ -1,0 +1,225 @@
+import { createHash } from 'node:crypto';
+import { ConcurrencyError, InvalidInputError, StoreClosedError } from './errors.js';
+import { cloneJson, type JsonValue } from './json.js';
+import {
+  DELETED_RECORD,
+  SNAPSHOT_RECORD,
+  type AppendResult,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type RecordedEvent,
+  type Snapshot,
+  type StreamId,
+  type StreamRead,
+} from './port.js';
+import {
+  DEFAULT_MAX_EVENT_BYTES,
+  revisionMatches,
+  validateAppend,
+  validateExpectedRevision,
+  validateFrom,
+  validateSha256,
+  validateSnapshot,
+  validateStreamId,
+} from './validate.js';
+
+/** Options of `memoryStore`. */
+export interface MemoryStoreOptions {
+  /** Source of `recordedAt` (default: the system clock). */
+  clock?: () => Date;
+  /** Largest serialized event in bytes (default 1 MiB). */
+  maxEventBytes?: number;
+}
+
+interface StreamState {
+  revision: number;
+  snapshot: Snapshot | undefined;
+  events: RecordedEvent[];
+  /** eventId → result of the append that carried it (only for events still in `events`). */
+  eventIds: Map<string, AppendResult>;
+}
+
+/**
+ * An `EventStore` held in memory: nothing survives the process. It is the reference model of the port —
+ * written to be obviously correct, not fast — and the store of tests and examples.
+ */
+export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
+  const clock = options.clock ?? (() => new Date());
+  const maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+  const streams = new Map<StreamId, StreamState>();
+  /** The change feed in position order; compacted and deleted events are removed from it. */
+  let feed: RecordedEvent[] = [];
+  const blobs = new Map<string, Uint8Array>();
+  const owners = new Map<string, Set<StreamId>>();
+  let lastPosition = 0;
+  let closed = false;
+
+  const open = () => {
+    if (closed) throw new StoreClosedError('memory store');
+  };
+  const revisionOf = (stream: StreamId) => streams.get(stream)?.revision ?? 0;
+  const copy = (event: RecordedEvent): RecordedEvent => ({ ...event, data: cloneJson(event.data) });
+  const feedRecord = (stream: StreamId, type: string, revision: number, data: JsonValue): RecordedEvent => ({
+    streamId: stream,
+    type,
+    data,
+    revision,
+    position: ++lastPosition,
+    recordedAt: clock().toISOString(),
+  });
+
+  async function* iterate(events: RecordedEvent[]): AsyncIterable<RecordedEvent> {
+    for (const event of events) yield copy(event);
+  }
+
+  return {
+    async append(stream, events, appendOptions) {
+      open();
+      validateAppend(stream, events, appendOptions, maxEventBytes);
+      const state = streams.get(stream);
+      const first = events[0] as NewEvent;
+      const earlier = first.eventId === undefined ? undefined : state?.eventIds.get(first.eventId);
+      if (earlier) return { ...earlier };
+      events.forEach((event, index) => {
+        if (index > 0 && event.eventId !== undefined && state?.eventIds.has(event.eventId)) {
+          throw new InvalidInputError(`events[${index}].eventId`, `${JSON.stringify(event.eventId)} is already in stream ${stream}`);
+        }
+      });
+      const actual = state?.revision ?? 0;
+      if (!revisionMatches(appendOptions.expectedRevision, actual)) {
+        throw new ConcurrencyError(stream, appendOptions.expectedRevision, actual);
+      }
+      const target: StreamState = state ?? { revision: 0, snapshot: undefined, events: [], eventIds: new Map() };
+      const recordedAt = clock().toISOString();
+      const recorded = events.map((event, index): RecordedEvent => ({
+        streamId: stream,
+        type: event.type,
+        data: cloneJson(event.data),
+        ...(event.eventId === undefined ? {} : { eventId: event.eventId }),
+        revision: actual + index + 1,
+        position: lastPosition + index + 1,
+        recordedAt,
+      }));
+      const last = recorded[recorded.length - 1] as RecordedEvent;
+      const result = { revision: last.revision, position: last.position };
+      lastPosition = last.position;
+      target.revision = last.revision;
+      target.events.push(...recorded);
+      for (const event of recorded) if (event.eventId !== undefined) target.eventIds.set(event.eventId, result);
+      streams.set(stream, target);
+      feed.push(...recorded);
+      return { ...result };
+    },
+
+    async read(stream, readOptions = {}): Promise<StreamRead> {
+      open();
+      validateStreamId(stream);
+      validateFrom('fromRevision', readOptions.fromRevision);
+      const from = readOptions.fromRevision ?? 1;
+      const state = streams.get(stream);
+      if (!state) return { revision: 0, events: iterate([]) };
+      const snapshot = state.snapshot && state.snapshot.revision >= from ? cloneJson(state.snapshot) : undefined;
+      const after = snapshot ? snapshot.revision + 1 : from;
+      return {
+        revision: state.revision,
+        ...(snapshot ? { snapshot } : {}),
+        events: iterate(state.events.filter((event) => event.revision >= after)),
+      };
+    },
+
+    readAll(readOptions = {}) {
+      open();
+      validateFrom('fromPosition', readOptions.fromPosition);
+      const from = readOptions.fromPosition ?? 1;
+      return iterate(feed.filter((record) => record.position >= from));
+    },
+
+    async *streams(listOptions = {}) {
+      open();
+      const prefix = listOptions.prefix ?? '';
+      const names = [...streams.keys()].filter((name) => name.startsWith(prefix)).sort();
+      for (const name of names) yield { stream: name, revision: revisionOf(name) };
+    },
+
+    async compact(stream, snapshot) {
+      open();
+      validateSnapshot(stream, snapshot);
+      const state = streams.get(stream);
+      if (!state) throw new InvalidInputError('stream', `stream ${stream} does not exist`);
+      if (snapshot.revision > state.revision) {
+        throw new InvalidInputError('snapshot.revision', `revision ${snapshot.revision} is past the stream's revision ${state.revision}`);
+      }
+      if (state.snapshot && snapshot.revision < state.snapshot.revision) {
+        throw new InvalidInputError('snapshot.revision', `revision ${snapshot.revision} is older than the stored snapshot's ${state.snapshot.revision}`);
+      }
+      const kept = cloneJson(snapshot);
+      state.snapshot = kept;
+      const dropped = state.events.filter((event) => event.revision <= kept.revision);
+      state.events = state.events.filter((event) => event.revision > kept.revision);
+      for (const event of dropped) if (event.eventId !== undefined) state.eventIds.delete(event.eventId);
+      feed = feed.filter(
+        (record) => record.streamId !== stream || (record.type !== SNAPSHOT_RECORD && record.revision > kept.revision) || record.type === DELETED_RECORD,
+      );
+      feed.push(feedRecord(stream, SNAPSHOT_RECORD, kept.revision, cloneJson(kept) as unknown as JsonValue));
+    },
+
+    async restoreStream(stream, snapshot) {
+      open();
+      validateSnapshot(stream, snapshot);
+      const actual = revisionOf(stream);
+      if (actual !== 0) throw new ConcurrencyError(stream, 'no_stream', actual);
+      const kept = cloneJson(snapshot);
+      streams.set(stream, { revision: kept.revision, snapshot: kept, events: [], eventIds: new Map() });
+      const record = feedRecord(stream, SNAPSHOT_RECORD, kept.revision, cloneJson(kept) as unknown as JsonValue);
+      feed.push(record);
+      return { revision: kept.revision, position: record.position };
+    },
+
+    async deleteStream(stream, deleteOptions) {
+      open();
+      validateStreamId(stream);
+      validateExpectedRevision(deleteOptions?.expectedRevision);
+      const expected: ExpectedRevision = deleteOptions.expectedRevision;
+      const actual = revisionOf(stream);
+      if (!revisionMatches(expected, actual)) throw new ConcurrencyError(stream, expected, actual);
+      if (actual === 0) return;
+      streams.delete(stream);
+      feed = feed.filter((record) => record.streamId !== stream);
+      feed.push(feedRecord(stream, DELETED_RECORD, actual, null));
+      for (const [sha, streamsOwning] of owners) {
+        if (!streamsOwning.delete(stream) || streamsOwning.size > 0) continue;
+        owners.delete(sha);
+        blobs.delete(sha);
+      }
+    },
+
+    async putBlob(stream, bytes) {
+      open();
+      validateStreamId(stream);
+      if (!(bytes instanceof Uint8Array)) throw new InvalidInputError('bytes', 'expected a Uint8Array');
+      const sha = createHash('sha256').update(bytes).digest('hex');
+      blobs.set(sha, Uint8Array.from(bytes));
+      owners.set(sha, (owners.get(sha) ?? new Set()).add(stream));
+      return sha;
+    },
+
+    async getBlob(sha256) {
+      open();
+      validateSha256(sha256);
+      const bytes = blobs.get(sha256);
+      return bytes ? Uint8Array.from(bytes) : undefined;
+    },
+
+    async *blobs(stream) {
+      open();
+      validateStreamId(stream);
+      const owned = [...owners].filter(([, set]) => set.has(stream)).map(([sha]) => sha).sort();
+      yield* owned;
+    },
+
+    async close() {
+      closed = true;
+    },
+  };
+}

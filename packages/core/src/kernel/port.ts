@@ -1,0 +1,113 @@
+import type { JsonValue } from './json.js';
+
+/** A stream name: safe as a file name on every platform we run on. */
+export type StreamId = string;
+
+/** What an append or delete expects of the stream: a revision, `'no_stream'` (or 0), or `'any'`. */
+export type ExpectedRevision = number | 'no_stream' | 'any';
+
+/** An event as the application hands it to `append`. */
+export interface NewEvent {
+  /** Application event type; types starting with `$` are reserved for the change feed. */
+  type: string;
+  data: JsonValue;
+  /** When set, appending the same id again is a no-op that returns the first result (idempotent retry). */
+  eventId?: string;
+}
+
+/** An event as stored: its stream, 1-based revision in the stream and global position across streams. */
+export interface RecordedEvent {
+  streamId: StreamId;
+  type: string;
+  data: JsonValue;
+  eventId?: string;
+  revision: number;
+  position: number;
+  /** ISO 8601 UTC time of the commit. */
+  recordedAt: string;
+}
+
+/** Says which reducer a snapshot's state belongs to; checked before the state is used. */
+export interface SnapshotIdentity {
+  stream: StreamId;
+  /** The reducer's state-schema version; a reader with another version must not apply the state. */
+  schemaVersion: number;
+}
+
+/** The folded state of a stream up to and including `revision`. */
+export interface Snapshot {
+  revision: number;
+  state: JsonValue;
+  identity: SnapshotIdentity;
+}
+
+/** Result of an append: revision and position of the batch's last event. */
+export interface AppendResult {
+  revision: number;
+  position: number;
+}
+
+/** A consistent view of one stream: the snapshot (if any covers what was asked) and the events after it. */
+export interface StreamRead {
+  /** The stream's revision when the read began; 0 when the stream does not exist. */
+  revision: number;
+  snapshot?: Snapshot;
+  events: AsyncIterable<RecordedEvent>;
+}
+
+/** Reserved event types that appear only in `readAll`, so a consumer that was behind can still converge. */
+export const SNAPSHOT_RECORD = '$snapshot';
+export const DELETED_RECORD = '$deleted';
+
+/**
+ * The storage port every store implements (memory, file, SQLite, Postgres).
+ * The conformance suite (`@sessionfold/conformance`) checks every rule stated here.
+ */
+export interface EventStore {
+  /**
+   * Appends `events` atomically (all or none) if the stream is at `expectedRevision`, else rejects with
+   * `ConcurrencyError` writing nothing. Resolves only once the batch is durable. A batch whose first
+   * `eventId` is already in the stream resolves with that earlier append's result and writes nothing.
+   */
+  append(stream: StreamId, events: readonly NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult>;
+
+  /**
+   * Reads a stream from `fromRevision` (default 1): the snapshot when it covers `fromRevision`, then the events
+   * after the snapshot (or from `fromRevision`) in revision order. A missing stream reads as revision 0, no events.
+   */
+  read(stream: StreamId, options?: { fromRevision?: number }): Promise<StreamRead>;
+
+  /**
+   * Every committed change from `fromPosition` (inclusive, default 1) in position order: events, plus a
+   * `$snapshot` record (data = the Snapshot) when a stream is compacted or restored and a `$deleted` record
+   * when it is deleted. Never skips a committed change that a later reader could see.
+   */
+  readAll(options?: { fromPosition?: number }): AsyncIterable<RecordedEvent>;
+
+  /** Existing streams (those with revision ≥ 1) in ascending name order, optionally only names starting with `prefix`. */
+  streams(options?: { prefix?: string }): AsyncIterable<{ stream: StreamId; revision: number }>;
+
+  /**
+   * Atomically stores `snapshot` and drops the events it covers (revision ≤ snapshot.revision). Revisions keep
+   * counting; `read` folds to the same state afterwards. Event ids of dropped events are forgotten.
+   */
+  compact(stream: StreamId, snapshot: Snapshot): Promise<void>;
+
+  /** Creates a stream that does not exist yet from a snapshot taken elsewhere (copy, restore): revision = snapshot.revision. */
+  restoreStream(stream: StreamId, snapshot: Snapshot): Promise<AppendResult>;
+
+  /** Deletes the stream (events, snapshot, the blobs only it owns) if it is at `expectedRevision`; a missing stream is a no-op. */
+  deleteStream(stream: StreamId, options: { expectedRevision: ExpectedRevision }): Promise<void>;
+
+  /** Stores bytes owned by `stream`, durably, and returns their lowercase hex sha256. */
+  putBlob(stream: StreamId, bytes: Uint8Array): Promise<string>;
+
+  /** The bytes stored under `sha256` (verified against it), or undefined. */
+  getBlob(sha256: string): Promise<Uint8Array | undefined>;
+
+  /** The sha256 of every blob `stream` owns, ascending. */
+  blobs(stream: StreamId): AsyncIterable<string>;
+
+  /** Releases files, locks and connections. Later calls reject with `StoreClosedError`. */
+  close(): Promise<void>;
+}

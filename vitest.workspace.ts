@@ -1,0 +1,18 @@
+import { defineProject, type TestProjectInlineConfiguration } from 'vitest/config';
+
+/** The one list of test projects; `vitest.config.ts` loads it, and `npm test` fails if any collects no tests. */
+const project = (name: string, root: string, testTimeout = 30_000): TestProjectInlineConfiguration =>
+  ({
+    extends: true,
+    ...defineProject({ test: { name, root, include: ['src/**/*.test.ts'], testTimeout, hookTimeout: testTimeout } }),
+  }) as TestProjectInlineConfiguration;
+
+export default [
+  project('core', 'packages/core'),
+  project('sessionfile', 'packages/sessionfile'),
+  project('store-file', 'packages/store-file', 120_000),
+  project('store-sqlite', 'packages/store-sqlite', 120_000),
+  project('conformance', 'packages/conformance'),
+  project('bench', 'packages/bench'),
+  project('quickstart', 'examples/quickstart'),
+];
