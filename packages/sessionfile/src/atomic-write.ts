@@ -1,0 +1,163 @@
+import * as nodeFs from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { basename, dirname, join } from 'node:path';
+import { AtomicWriteDirectorySyncError, DestinationIsDirectoryError, SessionFileIoError } from './errors.js';
+
+/** The slice of an open file handle the atomic writer uses (node's `FileHandle` satisfies it). */
+export interface AtomicWriteFileHandle {
+  /** Writes all of `data` from the current position. */
+  writeFile(data: Uint8Array | string): Promise<void>;
+  /** Sets the file's permission bits exactly, regardless of the umask. */
+  chmod(mode: number): Promise<void>;
+  /** Flushes the file's data and metadata to storage (fsync). */
+  sync(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The slice of `node:fs/promises` the atomic writer uses; tests hand in a wrapper to inject faults. */
+export interface AtomicWriteFs {
+  mkdir(path: string, options: { recursive: true; mode: number }): Promise<unknown>;
+  lstat(path: string): Promise<{ isDirectory(): boolean }>;
+  /** Opens `path`; the writer passes `'wx'` (create exclusively, never follow) for files and `'r'` for directories. */
+  open(path: string, flags: string, mode?: number): Promise<AtomicWriteFileHandle>;
+  rename(from: string, to: string): Promise<void>;
+  unlink(path: string): Promise<void>;
+}
+
+export interface AtomicWriteOptions {
+  /** Permission bits of the new file; default `0o600`. */
+  mode?: number;
+  /** File-system layer, `node:fs/promises` by default; injectable for fault tests. */
+  fs?: AtomicWriteFs;
+}
+
+/** Permission bits for directories the writer creates. */
+export const DIRECTORY_MODE = 0o700;
+/** Permission bits for files the writer creates, unless told otherwise. */
+export const FILE_MODE = 0o600;
+
+const MAX_NAME_ATTEMPTS = 64;
+const isPosix = process.platform !== 'win32';
+let tempCounter = 0;
+
+/**
+ * Replaces `path` with `bytes` so that a reader sees the old file or the new one, never a mix: write a fresh
+ * sibling temporary file, fsync it, rename it over `path`, fsync the directory.
+ */
+export async function writeFileAtomic(
+  path: string,
+  bytes: Uint8Array | string,
+  options: AtomicWriteOptions = {},
+): Promise<void> {
+  const fs = options.fs ?? (nodeFs as unknown as AtomicWriteFs);
+  const mode = options.mode ?? FILE_MODE;
+  const directory = dirname(path);
+
+  try {
+    await fs.mkdir(directory, { recursive: true, mode: DIRECTORY_MODE });
+  } catch (cause) {
+    throw new SessionFileIoError(directory, 'create directory', { cause });
+  }
+  await refuseDirectory(fs, path);
+
+  const { tempPath, handle } = await createTemporary(fs, path, mode);
+  let open = true;
+  try {
+    try {
+      if (isPosix) await handle.chmod(mode);
+      await handle.writeFile(bytes);
+    } catch (cause) {
+      throw new SessionFileIoError(tempPath, 'write', { cause });
+    }
+    try {
+      await handle.sync();
+    } catch (cause) {
+      throw new SessionFileIoError(tempPath, 'sync', { cause });
+    }
+    open = false;
+    try {
+      await handle.close();
+    } catch (cause) {
+      throw new SessionFileIoError(tempPath, 'write', { cause });
+    }
+    try {
+      await fs.rename(tempPath, path);
+    } catch (cause) {
+      if (await isDirectory(fs, path)) throw new DestinationIsDirectoryError(path, { cause });
+      throw new SessionFileIoError(path, 'replace', { cause });
+    }
+  } catch (error) {
+    if (open) await handle.close().catch(() => undefined);
+    await fs.unlink(tempPath).catch(() => undefined);
+    throw error;
+  }
+
+  try {
+    await syncDirectory(directory, { fs });
+  } catch (error) {
+    const cause = error instanceof SessionFileIoError ? error.cause : error;
+    throw new AtomicWriteDirectorySyncError(path, directory, { cause });
+  }
+}
+
+/**
+ * Flushes a directory's entries (new names, renames) to storage; throws `SessionFileIoError` naming it.
+ * A no-op on Windows, where a directory cannot be opened for sync.
+ */
+export async function syncDirectory(path: string, options: { fs?: AtomicWriteFs } = {}): Promise<void> {
+  if (!isPosix) return;
+  const fs = options.fs ?? (nodeFs as unknown as AtomicWriteFs);
+  try {
+    const handle = await fs.open(path, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch (cause) {
+    throw new SessionFileIoError(path, 'sync', { cause });
+  }
+}
+
+async function refuseDirectory(fs: AtomicWriteFs, path: string): Promise<void> {
+  if (await isDirectory(fs, path)) throw new DestinationIsDirectoryError(path);
+}
+
+async function isDirectory(fs: AtomicWriteFs, path: string): Promise<boolean> {
+  try {
+    return (await fs.lstat(path)).isDirectory();
+  } catch (cause) {
+    if (errorCode(cause) === 'ENOENT') return false;
+    throw new SessionFileIoError(path, 'inspect', { cause });
+  }
+}
+
+/** Creates a sibling temporary file with `wx`, so an existing file or symlink at the name is never opened or followed. */
+async function createTemporary(
+  fs: AtomicWriteFs,
+  path: string,
+  mode: number,
+): Promise<{ tempPath: string; handle: AtomicWriteFileHandle }> {
+  const directory = dirname(path);
+  const base = basename(path);
+  let lastCause: unknown;
+  for (let attempt = 0; attempt < MAX_NAME_ATTEMPTS; attempt++) {
+    tempCounter += 1;
+    const tempPath = join(directory, `.${base}.${process.pid}.${tempCounter}.${randomBytes(4).toString('hex')}.tmp`);
+    try {
+      return { tempPath, handle: await fs.open(tempPath, 'wx', mode) };
+    } catch (cause) {
+      if (errorCode(cause) !== 'EEXIST') throw new SessionFileIoError(tempPath, 'create temporary file', { cause });
+      lastCause = cause;
+    }
+  }
+  throw new SessionFileIoError(join(directory, `.${base}.*.tmp`), 'create temporary file', { cause: lastCause });
+}
+
+function errorCode(error: unknown): string | undefined {
+  if (typeof error === 'object' && error !== null && 'code' in error) {
+    const code = (error as { code: unknown }).code;
+    return typeof code === 'string' ? code : undefined;
+  }
+  return undefined;
+}
