@@ -1,1 +1,1 @@
-export {};
+export { sqliteStore, type SqliteStoreOptions } from './store.js';

@@ -1,0 +1,30 @@
+import Database from 'better-sqlite3';
+
+/** The result of a write statement: rows changed and the rowid of the last inserted row. */
+export interface SqliteRunResult {
+  changes: number;
+  lastInsertRowid: number | bigint;
+}
+
+/** The subset of better-sqlite3's Statement that the store uses. */
+export interface SqliteStatement {
+  run(...params: readonly unknown[]): SqliteRunResult;
+  get(...params: readonly unknown[]): unknown;
+  iterate(...params: readonly unknown[]): IterableIterator<unknown>;
+  /** Makes `get`/`iterate` return the first column alone instead of a row object. */
+  pluck(toggle?: boolean): this;
+}
+
+/** The subset of better-sqlite3's Database that the store uses. */
+export interface SqliteDatabase {
+  readonly inTransaction: boolean;
+  prepare(sql: string): SqliteStatement;
+  exec(sql: string): unknown;
+  pragma(sql: string, options?: { simple?: boolean }): unknown;
+  close(): unknown;
+}
+
+/** Opens (creating if needed) the database file at `path` with SQLite's busy timeout set. */
+export function openDatabase(path: string, busyTimeoutMs: number): SqliteDatabase {
+  return new Database(path, { timeout: busyTimeoutMs }) as unknown as SqliteDatabase;
+}

@@ -1,0 +1,34 @@
+import { CorruptionError, SessionfoldError, StorageError } from '@sessionfold/core';
+
+/** The `code` of a better-sqlite3 `SqliteError` (e.g. `SQLITE_BUSY`), or undefined for any other value. */
+export function sqliteCode(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined;
+}
+
+/**
+ * Translates a driver error into the port's typed errors, keeping it as `cause`, so no `SqliteError` reaches
+ * a caller: damage is `CorruptionError` naming the file, a lock held past the timeout is a `StorageError`
+ * that says so, and anything else from SQLite is a `StorageError`. Errors of our own pass unchanged.
+ */
+export function translateError(error: unknown, path: string, busyTimeoutMs: number): Error {
+  if (error instanceof SessionfoldError) return error;
+  const code = sqliteCode(error);
+  const detail = error instanceof Error ? error.message : String(error);
+  if (code === undefined) return new StorageError(`@sessionfold/store-sqlite: ${path}: ${detail}`, { cause: error });
+  if (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB') {
+    return new CorruptionError(path, undefined, `not a readable sessionfold SQLite database (${code}: ${detail})`, { cause: error });
+  }
+  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
+    return new StorageError(
+      `@sessionfold/store-sqlite: ${path} stayed locked by another connection for more than ${busyTimeoutMs} ms (${code}); ` +
+        'nothing was written, try again or raise busyTimeoutMs',
+      { cause: error },
+    );
+  }
+  if (code === 'SQLITE_FULL') {
+    return new StorageError(`@sessionfold/store-sqlite: ${path}: the disk or database is full (${code}); nothing was written`, { cause: error });
+  }
+  return new StorageError(`@sessionfold/store-sqlite: ${path}: ${detail} (${code})`, { cause: error });
+}

@@ -1,0 +1,117 @@
+import type { SqliteDatabase, SqliteStatement } from './database.js';
+import { Kind } from './schema.js';
+
+/** A row of `events` as the read statements return it. */
+export interface EventRow {
+  position: number;
+  stream: string;
+  revision: number;
+  type: string;
+  data: string;
+  event_id: string | null;
+  recorded_at: string;
+}
+
+/** Every statement the store runs, prepared once per connection. */
+export interface Statements {
+  begin: SqliteStatement;
+  beginImmediate: SqliteStatement;
+  commit: SqliteStatement;
+  rollback: SqliteStatement;
+  savepoint: SqliteStatement;
+  release: SqliteStatement;
+  rollbackToSavepoint: SqliteStatement;
+  /** (stream) → revision, plucked */
+  headRevision: SqliteStatement;
+  /** (stream, revision) */
+  setHeadRevision: SqliteStatement;
+  /** (stream) */
+  deleteHead: SqliteStatement;
+  /** (stream, eventId) → { revision, position, batch_end } */
+  findEventId: SqliteStatement;
+  /** (stream, revision, type, data, eventId, batchEnd, recordedAt) */
+  insertEvent: SqliteStatement;
+  /** (stream, kind, revision, type, data, recordedAt) */
+  insertRecord: SqliteStatement;
+  /** (stream) → { revision, data } of the $snapshot record */
+  snapshotRecord: SqliteStatement;
+  /** (stream, revision): drop the events a snapshot covers */
+  deleteEventsThrough: SqliteStatement;
+  /** (stream) */
+  deleteAllEvents: SqliteStatement;
+  /** (stream, kind, keepPosition) */
+  deleteRecordsOfKind: SqliteStatement;
+  /** (stream, keepPosition) */
+  deleteAllRecords: SqliteStatement;
+  /** (stream, fromRevision, toRevision, maxPosition, limit) → EventRow */
+  streamPage: SqliteStatement;
+  /** (fromPosition, limit) → EventRow */
+  feedPage: SqliteStatement;
+  /** () → largest position, plucked */
+  lastPosition: SqliteStatement;
+  /** (fromName, limit) → { stream, revision }, names ≥ fromName */
+  streamsFrom: SqliteStatement;
+  /** (afterName, limit) → { stream, revision }, names > afterName */
+  streamsAfter: SqliteStatement;
+  /** (sha256, bytes) */
+  insertBlob: SqliteStatement;
+  /** (stream, sha256) */
+  insertBlobOwner: SqliteStatement;
+  /** (sha256) → bytes, plucked */
+  blobBytes: SqliteStatement;
+  /** (stream) → sha256, plucked */
+  ownedBlobs: SqliteStatement;
+  /** (stream, stream): blobs no other stream owns */
+  deleteOrphanBlobs: SqliteStatement;
+  /** (stream) */
+  deleteBlobOwners: SqliteStatement;
+}
+
+const EVENT_COLUMNS = 'position, stream, revision, type, data, event_id, recorded_at';
+
+/** Prepares every statement of the store on `db` (the schema must exist). */
+export function prepareStatements(db: SqliteDatabase): Statements {
+  return {
+    begin: db.prepare('BEGIN'),
+    beginImmediate: db.prepare('BEGIN IMMEDIATE'),
+    commit: db.prepare('COMMIT'),
+    rollback: db.prepare('ROLLBACK'),
+    savepoint: db.prepare('SAVEPOINT store_job'),
+    release: db.prepare('RELEASE store_job'),
+    rollbackToSavepoint: db.prepare('ROLLBACK TO store_job'),
+    headRevision: db.prepare('SELECT revision FROM streams WHERE stream = ?').pluck(),
+    setHeadRevision: db.prepare(
+      'INSERT INTO streams (stream, revision) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET revision = excluded.revision',
+    ),
+    deleteHead: db.prepare('DELETE FROM streams WHERE stream = ?'),
+    findEventId: db.prepare('SELECT revision, position, batch_end FROM events WHERE stream = ? AND event_id = ?'),
+    insertEvent: db.prepare(
+      `INSERT INTO events (stream, kind, revision, type, data, event_id, batch_end, recorded_at) VALUES (?, ${Kind.event}, ?, ?, ?, ?, ?, ?)`,
+    ),
+    insertRecord: db.prepare('INSERT INTO events (stream, kind, revision, type, data, recorded_at) VALUES (?, ?, ?, ?, ?, ?)'),
+    snapshotRecord: db.prepare(`SELECT revision, data FROM events WHERE stream = ? AND kind = ${Kind.snapshot}`),
+    deleteEventsThrough: db.prepare(`DELETE FROM events WHERE stream = ? AND kind = ${Kind.event} AND revision <= ?`),
+    deleteAllEvents: db.prepare(`DELETE FROM events WHERE stream = ? AND kind = ${Kind.event}`),
+    deleteRecordsOfKind: db.prepare(`DELETE FROM events WHERE stream = ? AND kind <> ${Kind.event} AND kind = ? AND position <> ?`),
+    deleteAllRecords: db.prepare(`DELETE FROM events WHERE stream = ? AND kind <> ${Kind.event} AND position <> ?`),
+    streamPage: db.prepare(
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND kind = ${Kind.event} AND revision >= ? AND revision <= ? AND position <= ?
+       ORDER BY revision LIMIT ?`,
+    ),
+    feedPage: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE position >= ? ORDER BY position LIMIT ?`),
+    lastPosition: db.prepare('SELECT max(position) FROM events').pluck(),
+    streamsFrom: db.prepare('SELECT stream, revision FROM streams WHERE stream >= ? ORDER BY stream LIMIT ?'),
+    streamsAfter: db.prepare('SELECT stream, revision FROM streams WHERE stream > ? ORDER BY stream LIMIT ?'),
+    insertBlob: db.prepare('INSERT INTO blobs (sha256, bytes) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING'),
+    insertBlobOwner: db.prepare('INSERT INTO blob_owners (stream, sha256) VALUES (?, ?) ON CONFLICT DO NOTHING'),
+    blobBytes: db.prepare('SELECT bytes FROM blobs WHERE sha256 = ?').pluck(),
+    ownedBlobs: db.prepare('SELECT sha256 FROM blob_owners WHERE stream = ? ORDER BY sha256').pluck(),
+    deleteOrphanBlobs: db.prepare(
+      `DELETE FROM blobs WHERE sha256 IN (
+         SELECT mine.sha256 FROM blob_owners AS mine
+         WHERE mine.stream = ?
+           AND NOT EXISTS (SELECT 1 FROM blob_owners AS other WHERE other.sha256 = mine.sha256 AND other.stream <> ?))`,
+    ),
+    deleteBlobOwners: db.prepare('DELETE FROM blob_owners WHERE stream = ?'),
+  };
+}
