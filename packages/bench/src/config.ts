@@ -1,0 +1,86 @@
+/** How much work each scenario does; `quick` is for development, `full` for published figures. */
+export interface Volumes {
+  /** Durable appends of one event, one after another. */
+  singleAppends: number;
+  /** Events appended with 64 calls in flight (per layout: one stream, 64 streams). */
+  concurrentEvents: number;
+  /** Calls in flight in the concurrent scenarios. */
+  inFlight: number;
+  /** Appends of `batchSize` events each. */
+  batchCalls: number;
+  batchSize: number;
+  /** Events in the one stream that is replayed. */
+  replayEvents: number;
+  /** Events read back by `readAll`, spread over `readAllStreams` streams. */
+  readAllEvents: number;
+  readAllStreams: number;
+  /** Service round trips (start → enqueue → claim → complete → checkpoint). */
+  roundTrips: number;
+  /** Events in the stream that is compacted. */
+  compactionEvents: number;
+  /** Sessions in the store opened cold. */
+  coldOpenSessions: number;
+  /** Session counts compared by the scaling scenario, and calls timed at each. */
+  scalingSmall: number;
+  scalingLarge: number;
+  scalingCalls: number;
+  /** Events per append while filling stores for read scenarios. */
+  fillBatch: number;
+}
+
+/** Volumes of a `--quick` run: the whole run takes well under a minute. */
+export const QUICK: Volumes = {
+  singleAppends: 300,
+  concurrentEvents: 64 * 12,
+  inFlight: 64,
+  batchCalls: 30,
+  batchSize: 100,
+  replayEvents: 100_000,
+  readAllEvents: 100_000,
+  readAllStreams: 1_000,
+  roundTrips: 100,
+  compactionEvents: 100_000,
+  coldOpenSessions: 1_000,
+  scalingSmall: 10,
+  scalingLarge: 1_000,
+  scalingCalls: 50,
+  fillBatch: 1_000,
+};
+
+/** Volumes of the full run. */
+export const FULL: Volumes = {
+  singleAppends: 3_000,
+  concurrentEvents: 64 * 100,
+  inFlight: 64,
+  batchCalls: 300,
+  batchSize: 100,
+  replayEvents: 1_000_000,
+  readAllEvents: 1_000_000,
+  readAllStreams: 1_000,
+  roundTrips: 1_000,
+  compactionEvents: 100_000,
+  coldOpenSessions: 10_000,
+  scalingSmall: 10,
+  scalingLarge: 10_000,
+  scalingCalls: 300,
+  fillBatch: 1_000,
+};
+
+/** Tiny volumes for unit tests of the harness: exercises every code path in a second or two. */
+export const TINY: Volumes = {
+  singleAppends: 5,
+  concurrentEvents: 16,
+  inFlight: 8,
+  batchCalls: 2,
+  batchSize: 10,
+  replayEvents: 200,
+  readAllEvents: 200,
+  readAllStreams: 10,
+  roundTrips: 3,
+  compactionEvents: 200,
+  coldOpenSessions: 5,
+  scalingSmall: 2,
+  scalingLarge: 5,
+  scalingCalls: 3,
+  fillBatch: 50,
+};

@@ -1,0 +1,64 @@
+import type { Timed } from './stats.js';
+
+/** The families of raw limits: what the machine does with no store in the way. */
+export type RawFamilyName = 'memory' | 'file' | 'sqlite';
+
+/** A read of many events: how many, how long, and the peak RSS growth while reading. */
+export interface RawRead {
+  events: number;
+  ms: number;
+  rssGrowthMb: number;
+}
+
+/**
+ * The least work a store of one kind must do for each scenario, done directly on the file system or the
+ * database driver. Setup (writing what is read back) is untimed; only the measured part is in the result.
+ */
+export interface RawFamily {
+  readonly name: RawFamilyName;
+  /** What the limit is, in words, for the table's legend. */
+  readonly describe: Record<RawOperation, string>;
+  /** `batches` writes of `batchSize` events to one stream, each made durable before the next starts. */
+  appendBatches(dir: string, batchSize: number, batches: number): Promise<Timed>;
+  /** `rounds` rounds that each write one event to every one of `streams` streams and make them durable together. */
+  appendSpread(dir: string, streams: number, rounds: number): Promise<Timed>;
+  /** Reads and folds one stream of `events` events. */
+  replay(dir: string, events: number): Promise<RawRead>;
+  /** Reads `events` events spread over `streams` streams. */
+  readAll(dir: string, events: number, streams: number): Promise<RawRead>;
+  /** Folds a stream of `events` events, stores the result durably and drops the events. */
+  compact(dir: string, events: number): Promise<Timed>;
+  /** Opens `sessions` streams of `eventsPerSession` events each and reads them all. */
+  coldOpen(dir: string, sessions: number, eventsPerSession: number): Promise<Timed>;
+}
+
+/** The operations a raw family measures. */
+export type RawOperation = 'appendBatches' | 'appendSpread' | 'replay' | 'readAll' | 'compact' | 'coldOpen';
+
+/** Raw measurements of one run, each taken once and shared by every store compared with it. */
+export class RawLimits {
+  readonly #cache = new Map<string, Promise<unknown>>();
+  readonly #families: ReadonlyMap<RawFamilyName, RawFamily>;
+
+  constructor(families: readonly RawFamily[]) {
+    this.#families = new Map(families.map((family) => [family.name, family]));
+  }
+
+  /** The family named `name`. */
+  family(name: RawFamilyName): RawFamily {
+    const family = this.#families.get(name);
+    if (!family) throw new Error(`bench: no raw family ${name}`);
+    return family;
+  }
+
+  /** The measurement under `key` for `family`, taken by `measure` the first time it is asked for. */
+  measure<T>(family: RawFamilyName, key: string, measure: (family: RawFamily) => Promise<T>): Promise<T> {
+    const id = `${family}:${key}`;
+    let found = this.#cache.get(id) as Promise<T> | undefined;
+    if (!found) {
+      found = measure(this.family(family));
+      this.#cache.set(id, found);
+    }
+    return found;
+  }
+}

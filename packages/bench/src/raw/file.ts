@@ -1,0 +1,143 @@
+import { closeSync, fdatasyncSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { join } from 'node:path';
+import { benchEvent, emptyRecord, foldData, journalLine } from '../fixtures.js';
+import type { RawFamily, RawRead } from '../raw-limits.js';
+import { RssTracker, timeSequential, type Timed } from '../stats.js';
+import { readJournal } from './journal.js';
+
+const NOW = new Date().toISOString();
+
+/** Lines of `count` events of `stream`, grouped `perWrite` to a Buffer, ready to write. */
+function journalChunks(stream: string, count: number, perWrite: number, firstPosition = 1): Buffer[] {
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < count; i += perWrite) {
+    let text = '';
+    for (let k = i; k < Math.min(count, i + perWrite); k++) text += journalLine(stream, benchEvent(k), k + 1, firstPosition + k, NOW);
+    chunks.push(Buffer.from(text));
+  }
+  return chunks;
+}
+
+/** Writes a whole journal of `count` events at `path`, durably (setup, untimed). */
+function writeJournal(path: string, stream: string, count: number, firstPosition = 1): void {
+  const fd = openSync(path, 'w', 0o600);
+  try {
+    for (const chunk of journalChunks(stream, count, 5_000, firstPosition)) writeSync(fd, chunk);
+    fdatasyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Replaces `path` with `bytes` atomically: temp sibling, write, fsync, rename, fsync the directory. */
+function atomicWrite(dir: string, name: string, bytes: string): void {
+  const temp = join(dir, `.${name}.tmp`);
+  const fd = openSync(temp, 'wx', 0o600);
+  try {
+    writeSync(fd, bytes);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temp, join(dir, name));
+  const dirFd = openSync(dir, 'r');
+  try {
+    fsyncSync(dirFd);
+  } finally {
+    closeSync(dirFd);
+  }
+}
+
+/** The file system's limits: `writeSync` of checksummed journal lines and `fdatasync`, chunked journal reads. */
+export const rawFile: RawFamily = {
+  name: 'file',
+  describe: {
+    appendBatches: 'writeSync of the batch’s journal lines + fdatasyncSync, one file',
+    appendSpread: 'one line written to each of the files, then all fdatasync’d in parallel',
+    replay: '1 MiB chunked read, split on \\n, sha256 verify, JSON.parse, fold',
+    readAll: 'chunked read + verify + parse of every journal',
+    compact: 'chunked read + fold, atomic snapshot write, empty journal swapped in atomically',
+    coldOpen: 'readdir + chunked read + verify + parse of every journal',
+  },
+
+  async appendBatches(dir, batchSize, batches): Promise<Timed> {
+    const chunks = journalChunks('raw', batchSize * batches, batchSize);
+    const fd = openSync(join(dir, 'raw-append.jsonl'), 'a', 0o600);
+    try {
+      return await timeSequential(chunks.length, (i) => {
+        writeSync(fd, chunks[i] as Buffer);
+        fdatasyncSync(fd);
+      });
+    } finally {
+      closeSync(fd);
+    }
+  },
+
+  async appendSpread(dir, streams, rounds): Promise<Timed> {
+    const handles = await Promise.all(Array.from({ length: streams }, (_, s) => open(join(dir, `raw-spread-${s}.jsonl`), 'a', 0o600)));
+    const lines = handles.map((_, s) => journalChunks(`raw-${s}`, rounds, 1));
+    try {
+      return await timeSequential(rounds, async (r) => {
+        await Promise.all(handles.map((handle, s) => handle.write(lines[s]?.[r] as Buffer)));
+        await Promise.all(handles.map((handle) => handle.datasync()));
+      });
+    } finally {
+      await Promise.all(handles.map((handle) => handle.close()));
+    }
+  },
+
+  async replay(dir, events): Promise<RawRead> {
+    const path = join(dir, 'raw-replay.jsonl');
+    writeJournal(path, 'raw', events);
+    const rss = new RssTracker();
+    const record = emptyRecord();
+    const start = performance.now();
+    let n = 0;
+    const count = readJournal(path, (line) => {
+      foldData(record, line.data, line.revision);
+      if (++n % 4096 === 0) rss.sample();
+    });
+    const ms = performance.now() - start;
+    rss.sample();
+    return { events: count, ms, rssGrowthMb: rss.growthMb };
+  },
+
+  async readAll(dir, events, streams): Promise<RawRead> {
+    const root = join(dir, 'raw-all');
+    mkdirSync(root, { recursive: true });
+    const per = Math.ceil(events / streams);
+    for (let s = 0; s < streams; s++) writeJournal(join(root, `s${s}.jsonl`), `s${s}`, per, s * per + 1);
+    const rss = new RssTracker();
+    const record = emptyRecord();
+    const start = performance.now();
+    let count = 0;
+    for (const name of readdirSync(root)) {
+      count += readJournal(join(root, name), (line) => foldData(record, line.data, line.revision));
+      rss.sample();
+    }
+    return { events: count, ms: performance.now() - start, rssGrowthMb: rss.growthMb };
+  },
+
+  async compact(dir, events): Promise<Timed> {
+    const root = join(dir, 'raw-compact');
+    mkdirSync(root, { recursive: true });
+    writeJournal(join(root, 's.jsonl'), 's', events);
+    return timeSequential(1, () => {
+      const record = emptyRecord();
+      readJournal(join(root, 's.jsonl'), (line) => foldData(record, line.data, line.revision));
+      atomicWrite(root, 's.snapshot.json', JSON.stringify({ version: 1, identity: { stream: 's', schemaVersion: 1 }, revision: events, state: record }));
+      atomicWrite(root, 's.jsonl', '');
+    });
+  },
+
+  async coldOpen(dir, sessions, eventsPerSession): Promise<Timed> {
+    const root = join(dir, 'raw-cold');
+    mkdirSync(root, { recursive: true });
+    for (let s = 0; s < sessions; s++) writeFileSync(join(root, `s${s}.jsonl`), journalChunks(`s${s}`, eventsPerSession, eventsPerSession)[0] ?? '');
+    return timeSequential(1, () => {
+      const record = emptyRecord();
+      for (const name of readdirSync(root)) readJournal(join(root, name), (line) => foldData(record, line.data, line.revision));
+    });
+  },
+};

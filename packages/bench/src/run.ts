@@ -1,0 +1,118 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { cpus, platform, release, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import type { Volumes } from './config.js';
+import { rawFile } from './raw/file.js';
+import { rawMemory } from './raw/memory.js';
+import { rawSqlite } from './raw/sqlite.js';
+import { RawLimits, type RawFamily } from './raw-limits.js';
+import type { BenchReport, Machine, Row } from './report.js';
+import type { Scenario, ScenarioContext } from './scenario.js';
+import { SCENARIOS } from './scenarios/index.js';
+import { loadService } from './service-api.js';
+import { ratio } from './stats.js';
+import { loadSubjects } from './stores.js';
+import { checkTargets } from './targets.js';
+
+/** How to run the bench. */
+export interface BenchOptions {
+  /** Label of the volumes ("quick", "full", …). */
+  mode: string;
+  volumes: Volumes;
+  /** Measure reads of reopenable stores in a child process (default true). */
+  isolate?: boolean;
+  /** Only these stores / scenarios (by name / id); all when empty. */
+  stores?: readonly string[];
+  scenarios?: readonly string[];
+  /** Scenario list (default: all registered). */
+  registry?: readonly Scenario[];
+  /** Raw families (default: memory, file, SQLite). */
+  families?: readonly RawFamily[];
+  /** Called as each row is measured (progress). */
+  onRow?: (row: Row) => void;
+}
+
+/** The machine the run is on. */
+export function describeMachine(): Machine {
+  const list = cpus();
+  return {
+    cpus: list[0]?.model.trim() ?? 'unknown CPU',
+    cores: list.length,
+    memoryGb: Math.round(totalmem() / 2 ** 30),
+    platform: `${platform()} ${release()}`,
+    node: process.versions.node,
+    tmpdir: tmpdir(),
+  };
+}
+
+/** The first line of an error's message, for a table cell. */
+function reason(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split('\n')[0]?.slice(0, 120) ?? 'unknown error';
+}
+
+/**
+ * Runs every scenario against every store, scenario by scenario (so a store and its raw limit are measured
+ * close together), and checks the targets. Data lives under one temp directory, removed at the end.
+ */
+export async function runBench(options: BenchOptions): Promise<BenchReport> {
+  const startedAt = new Date();
+  const root = await mkdtemp(join(tmpdir(), 'sessionfold-bench-'));
+  const raw = new RawLimits(options.families ?? [rawMemory, rawFile, rawSqlite]);
+  let dirs = 0;
+  const service = loadService();
+  const context: ScenarioContext = {
+    volumes: options.volumes,
+    isolate: options.isolate ?? true,
+    raw,
+    dir: (label) => mkdtemp(join(root, `${String(++dirs).padStart(3, '0')}-${label}-`)),
+    service: () => service,
+  };
+  const subjects = await loadSubjects(options.stores ?? []);
+  const scenarios = (options.registry ?? SCENARIOS).filter((s) => !options.scenarios?.length || options.scenarios.includes(s.id));
+  const rows: Row[] = [];
+  try {
+    for (const scenario of scenarios) {
+      for (const { name, subject, unavailable } of subjects) {
+        const base = { scenario: scenario.id, title: scenario.title, store: name, unit: scenario.unit };
+        const limit = subject ? (scenario.limitText ?? `${subject.raw}: ${raw.family(subject.raw).describe[scenario.rawOperation]}`) : '';
+        let row: Row;
+        const lacking = subject && scenario.requires.find((capability) => subject.lacks[capability] !== undefined);
+        if (!subject) row = { ...base, status: 'n/a', limit, note: unavailable ?? 'n/a' };
+        else if (lacking) row = { ...base, status: 'n/a', limit, note: `n/a (${subject.lacks[lacking]})` };
+        else if (scenario.requires.includes('service') && !(await service)) row = { ...base, status: 'n/a', limit, note: 'n/a (service not built)' };
+        else {
+          try {
+            const m = await scenario.run(context, subject);
+            row = {
+              ...base,
+              status: 'ok',
+              limit,
+              rate: m.rate,
+              ...(m.latency ? { p50Ms: m.latency.p50Ms, p99Ms: m.latency.p99Ms } : {}),
+              ...(m.rawRate === undefined ? {} : { rawRate: m.rawRate }),
+              ...(ratio(m.rate, m.rawRate) === undefined ? {} : { ratio: ratio(m.rate, m.rawRate) }),
+              ...(m.rssGrowthMb === undefined ? {} : { rssGrowthMb: m.rssGrowthMb }),
+              ...(m.rawRssGrowthMb === undefined ? {} : { rawRssGrowthMb: m.rawRssGrowthMb }),
+              ...(m.note ? { note: m.note } : {}),
+            };
+          } catch (error) {
+            row = { ...base, status: 'error', limit, note: `error: ${reason(error)}` };
+          }
+        }
+        rows.push(row);
+        options.onRow?.(row);
+      }
+    }
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+  return {
+    mode: options.mode,
+    startedAt: startedAt.toISOString(),
+    durationMs: Date.now() - startedAt.getTime(),
+    machine: describeMachine(),
+    rows,
+    targets: checkTargets(rows),
+  };
+}
+

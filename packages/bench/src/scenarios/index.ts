@@ -1,0 +1,15 @@
+import type { Scenario } from '../scenario.js';
+import { appendBatch, appendInFlightManyStreams, appendInFlightOneStream, appendSingle } from './append.js';
+import { compaction } from './compaction.js';
+import { readAllStreams, replayStream } from './replay.js';
+
+/** Every scenario, in table order. Add a scenario here and every store runs it. */
+export const SCENARIOS: readonly Scenario[] = [
+  appendSingle,
+  appendInFlightOneStream,
+  appendInFlightManyStreams,
+  appendBatch,
+  replayStream,
+  readAllStreams,
+  compaction,
+];

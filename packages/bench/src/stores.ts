@@ -1,0 +1,99 @@
+import { memoryStore, type EventStore } from '@sessionfold/core';
+import type { RawFamilyName } from './raw-limits.js';
+
+/** Abilities a scenario may need; a store that lacks one gets "n/a" with the reason, never a crash. */
+export type Capability = 'concurrentAppends' | 'compact' | 'readAll' | 'reopen' | 'service';
+
+/** A store under test, loaded and ready to open. */
+export interface StoreSubject {
+  readonly name: string;
+  /** Which raw limits its figures are compared with. */
+  readonly raw: RawFamilyName;
+  /** Capabilities it lacks, each with the reason shown in the table. */
+  readonly lacks: Partial<Record<Capability, string>>;
+  /** Opens (or, when it can `reopen`, reopens) the store kept in `dir`. */
+  open(dir: string): Promise<EventStore>;
+}
+
+/** One entry of the store list: loads the store, or says why it cannot (e.g. its package is not built yet). */
+export interface SubjectEntry {
+  readonly name: string;
+  load(): Promise<StoreSubject | { unavailable: string }>;
+}
+
+/** The slice of a store package the bench uses: one factory taking options, sync or async. */
+type Factory = (options: Record<string, unknown>) => EventStore | Promise<EventStore>;
+
+/** Finds `exportName` in `specifier`, or explains why it is not there. */
+async function factory(specifier: string, exportName: string): Promise<Factory | { unavailable: string }> {
+  try {
+    const module = (await import(specifier)) as Record<string, unknown>;
+    const found = module[exportName];
+    return typeof found === 'function' ? (found as Factory) : { unavailable: 'n/a (not built)' };
+  } catch {
+    return { unavailable: 'n/a (not built)' };
+  }
+}
+
+/** Every store the bench knows, in table order. Add a store here and every scenario runs it. */
+export const SUBJECTS: readonly SubjectEntry[] = [
+  {
+    name: 'memory',
+    async load() {
+      return {
+        name: 'memory',
+        raw: 'memory',
+        lacks: { reopen: 'nothing survives the process' },
+        open: async () => memoryStore(),
+      };
+    },
+  },
+  {
+    name: 'file',
+    async load() {
+      const make = await factory('@sessionfold/store-file', 'fileStore');
+      if ('unavailable' in make) return make;
+      return { name: 'file', raw: 'file', lacks: {}, open: async (directory) => make({ directory }) };
+    },
+  },
+  {
+    name: 'sqlite',
+    async load() {
+      const make = await factory('@sessionfold/store-sqlite', 'sqliteStore');
+      if ('unavailable' in make) return make;
+      const { join } = await import('node:path');
+      return { name: 'sqlite', raw: 'sqlite', lacks: {}, open: async (dir) => make({ path: join(dir, 'store.sqlite') }) };
+    },
+  },
+  {
+    name: 'emmett-sqlite',
+    async load() {
+      try {
+        const { emmettSqliteStore } = await import('./emmett-store.js');
+        return {
+          name: 'emmett-sqlite',
+          raw: 'sqlite',
+          lacks: {
+            concurrentAppends: 'concurrent appends on one store fail (SQLITE_MISUSE: Database is closed)',
+            compact: 'no compaction',
+            service: 'not a sessionfold store',
+          },
+          open: async (dir) => emmettSqliteStore(dir),
+        };
+      } catch {
+        return { unavailable: 'n/a (not installed)' };
+      }
+    },
+  },
+];
+
+/** Loads the entries named in `only` (all when empty), in list order. */
+export async function loadSubjects(only: readonly string[] = []): Promise<Array<{ name: string; subject?: StoreSubject; unavailable?: string }>> {
+  const wanted = SUBJECTS.filter((entry) => only.length === 0 || only.includes(entry.name));
+  return Promise.all(
+    wanted.map(async (entry) => {
+      const loaded = await entry.load();
+      return 'unavailable' in loaded ? { name: entry.name, unavailable: loaded.unavailable } : { name: entry.name, subject: loaded };
+    }),
+  );
+}

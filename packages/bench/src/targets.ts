@@ -1,0 +1,98 @@
+import type { Row, TargetResult } from './report.js';
+import { formatRatio } from './table.js';
+
+/** A performance goal checked against a run's rows; missing rows give "n/a", never an exception. */
+export interface Target {
+  id: string;
+  text: string;
+  check(rows: readonly Row[]): Omit<TargetResult, 'id' | 'text'>;
+}
+
+const find = (rows: readonly Row[], scenario: string, store: string) =>
+  rows.find((row) => row.scenario === scenario && row.store === store && row.status === 'ok');
+
+/** `store` on `scenario` reaches at least `min` × its raw limit. */
+function ratioAtLeast(store: string, scenario: string, min: number, label: string): Target {
+  return {
+    id: `${store}:${scenario}`,
+    text: `${store} ${label} ≥ ${min} × raw`,
+    check(rows) {
+      const row = find(rows, scenario, store);
+      if (row?.ratio === undefined) return { status: 'n/a', measured: 'not measured' };
+      return { status: row.ratio >= min ? 'pass' : 'miss', measured: formatRatio(row.ratio) };
+    },
+  };
+}
+
+/** Peak RSS growth of `store` replaying one stream stays under `maxMb`. */
+function replayBounded(store: string, maxMb: number): Target {
+  return {
+    id: `${store}:replay-rss`,
+    text: `${store} replay peak RSS growth < ${maxMb} MB`,
+    check(rows) {
+      const row = find(rows, 'replay', store);
+      if (row?.rssGrowthMb === undefined) return { status: 'n/a', measured: 'not measured' };
+      return { status: row.rssGrowthMb < maxMb ? 'pass' : 'miss', measured: `+${row.rssGrowthMb.toFixed(1)} MB` };
+    },
+  };
+}
+
+/** `ours` is faster than `peer` on every scenario both ran. */
+function aheadOf(ours: string, peer: string): Target {
+  return {
+    id: `${ours}:ahead-of:${peer}`,
+    text: `${ours} ahead of ${peer} on every scenario both run`,
+    check(rows) {
+      const pairs = rows
+        .filter((row) => row.store === peer && row.status === 'ok')
+        .flatMap((theirs) => {
+          const mine = find(rows, theirs.scenario, ours);
+          return mine?.rate !== undefined && theirs.rate !== undefined ? [{ scenario: theirs.scenario, times: mine.rate / theirs.rate }] : [];
+        });
+      if (pairs.length === 0) return { status: 'n/a', measured: 'no common scenario' };
+      const behind = pairs.filter((pair) => pair.times <= 1);
+      const measured = pairs.map((pair) => `${pair.scenario} ${pair.times.toFixed(1)}×`).join(', ');
+      return { status: behind.length === 0 ? 'pass' : 'miss', measured };
+    },
+  };
+}
+
+/** A service call takes about as long with many sessions in the store as with few (`limit` = the small store). */
+function flatCost(call: string): Target {
+  return {
+    id: `service-scaling:${call}`,
+    text: `service ${call}: as fast with many sessions as with few (≥ 0.67 ×)`,
+    check(rows) {
+      const mine = rows.filter((row) => row.scenario === `scaling-${call}` && row.status === 'ok' && row.ratio !== undefined);
+      if (mine.length === 0) return { status: 'n/a', measured: 'not measured' };
+      const worst = Math.min(...mine.map((row) => row.ratio as number));
+      return { status: worst >= 0.67 ? 'pass' : 'miss', measured: mine.map((row) => `${row.store} ${formatRatio(row.ratio)}`).join(', ') };
+    },
+  };
+}
+
+/** The project's performance goals. */
+export const TARGETS: readonly Target[] = [
+  ratioAtLeast('file', 'append-1', 0.8, 'durable append, 1 event/call'),
+  ratioAtLeast('file', 'append-64-one-stream', 0.5, '64 in flight, 1 stream'),
+  ratioAtLeast('file', 'append-64-streams', 0.5, '64 in flight, 64 streams'),
+  ratioAtLeast('file', 'replay', 0.7, 'replay'),
+  ratioAtLeast('sqlite', 'append-1', 0.8, 'append, 1 event/call'),
+  ratioAtLeast('sqlite', 'append-100', 0.8, 'append, 100 events/call'),
+  ratioAtLeast('sqlite', 'append-64-one-stream', 0.5, '64 in flight, 1 stream'),
+  ratioAtLeast('sqlite', 'append-64-streams', 0.5, '64 in flight, 64 streams'),
+  ratioAtLeast('sqlite', 'replay', 0.7, 'replay'),
+  ratioAtLeast('sqlite', 'read-all', 0.7, 'readAll'),
+  replayBounded('file', 100),
+  replayBounded('sqlite', 100),
+  flatCost('start'),
+  flatCost('enqueue'),
+  flatCost('claim'),
+  aheadOf('sqlite', 'emmett-sqlite'),
+  aheadOf('file', 'emmett-sqlite'),
+];
+
+/** Checks every target against `rows`. */
+export function checkTargets(rows: readonly Row[], targets: readonly Target[] = TARGETS): TargetResult[] {
+  return targets.map((target) => ({ id: target.id, text: target.text, ...target.check(rows) }));
+}
