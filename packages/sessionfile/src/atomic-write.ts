@@ -139,7 +139,8 @@ async function createTemporary(
   mode: number,
 ): Promise<{ tempPath: string; handle: AtomicWriteFileHandle }> {
   const directory = dirname(path);
-  const base = basename(path);
+  // Bounded so the suffix never pushes a long name past the file system's name limit.
+  const base = basename(path).slice(0, 100);
   let lastCause: unknown;
   for (let attempt = 0; attempt < MAX_NAME_ATTEMPTS; attempt++) {
     tempCounter += 1;
