@@ -1,0 +1,75 @@
+import { DEFAULT_MAX_EVENT_BYTES, type EventStore } from '@sessionfold/core';
+
+/** What a store under test can do beyond the port; every field is optional and read-only. */
+export interface EventStoreCapabilities {
+  /**
+   * Closes `store` and opens the same storage again. Enables the persistence checks and the reopen step
+   * of the model-based run; without it those are skipped.
+   */
+  readonly reopen?: (store: EventStore) => Promise<EventStore>;
+  /** The largest serialized event (type + data, in UTF-8 bytes) the store was configured to accept (default 1 MiB). */
+  readonly maxEventBytes?: number;
+  /** fast-check runs per property (default 30). The environment variable `SESSIONFOLD_PROPERTY_RUNS` overrides it. */
+  readonly numRuns?: number;
+  /** Most commands in one model-based run (default 40). */
+  readonly maxCommands?: number;
+  /** Whether concurrent calls on one store instance are supported and checked (default true). */
+  readonly concurrentAppends?: boolean;
+}
+
+/** Capabilities with every default filled in, plus the replay settings read from the environment. */
+export interface ResolvedCapabilities {
+  readonly reopen: ((store: EventStore) => Promise<EventStore>) | undefined;
+  readonly maxEventBytes: number;
+  readonly numRuns: number;
+  readonly maxCommands: number;
+  readonly concurrentAppends: boolean;
+  /** fast-check seed, path and commands replay path to reproduce a reported failure. */
+  readonly replay: { readonly seed?: number; readonly path?: string; readonly replayPath?: string };
+}
+
+/** The defaults, kept in this one place. */
+export const DEFAULT_CAPABILITIES = Object.freeze({
+  maxEventBytes: DEFAULT_MAX_EVENT_BYTES,
+  numRuns: 30,
+  maxCommands: 40,
+  concurrentAppends: true,
+});
+
+/** Fills in defaults and applies `SESSIONFOLD_PROPERTY_RUNS`, `_SEED`, `_PATH` and `_REPLAY` from `env`. */
+export function resolveCapabilities(
+  capabilities: EventStoreCapabilities = {},
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): ResolvedCapabilities {
+  const runs = positiveInteger('SESSIONFOLD_PROPERTY_RUNS', env.SESSIONFOLD_PROPERTY_RUNS);
+  const seed = env.SESSIONFOLD_PROPERTY_SEED;
+  if (seed !== undefined && seed !== '' && !/^-?\d+$/.test(seed)) {
+    throw new Error(`SESSIONFOLD_PROPERTY_SEED must be an integer, got ${JSON.stringify(seed)}`);
+  }
+  const replay: { seed?: number; path?: string; replayPath?: string } = {};
+  if (seed) replay.seed = Number(seed);
+  if (env.SESSIONFOLD_PROPERTY_PATH) replay.path = env.SESSIONFOLD_PROPERTY_PATH;
+  if (env.SESSIONFOLD_PROPERTY_REPLAY) replay.replayPath = env.SESSIONFOLD_PROPERTY_REPLAY;
+  const resolved: ResolvedCapabilities = {
+    reopen: capabilities.reopen,
+    maxEventBytes: capabilities.maxEventBytes ?? DEFAULT_CAPABILITIES.maxEventBytes,
+    numRuns: runs ?? capabilities.numRuns ?? DEFAULT_CAPABILITIES.numRuns,
+    maxCommands: capabilities.maxCommands ?? DEFAULT_CAPABILITIES.maxCommands,
+    concurrentAppends: capabilities.concurrentAppends ?? DEFAULT_CAPABILITIES.concurrentAppends,
+    replay: Object.freeze(replay),
+  };
+  if (!Number.isSafeInteger(resolved.maxEventBytes) || resolved.maxEventBytes < 64) {
+    throw new Error(`capabilities.maxEventBytes must be an integer ≥ 64, got ${resolved.maxEventBytes}`);
+  }
+  for (const key of ['numRuns', 'maxCommands'] as const) {
+    if (!Number.isSafeInteger(resolved[key]) || resolved[key] < 1) throw new Error(`capabilities.${key} must be an integer ≥ 1`);
+  }
+  return Object.freeze(resolved);
+}
+
+function positiveInteger(name: string, value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${name} must be an integer ≥ 1, got ${JSON.stringify(value)}`);
+  return n;
+}

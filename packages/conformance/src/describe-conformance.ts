@@ -1,0 +1,38 @@
+import { describe } from 'vitest';
+import type { EventStore } from '@sessionfold/core';
+import { resolveCapabilities, type EventStoreCapabilities } from './capabilities.js';
+import { describeAppendRules } from './rules/append-rules.js';
+import { describeBlobRules } from './rules/blob-rules.js';
+import { describeConcurrencyRules } from './rules/concurrency-rules.js';
+import { describeFeedRules } from './rules/feed-rules.js';
+import { describeIdempotencyRules } from './rules/idempotency-rules.js';
+import { describeInputRules } from './rules/input-rules.js';
+import { describeIsolationRules } from './rules/isolation-rules.js';
+import { describeLifecycleRules } from './rules/lifecycle-rules.js';
+import { describeReadRules } from './rules/read-rules.js';
+import { describeStreamRules } from './rules/stream-rules.js';
+import { suiteContext } from './support.js';
+
+/**
+ * Registers the whole conformance suite for a store: one example test per rule of the `EventStore` port, then
+ * model-based runs against the in-memory reference store. `makeStore` must return a new, empty store each call.
+ */
+export function describeEventStoreConformance(
+  name: string,
+  makeStore: () => EventStore | Promise<EventStore>,
+  capabilities: EventStoreCapabilities = {},
+): void {
+  const ctx = suiteContext(resolveCapabilities(capabilities), makeStore);
+  describe(`${name}: EventStore conformance`, () => {
+    describeAppendRules(ctx);
+    describeIdempotencyRules(ctx);
+    describeReadRules(ctx);
+    describeFeedRules(ctx);
+    describeStreamRules(ctx);
+    describeBlobRules(ctx);
+    describeInputRules(ctx);
+    describeIsolationRules(ctx);
+    describeConcurrencyRules(ctx);
+    describeLifecycleRules(ctx);
+  });
+}

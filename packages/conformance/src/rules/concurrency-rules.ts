@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { ConcurrencyError } from '@sessionfold/core';
+import { appendTypes, readFeed, readStream, streamId, type SuiteContext } from '../support.js';
+
+const settle = <T>(promises: Array<Promise<T>>) => Promise.allSettled(promises);
+
+/** Calls in flight together on one store keep every rule (group commit must not bend them). */
+export function describeConcurrencyRules(ctx: SuiteContext): void {
+  describe('appends in flight together', () => {
+    it('expecting the same revision: exactly one wins, the others get ConcurrencyError with the new revision [capability: concurrentAppends]', async (t) => {
+      t.skip(!ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
+      const { store } = await ctx.fresh();
+      const s = streamId();
+      await appendTypes(store, s, ['Start']);
+      const outcomes = await settle(Array.from({ length: 8 }, (_, i) => appendTypes(store, s, [`Racer${i}`, `Racer${i}-b`], 1)));
+      const won = outcomes.filter((o) => o.status === 'fulfilled');
+      const lost = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as unknown] : []));
+      expect(won).toHaveLength(1);
+      expect(won[0]!.value.revision).toBe(3);
+      for (const error of lost) {
+        expect(error).toBeInstanceOf(ConcurrencyError);
+        expect(error).toMatchObject({ code: 'concurrency_conflict', stream: s, expected: 1, actual: 3 });
+      }
+      const { events } = await readStream(store, s);
+      expect(events.map((e) => e.revision)).toEqual([1, 2, 3]);
+      expect(events[1]!.type.replace(/-b$/, '')).toBe(events[2]!.type.replace(/-b$/, ''));
+    });
+
+    it("expecting 'any': every batch commits whole, with distinct gap-free revisions [capability: concurrentAppends]", async (t) => {
+      t.skip(!ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
+      const { store } = await ctx.fresh();
+      const s = streamId();
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => appendTypes(store, s, [`B${i}-1`, `B${i}-2`])));
+      expect(results.map((r) => r.revision).sort((x, y) => x - y)).toEqual([2, 4, 6, 8, 10, 12, 14, 16, 18, 20]);
+      const { events } = await readStream(store, s);
+      expect(events.map((e) => e.revision)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+      for (let i = 0; i < events.length; i += 2) {
+        expect(events[i]!.type.replace(/-1$/, '-2')).toBe(events[i + 1]!.type);
+        const result = results.find((r) => r.revision === events[i + 1]!.revision);
+        expect(result?.position).toBe(events[i + 1]!.position);
+      }
+    });
+
+    it('appends to different streams all commit, with distinct increasing positions [capability: concurrentAppends]', async (t) => {
+      t.skip(!ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
+      const { store } = await ctx.fresh();
+      const streams = Array.from({ length: 8 }, () => streamId());
+      const results = await Promise.all(streams.map((s) => appendTypes(store, s, ['A', 'B'], 'no_stream')));
+      expect(results.map((r) => r.revision)).toEqual(streams.map(() => 2));
+      expect(new Set(results.map((r) => r.position)).size).toBe(streams.length);
+      const feed = await readFeed(store);
+      expect(feed).toHaveLength(16);
+      for (let i = 1; i < feed.length; i++) expect(feed[i]!.position).toBeGreaterThan(feed[i - 1]!.position);
+      for (const s of streams) {
+        const mine = feed.filter((r) => r.streamId === s);
+        expect(mine.map((r) => r.revision)).toEqual([1, 2]);
+        expect(mine[1]!.position).toBe(results[streams.indexOf(s)]!.position);
+      }
+    });
+  });
+}
