@@ -1,1 +1,2 @@
 export * from './kernel/index.js';
+export * from './session/index.js';

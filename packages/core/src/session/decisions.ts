@@ -1,0 +1,341 @@
+import type { JsonObject, JsonValue } from '../kernel/json.js';
+import { controlState, DEFAULT_CONTROL_STATE_KEYS } from './control-state.js';
+import { SessionHistoryError, messages } from './errors.js';
+import { sessionEvent, type SessionEvent, type CatalogEvent } from './events.js';
+import { commandIdFor } from './ids.js';
+import type { Checkpoint, IngressFailure, NewCommand, RecordCompletion, RegisterSession, StartSession } from './inputs.js';
+import { isJsonObject } from './json-schema.js';
+import {
+  completionReceiptSchema,
+  INGRESS_FAILURE_LIMIT,
+  INGRESS_RETRY_DELAY_SECONDS,
+  RETAINED_INGRESS_FAILURES,
+  type CatalogState,
+  type CompletionReceipt,
+  type LifecycleRecord,
+  type SessionCommand,
+  type SessionStreamState,
+  type LogRole,
+} from './model.js';
+import { describeZodError } from './events.js';
+
+/** What a decision returns: the events to append (none = nothing to do), or why it is refused. */
+export type Decision = SessionEvent[] | SessionHistoryError;
+
+/** Options shared by the decisions that store a control state. */
+export interface DecisionOptions {
+  /** The control-state whitelist (default `DEFAULT_CONTROL_STATE_KEYS`). */
+  controlStateKeys?: readonly string[];
+}
+
+const iso = (now: Date) => now.toISOString();
+const keysOf = (options: DecisionOptions | undefined) => options?.controlStateKeys ?? DEFAULT_CONTROL_STATE_KEYS;
+
+function existing(state: SessionStreamState): LifecycleRecord | SessionHistoryError {
+  return state.record ?? SessionHistoryError.notFound();
+}
+
+function versioned(state: SessionStreamState, expectedVersion: number): LifecycleRecord | SessionHistoryError {
+  const record = existing(state);
+  if (record instanceof SessionHistoryError) return record;
+  if (record.version !== expectedVersion) return SessionHistoryError.versionConflict(expectedVersion, record.version);
+  return record;
+}
+
+/** The command with `commandId`, if the session has it. */
+export function findCommand(state: SessionStreamState, commandId: string): SessionCommand | undefined {
+  return state.commands.find((command) => command.id === commandId);
+}
+
+/** Whether a command still waits for, or is in, processing. */
+export function isOpenCommand(command: SessionCommand): boolean {
+  return command.status === 'pending' || command.status === 'processing';
+}
+
+/** Creates a session for a start request; no events when the stream already holds one. */
+export function decideStart(state: SessionStreamState, input: StartSession, _now: Date): Decision {
+  if (state.record) return [];
+  const initial: JsonObject = {
+    stateVersion: 3,
+    sessionId: state.sessionId,
+    sessionType: input.sessionType,
+    startedAt: input.startedAt,
+    startIdempotencyId: input.idempotencyId,
+    orchestration: { owner: 'backend', status: 'idle' },
+  };
+  if (input.sessionType === 'free-time') {
+    initial.selfTimeIntent = {
+      requestedAt: input.startedAt,
+      durationMinutes: input.durationMinutes ?? null,
+      customPrompt: input.customPrompt ?? '',
+    };
+  }
+  return [sessionEvent('SessionStarted', { at: iso(_now), startedAt: input.startedAt, state: initial })];
+}
+
+/** Registers a session created elsewhere under its own id; refused when it is already registered. */
+export function decideRegister(state: SessionStreamState, input: RegisterSession, now: Date, options?: DecisionOptions): Decision {
+  if (state.record) return SessionHistoryError.conflict(messages.alreadyRegistered);
+  return [sessionEvent('SessionRegistered', { at: iso(now), startedAt: input.startedAt, state: controlState(input.state, keysOf(options)) })];
+}
+
+/** Queues a command on an active session; no events when a command with the same idempotency id exists. */
+export function decideEnqueue(state: SessionStreamState, input: NewCommand, now: Date): Decision {
+  const record = existing(state);
+  if (record instanceof SessionHistoryError) return record;
+  if (record.phase !== 'active') return SessionHistoryError.conflict(messages.noLongerActive);
+  if (state.commands.some((command) => command.idempotencyId === input.idempotencyId)) return [];
+  const command: SessionCommand = {
+    id: commandIdFor(state.sessionId, input.idempotencyId),
+    sessionId: state.sessionId,
+    sequence: state.commands.reduce((max, candidate) => Math.max(max, candidate.sequence), 0) + 1,
+    kind: input.kind,
+    payload: input.payload,
+    status: 'pending',
+    cancelRequested: false,
+    outcome: null,
+    createdAt: iso(now),
+    processingStartedAt: null,
+    completedAt: null,
+    idempotencyId: input.idempotencyId,
+  };
+  return [sessionEvent('CommandEnqueued', { command })];
+}
+
+/** Marks a pending command as processing; claiming a processing command again changes nothing. */
+export function decideClaimCommand(state: SessionStreamState, commandId: string, now: Date): Decision {
+  const command = findCommand(state, commandId);
+  if (!command) return SessionHistoryError.notFound();
+  if (command.status === 'processing') return [];
+  if (command.status !== 'pending') return SessionHistoryError.conflict(messages.commandAlreadyComplete);
+  return [sessionEvent('CommandClaimed', { at: iso(now), commandId })];
+}
+
+/** Completes a claimed command with its outcome; completing a complete command changes nothing. */
+export function decideCompleteCommand(state: SessionStreamState, commandId: string, outcome: JsonValue, now: Date): Decision {
+  const command = findCommand(state, commandId);
+  if (!command) return SessionHistoryError.notFound();
+  if (command.status === 'complete') return [];
+  if (command.status !== 'processing') return SessionHistoryError.conflict(messages.commandNotClaimed);
+  return [sessionEvent('CommandCompleted', { at: iso(now), commandId, outcome })];
+}
+
+/** Asks the worker of an open command to stop; refused for a complete command. */
+export function decideCancelCommand(state: SessionStreamState, commandId: string, now: Date): Decision {
+  const command = findCommand(state, commandId);
+  if (!command) return SessionHistoryError.notFound();
+  if (command.status === 'complete') return SessionHistoryError.conflict(messages.commandAlreadyComplete);
+  if (command.cancelRequested) return [];
+  return [sessionEvent('CommandCancelRequested', { at: iso(now), commandId })];
+}
+
+/**
+ * Stops a session whatever its version: phase ingress_pending without a provenance, and every open
+ * command asked to cancel.
+ */
+export function decideStop(state: SessionStreamState, now: Date): Decision {
+  const record = existing(state);
+  if (record instanceof SessionHistoryError) return record;
+  const at = iso(now);
+  return [
+    sessionEvent('IngressRequested', { at, provenanceId: null, nextAttemptAt: record.ingressNextAttemptAt }),
+    ...state.commands
+      .filter((command) => isOpenCommand(command) && !command.cancelRequested)
+      .map((command) => sessionEvent('CommandCancelRequested', { at, commandId: command.id })),
+  ];
+}
+
+/** Appends a line to the session log. */
+export function decideAppendTranscript(state: SessionStreamState, input: { role: Exclude<LogRole, 'pending-object'>; text: string }, now: Date): Decision {
+  const record = existing(state);
+  if (record instanceof SessionHistoryError) return record;
+  return [sessionEvent('TranscriptAppended', { at: iso(now), role: input.role, text: input.text })];
+}
+
+/** Why an object may not be staged now, or undefined when it may. */
+export function objectStagingRefusal(state: SessionStreamState): SessionHistoryError | undefined {
+  const record = existing(state);
+  if (record instanceof SessionHistoryError) return record;
+  if (record.phase !== 'active') return SessionHistoryError.conflict(messages.objectsNeedActiveSession);
+  if (state.commands.some(isOpenCommand)) return SessionHistoryError.conflict(messages.objectsWhileProcessing);
+  return undefined;
+}
+
+/** Stages an object whose bytes are already stored under `sha256`; its id is `pending:<next log position>`. */
+export function decideStageObject(
+  state: SessionStreamState,
+  input: { fileName?: string | null | undefined; mediaType: string; size: number; sha256: string },
+  now: Date,
+): Decision {
+  const refusal = objectStagingRefusal(state);
+  if (refusal) return refusal;
+  return [
+    sessionEvent('ObjectStaged', {
+      at: iso(now),
+      pendingId: `pending:${state.logSize + 1}`,
+      fileName: input.fileName ?? 'uploaded-object',
+      mediaType: input.mediaType,
+      size: input.size,
+      sha256: input.sha256,
+    }),
+  ];
+}
+
+/** Replaces the control state at the expected version. */
+export function decideCheckpoint(state: SessionStreamState, input: Checkpoint, now: Date, options?: DecisionOptions): Decision {
+  const record = versioned(state, input.expectedVersion);
+  if (record instanceof SessionHistoryError) return record;
+  return [sessionEvent('SessionCheckpointed', { at: iso(now), state: controlState(input.state, keysOf(options)), userActivity: input.userActivity })];
+}
+
+/** Checkpoints and asks for ingress (phase ingress_pending, no scheduled attempt). */
+export function decideRequestIngress(state: SessionStreamState, input: Checkpoint, now: Date, options?: DecisionOptions): Decision {
+  const record = versioned(state, input.expectedVersion);
+  if (record instanceof SessionHistoryError) return record;
+  return [
+    sessionEvent('IngressRequested', {
+      at: iso(now),
+      state: controlState(input.state, keysOf(options)),
+      provenanceId: record.provenanceId,
+      nextAttemptAt: null,
+    }),
+  ];
+}
+
+/** Starts an ingress attempt under `provenanceId`. */
+export function decideStartIngress(state: SessionStreamState, input: { expectedVersion: number; provenanceId: string }, now: Date): Decision {
+  const record = versioned(state, input.expectedVersion);
+  if (record instanceof SessionHistoryError) return record;
+  return [sessionEvent('IngressStarted', { at: iso(now), provenanceId: input.provenanceId })];
+}
+
+/**
+ * Records a failed attempt. The fifth failure, or any failure coded `input_too_large`, is terminal;
+ * otherwise the next attempt is due 15 s later. Only the last five failures are kept.
+ */
+export function decideFailIngress(state: SessionStreamState, input: IngressFailure, now: Date): Decision {
+  const record = versioned(state, input.expectedVersion);
+  if (record instanceof SessionHistoryError) return record;
+  if (record.phase !== 'ingress_pending' && record.phase !== 'ingress_in_progress') {
+    return SessionHistoryError.conflict(messages.ingressNotActive);
+  }
+  const at = iso(now);
+  const attempt = record.ingressFailureCount + 1;
+  const code = input.code ?? null;
+  const terminal = code === 'input_too_large' || attempt >= INGRESS_FAILURE_LIMIT;
+  return [
+    sessionEvent('IngressFailed', {
+      at,
+      attempt,
+      terminal,
+      nextAttemptAt: terminal ? null : new Date(now.getTime() + INGRESS_RETRY_DELAY_SECONDS * 1000).toISOString(),
+      failure: {
+        attempt,
+        at,
+        stage: input.stage,
+        code,
+        message: input.message,
+        roundsUsed: input.roundsUsed ?? null,
+        contextTokens: input.contextTokens ?? null,
+        contextWindowTokens: input.contextWindowTokens ?? null,
+      },
+      retainedFailures: RETAINED_INGRESS_FAILURES,
+    }),
+  ];
+}
+
+/** Sends a failed ingress back to ingress_pending with a new control state and a fresh failure count. */
+export function decideRetryIngress(state: SessionStreamState, input: { expectedVersion: number; state: JsonObject }, now: Date, options?: DecisionOptions): Decision {
+  const record = versioned(state, input.expectedVersion);
+  if (record instanceof SessionHistoryError) return record;
+  if (record.phase !== 'ingress_failed') return SessionHistoryError.conflict(messages.ingressNotFailed);
+  return [sessionEvent('IngressRetried', { at: iso(now), state: controlState(input.state, keysOf(options)) })];
+}
+
+/**
+ * Releases an attempt left in progress (its worker is gone) back to ingress_pending, keeping the
+ * checkpoint state. A failure count past the limit (a runaway loop) starts again at 0. No events
+ * when the session is not in progress.
+ */
+export function decideReleaseInterruptedIngress(state: SessionStreamState, now: Date): Decision {
+  const record = state.record;
+  if (!record || record.phase !== 'ingress_in_progress') return [];
+  return [
+    sessionEvent('IngressReleased', {
+      at: iso(now),
+      resetFailureCount: record.ingressFailureCount > INGRESS_FAILURE_LIMIT,
+      retainedFailures: RETAINED_INGRESS_FAILURES,
+    }),
+  ];
+}
+
+/**
+ * Completes a session at the expected version. The session object comes from `historyIngress` when it
+ * names one, else from the state itself; its commit receipt (or a bare one) is stamped with the
+ * session's id, type, start and the completion time.
+ */
+export function decideComplete(state: SessionStreamState, input: { expectedVersion: number; state: JsonObject }, now: Date, options?: DecisionOptions): Decision {
+  const record = versioned(state, input.expectedVersion);
+  if (record instanceof SessionHistoryError) return record;
+  const nested = input.state.historyIngress;
+  const completion = isJsonObject(nested) && typeof nested.sessionObjectId === 'string' ? nested : input.state;
+  const next = controlState(input.state, keysOf(options));
+  const objectId = completion.sessionObjectId;
+  if (typeof objectId !== 'string') return SessionHistoryError.conflict(messages.noSessionObject);
+  const rawReceipt = completion.commitReceipt;
+  let receipt: CompletionReceipt;
+  if (rawReceipt === undefined || rawReceipt === null) {
+    receipt = completionReceiptSchema.parse({ sessionObjectId: objectId });
+  } else {
+    const parsed = completionReceiptSchema.safeParse(rawReceipt);
+    if (!parsed.success) return SessionHistoryError.conflict(`invalid session commit receipt: ${describeZodError(parsed.error)}`);
+    receipt = parsed.data;
+  }
+  if (receipt.sessionObjectId !== objectId) return SessionHistoryError.conflict(messages.receiptNamesOtherObject);
+  const at = iso(now);
+  const sessionType = next.sessionType;
+  receipt = { ...receipt, sessionId: record.id, sessionType: typeof sessionType === 'string' ? sessionType : null, createdAt: record.startedAt, committedAt: at };
+  next.sessionObjectId = objectId;
+  next.commitReceipt = rawReceipt === undefined ? null : structuredClone(rawReceipt);
+  return [sessionEvent('SessionCompleted', { at, state: next, receipt })];
+}
+
+/** Completes the session with its current control state (the ingress finished). */
+export function decideCompleteIngress(state: SessionStreamState, input: { expectedVersion: number }, now: Date, options?: DecisionOptions): Decision {
+  const record = existing(state);
+  if (record instanceof SessionHistoryError) return record;
+  return decideComplete(state, { expectedVersion: input.expectedVersion, state: record.state }, now, options);
+}
+
+/**
+ * The receipt `recordCompletion` stores: the given one (or a bare one) filled with the request's session
+ * id, type and creation time where it has none, and `committedAt` = now when absent.
+ */
+export function buildCompletionReceipt(input: RecordCompletion, now: Date): CompletionReceipt | SessionHistoryError {
+  const receipt = input.commitReceipt ?? completionReceiptSchema.parse({ sessionObjectId: input.sessionObjectId });
+  if (receipt.sessionObjectId !== input.sessionObjectId) return SessionHistoryError.conflict(messages.receiptDiffers);
+  return {
+    ...receipt,
+    sessionId: receipt.sessionId ?? input.sessionId ?? null,
+    sessionType: receipt.sessionType ?? input.sessionType ?? null,
+    createdAt: receipt.createdAt ?? input.createdAt ?? null,
+    committedAt: receipt.committedAt ?? iso(now),
+  };
+}
+
+/**
+ * Marks a live session complete because its archive was recorded elsewhere, so the stream can be deleted
+ * after the receipt is in the catalog. No events when the session does not exist or is already complete.
+ */
+export function decideRecordCompletion(state: SessionStreamState, receipt: CompletionReceipt, now: Date): Decision {
+  const record = state.record;
+  if (!record || record.phase === 'complete') return [];
+  const next: JsonObject = { ...structuredClone(record.state), sessionObjectId: receipt.sessionObjectId, commitReceipt: structuredClone(receipt) };
+  return [sessionEvent('SessionCompleted', { at: iso(now), state: next, receipt })];
+}
+
+/** Adds a receipt to the catalog unless its session object is already recorded. */
+export function decideRecordReceipt(catalog: CatalogState, receipt: CompletionReceipt): CatalogEvent[] {
+  if (catalog.receipts.some((existingReceipt) => existingReceipt.sessionObjectId === receipt.sessionObjectId)) return [];
+  return [{ type: 'CompletionRecorded', data: { receipt } }];
+}

@@ -1,0 +1,59 @@
+import { createHash } from 'node:crypto';
+import type { StreamId } from '../kernel/port.js';
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The RFC 4122 namespace for URLs, used to derive this library's own namespaces. */
+const URL_NAMESPACE = '6ba7b811-9dad-11d1-80b4-00c04fd430c8';
+
+/** True when `value` is a UUID in its hyphenated text form (any version, either case). */
+export function isUuid(value: string): boolean {
+  return UUID_PATTERN.test(value);
+}
+
+/**
+ * A name-based (version 5, SHA-1) UUID: the same namespace and name always give the same id, so two
+ * processes deriving an id from one idempotency key agree without talking to each other.
+ */
+export function uuidV5(name: string, namespace: string): string {
+  if (!isUuid(namespace)) throw new TypeError(`namespace ${JSON.stringify(namespace)} is not a UUID`);
+  const bytes = createHash('sha1').update(Buffer.from(namespace.replace(/-/g, ''), 'hex')).update(name, 'utf8').digest().subarray(0, 16);
+  bytes[6] = ((bytes[6] as number) & 0x0f) | 0x50;
+  bytes[8] = ((bytes[8] as number) & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** Namespace of session ids derived from start idempotency keys. */
+export const SESSION_ID_NAMESPACE = uuidV5('urn:sessionfold:session', URL_NAMESPACE);
+
+/** Namespace of catalog event ids derived from session object ids. */
+export const RECEIPT_ID_NAMESPACE = uuidV5('urn:sessionfold:completion-receipt', URL_NAMESPACE);
+
+/** Prefix of every session stream: `session-<uuid>`. */
+export const SESSION_STREAM_PREFIX = 'session-';
+
+/** The stream holding completion receipts. */
+export const CATALOG_STREAM: StreamId = 'catalog';
+
+/** The session id a start with `idempotencyId` creates, the same in every process. */
+export function sessionIdForStart(idempotencyId: string): string {
+  return uuidV5(idempotencyId, SESSION_ID_NAMESPACE);
+}
+
+/** The id of the command a session gets for `idempotencyId`, the same in every process. */
+export function commandIdFor(sessionId: string, idempotencyId: string): string {
+  return uuidV5(idempotencyId, sessionId);
+}
+
+/** The stream of session `sessionId` (a lowercase UUID). */
+export function sessionStream(sessionId: string): StreamId {
+  return `${SESSION_STREAM_PREFIX}${sessionId}`;
+}
+
+/** The session id of a session stream, or undefined for any other stream. */
+export function sessionIdOfStream(stream: StreamId): string | undefined {
+  if (!stream.startsWith(SESSION_STREAM_PREFIX)) return undefined;
+  const id = stream.slice(SESSION_STREAM_PREFIX.length);
+  return isUuid(id) ? id : undefined;
+}

@@ -1,0 +1,127 @@
+import { z } from 'zod';
+import { SessionHistoryError, messages } from './errors.js';
+import { isUuid } from './ids.js';
+import { jsonObjectSchema, jsonValueSchema } from './json-schema.js';
+import { completionReceiptSchema, phaseSchema, TRANSCRIPT_ROLES } from './model.js';
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
+
+/** True for an RFC 3339 date-time with a real calendar date, a valid time and an offset. */
+export function isRfc3339(value: string): boolean {
+  const match = RFC3339.exec(value);
+  if (!match) return false;
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (month < 1 || month > 12 || day < 1 || day > daysInMonth) return false;
+  if (hour > 23 || minute > 59 || second > 60) return false;
+  if (match[8] !== undefined && (Number(match[9]) > 23 || Number(match[10]) > 59)) return false;
+  return true;
+}
+
+const idempotencyId = z
+  .string()
+  .refine((value) => value.length > 0 && Buffer.byteLength(value, 'utf8') <= 255, { message: messages.idempotencyId });
+const startedAt = z.string().refine(isRfc3339, { message: messages.startedAt });
+const expectedVersion = z.number().int().min(0);
+const count = z.number().int().min(0).nullable().optional();
+
+/** A session id argument: a UUID, returned in lowercase. */
+export const sessionIdSchema = z
+  .string()
+  .refine(isUuid, { message: messages.invalidSessionId })
+  .transform((value) => value.toLowerCase());
+
+/** A command id argument. */
+export const commandIdSchema = z.string().min(1).max(255);
+
+/** A staged object's id: `pending:N` with N ≥ 1. */
+export const pendingIdSchema = z
+  .string()
+  .regex(/^pending:[0-9]+$/, { message: messages.objectIdForm })
+  .transform((value) => Number(value.slice('pending:'.length)))
+  .refine((value) => Number.isSafeInteger(value) && value > 0, { message: messages.objectIdForm });
+
+export const startSessionSchema = z.object({
+  idempotencyId,
+  startedAt,
+  sessionType: z.string(),
+  durationMinutes: z.number().nullable().optional(),
+  customPrompt: z.string().nullable().optional(),
+});
+export type StartSessionInput = z.input<typeof startSessionSchema>;
+export type StartSession = z.output<typeof startSessionSchema>;
+
+export const registerSessionSchema = z.object({ id: sessionIdSchema, startedAt, state: jsonObjectSchema });
+export type RegisterSessionInput = z.input<typeof registerSessionSchema>;
+export type RegisterSession = z.output<typeof registerSessionSchema>;
+
+export const newCommandSchema = z.object({ idempotencyId, kind: z.string(), payload: jsonValueSchema.default({}) });
+export type NewCommandInput = z.input<typeof newCommandSchema>;
+export type NewCommand = z.output<typeof newCommandSchema>;
+
+export const commandOutcomeSchema = z.object({ outcome: jsonValueSchema.default({}) });
+export type CommandOutcomeInput = z.input<typeof commandOutcomeSchema>;
+
+export const checkpointSchema = z.object({ expectedVersion, state: jsonObjectSchema, userActivity: z.boolean().default(false) });
+export type CheckpointInput = z.input<typeof checkpointSchema>;
+export type Checkpoint = z.output<typeof checkpointSchema>;
+
+export const expectedVersionSchema = z.object({ expectedVersion });
+export type ExpectedVersionInput = z.input<typeof expectedVersionSchema>;
+
+export const retryIngressSchema = z.object({ expectedVersion, state: jsonObjectSchema });
+export type RetryIngressInput = z.input<typeof retryIngressSchema>;
+
+export const startIngressSchema = z.object({ expectedVersion, provenanceId: z.string() });
+export type StartIngressInput = z.input<typeof startIngressSchema>;
+
+export const ingressFailureSchema = z.object({
+  expectedVersion,
+  stage: z.string(),
+  code: z.string().nullable().optional(),
+  message: z.string(),
+  roundsUsed: count,
+  contextTokens: count,
+  contextWindowTokens: count,
+});
+export type IngressFailureInput = z.input<typeof ingressFailureSchema>;
+export type IngressFailure = z.output<typeof ingressFailureSchema>;
+
+export const recordCompletionSchema = z.object({
+  sessionObjectId: z.string(),
+  commitReceipt: completionReceiptSchema.nullable().optional(),
+  sessionId: sessionIdSchema.nullable().optional(),
+  sessionType: z.string().nullable().optional(),
+  createdAt: z.string().nullable().optional(),
+});
+export type RecordCompletionInput = z.input<typeof recordCompletionSchema>;
+export type RecordCompletion = z.output<typeof recordCompletionSchema>;
+
+export const newObjectSchema = z.object({
+  fileName: z.string().nullable().optional(),
+  mediaType: z.string(),
+  bytes: z.instanceof(Uint8Array),
+});
+export type NewObjectInput = z.input<typeof newObjectSchema>;
+
+export const appendTranscriptSchema = z.object({ role: z.enum(TRANSCRIPT_ROLES), text: z.string() });
+export type AppendTranscriptInput = z.input<typeof appendTranscriptSchema>;
+
+export const listOptionsSchema = z.object({ phase: phaseSchema.optional() }).default({});
+export type ListOptionsInput = z.input<typeof listOptionsSchema>;
+
+const VERBATIM = new Set<string>(Object.values(messages));
+
+/**
+ * Parses a service input. A refusal is an `invalid_request` naming the field (`field: problem`); the
+ * fixed texts of the service (`invalid session ID`, ...) are passed through unchanged. `name` prefixes
+ * the path for scalar arguments; object arguments pass `''` so fields read as `expectedVersion`.
+ */
+export function parseInput<S extends z.ZodType>(schema: S, value: unknown, name: string): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const path = [...(name === '' ? [] : [name]), ...(issue?.path ?? []).map(String)].join('.') || 'input';
+  const message = issue?.message ?? 'invalid';
+  throw SessionHistoryError.invalid(VERBATIM.has(message) ? message : `${path}: ${message}`, path);
+}

@@ -1,0 +1,139 @@
+import { z } from 'zod';
+import { jsonObjectSchema, jsonValueSchema } from './json-schema.js';
+
+/** Where a session is in its life. Versions move with every lifecycle change of phase or state. */
+export const PHASES = ['active', 'ingress_pending', 'ingress_in_progress', 'ingress_failed', 'complete'] as const;
+export const phaseSchema = z.enum(PHASES);
+export type Phase = z.infer<typeof phaseSchema>;
+
+/** Roles of the session log; `pending-object` entries come only from `stageObject`. */
+export const LOG_ROLES = [
+  'system-message',
+  'system-error',
+  'user-message',
+  'assistant-message',
+  'assistant-tool-call',
+  'tool-result',
+  'tool-error',
+  'object',
+  'pending-object',
+] as const;
+export const logRoleSchema = z.enum(LOG_ROLES);
+export type LogRole = z.infer<typeof logRoleSchema>;
+
+/** Roles a caller may append with `appendTranscript`. */
+export const TRANSCRIPT_ROLES = LOG_ROLES.filter((role) => role !== 'pending-object') as Exclude<LogRole, 'pending-object'>[];
+
+const nullableString = z.string().nullable();
+
+/** The archive's acknowledgement that a session was committed as a session object. */
+export const completionReceiptSchema = z.object({
+  transactionId: nullableString.default(null),
+  sessionObjectId: z.string(),
+  sessionId: nullableString.default(null),
+  sessionType: nullableString.default(null),
+  createdAt: nullableString.default(null),
+  committedAt: nullableString.default(null),
+  nodeIds: z.record(z.string(), z.string()).default({}),
+  objectIds: z.record(z.string(), z.string()).default({}),
+});
+export type CompletionReceipt = z.infer<typeof completionReceiptSchema>;
+
+/** One command of a session's queue. Commands run one at a time, lowest `sequence` first. */
+export const sessionCommandSchema = z.object({
+  id: z.string(),
+  sessionId: z.string(),
+  sequence: z.number().int().min(1),
+  kind: z.string(),
+  payload: jsonValueSchema,
+  status: z.enum(['pending', 'processing', 'complete']),
+  cancelRequested: z.boolean(),
+  outcome: jsonValueSchema.nullable(),
+  createdAt: z.string(),
+  processingStartedAt: nullableString,
+  completedAt: nullableString,
+  idempotencyId: z.string(),
+});
+export type SessionCommand = z.infer<typeof sessionCommandSchema>;
+export type CommandStatus = SessionCommand['status'];
+
+/** One failed ingress attempt, as kept in `ingressFailures`. */
+export const ingressFailureEntrySchema = z.object({
+  attempt: z.number().int(),
+  at: nullableString,
+  stage: nullableString,
+  code: nullableString,
+  message: z.string(),
+  roundsUsed: z.number().int().min(0).nullable(),
+  contextTokens: z.number().int().min(0).nullable(),
+  contextWindowTokens: z.number().int().min(0).nullable(),
+});
+export type IngressFailureEntry = z.infer<typeof ingressFailureEntrySchema>;
+
+/** A staged object's metadata as recorded (unsanitised; `object()` sanitises on the way out). */
+export const stagedObjectSchema = z.object({
+  pendingId: z.string(),
+  fileName: z.string(),
+  mediaType: z.string(),
+  size: z.number().int().min(0),
+  sha256: z.string(),
+});
+export type StagedObject = z.infer<typeof stagedObjectSchema>;
+
+/** One entry of the session log; `boxId` is its 1-based position, shared by transcript text and objects. */
+export const logEntrySchema = z.object({
+  boxId: z.number().int().min(1),
+  role: logRoleSchema,
+  text: z.string(),
+  at: z.string(),
+  object: stagedObjectSchema.optional(),
+});
+export type LogEntry = z.infer<typeof logEntrySchema>;
+
+/** The lifecycle part of a session as the reducer keeps it; `state` holds only whitelisted control keys. */
+export const lifecycleRecordSchema = z.object({
+  id: z.string(),
+  phase: phaseSchema,
+  startedAt: z.string(),
+  updatedAt: z.string(),
+  state: jsonObjectSchema,
+  provenanceId: nullableString,
+  version: z.number().int().min(1),
+  lastUserMessageAt: nullableString,
+  endedAt: nullableString,
+  ingressFailureCount: z.number().int().min(0),
+  ingressFailures: z.array(ingressFailureEntrySchema),
+  ingressNextAttemptAt: nullableString,
+});
+export type LifecycleRecord = z.infer<typeof lifecycleRecordSchema>;
+
+/**
+ * The folded state of one session stream. The log is kept in chunks so that appending to a long
+ * transcript copies one small chunk, not the whole log.
+ */
+export const sessionStreamStateSchema = z.object({
+  sessionId: z.string(),
+  record: lifecycleRecordSchema.nullable(),
+  commands: z.array(sessionCommandSchema),
+  log: z.array(z.array(logEntrySchema)),
+  logSize: z.number().int().min(0),
+  firstUserMessage: nullableString,
+  receipt: completionReceiptSchema.nullable(),
+});
+export type SessionStreamState = z.infer<typeof sessionStreamStateSchema>;
+
+/** The folded catalog stream: receipts in the order recorded, unique by `sessionObjectId`. */
+export const catalogStateSchema = z.object({ receipts: z.array(completionReceiptSchema) });
+export type CatalogState = z.infer<typeof catalogStateSchema>;
+
+/** A session as the service returns it. `summary` is true only in `list()`. */
+export interface SessionRecord extends LifecycleRecord {
+  summary?: true;
+}
+
+/** Policies of the ingress retry loop. */
+export const INGRESS_FAILURE_LIMIT = 5;
+export const INGRESS_RETRY_DELAY_SECONDS = 15;
+export const RETAINED_INGRESS_FAILURES = 5;
+/** Longest `firstUserMessage` in a summary, in characters. */
+export const FIRST_USER_MESSAGE_LIMIT = 512;

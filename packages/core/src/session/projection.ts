@@ -1,0 +1,145 @@
+import { checkSnapshotIdentity, foldStream, type StreamReducer } from '../kernel/fold.js';
+import type { JsonValue } from '../kernel/json.js';
+import { DELETED_RECORD, SNAPSHOT_RECORD, type EventStore, type RecordedEvent, type Snapshot, type StreamId } from '../kernel/port.js';
+import { CATALOG_STREAM, SESSION_STREAM_PREFIX, sessionIdOfStream } from './ids.js';
+import type { CatalogState, SessionStreamState } from './model.js';
+import { catalogReducer, sessionSummaryReducer } from './reducer.js';
+
+/** A stream's folded state and the revision it reflects. */
+export interface ProjectedStream<S> {
+  revision: number;
+  state: S;
+}
+
+/**
+ * The service's in-memory view across sessions: every session's record and commands (not its log) and
+ * the catalog, with indexes by command id and start idempotency key. It follows the store's change feed
+ * (`readAll`), so writes by other processes are seen on the next `catchUp`, and each query costs only
+ * the changes since the last one.
+ */
+export class SessionProjection {
+  readonly #store: EventStore;
+  readonly #sessions = new Map<StreamId, ProjectedStream<SessionStreamState>>();
+  #catalog: ProjectedStream<CatalogState> = { revision: 0, state: catalogReducer.initial(CATALOG_STREAM) };
+  readonly #commandStreams = new Map<string, StreamId>();
+  readonly #startStreams = new Map<string, StreamId>();
+  #lastPosition = 0;
+  #queue: Promise<void> = Promise.resolve();
+
+  constructor(store: EventStore) {
+    this.#store = store;
+  }
+
+  /**
+   * Applies every change committed since the last call (all of them on the first). Calls are serialised,
+   * and each one reads the feed afresh, so it returns only after seeing what was committed before it began.
+   */
+  catchUp(): Promise<void> {
+    const run = this.#queue.then(
+      () => this.#readFeed(),
+      () => this.#readFeed(),
+    );
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Session streams in name order with their projected state. */
+  sessions(): [StreamId, ProjectedStream<SessionStreamState>][] {
+    return [...this.#sessions].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  /** The projected catalog. */
+  catalog(): ProjectedStream<CatalogState> {
+    return this.#catalog;
+  }
+
+  /** The stream of the session holding command `commandId`, if known. */
+  streamOfCommand(commandId: string): StreamId | undefined {
+    return this.#commandStreams.get(commandId);
+  }
+
+  /** The stream of the session whose control state names `idempotencyId` as its start key, if any. */
+  streamOfStartKey(idempotencyId: string): StreamId | undefined {
+    return this.#startStreams.get(idempotencyId);
+  }
+
+  async #readFeed(): Promise<void> {
+    for await (const record of this.#store.readAll({ fromPosition: this.#lastPosition + 1 })) {
+      await this.#apply(record);
+      this.#lastPosition = record.position;
+    }
+  }
+
+  async #apply(record: RecordedEvent): Promise<void> {
+    const stream = record.streamId;
+    if (stream === CATALOG_STREAM) {
+      const next = await this.#follow(stream, this.#catalog, catalogReducer, record);
+      this.#catalog = next ?? { revision: 0, state: catalogReducer.initial(stream) };
+      return;
+    }
+    if (!stream.startsWith(SESSION_STREAM_PREFIX) || sessionIdOfStream(stream) === undefined) return;
+    const previous = this.#sessions.get(stream);
+    const next = await this.#follow(stream, previous, sessionSummaryReducer, record);
+    if (next === previous) return;
+    this.#unindex(stream, previous, next);
+    if (next) this.#sessions.set(stream, next);
+    else this.#sessions.delete(stream);
+    this.#index(stream, previous, next);
+  }
+
+  /** The stream's projection after `record`; undefined once the stream is deleted. */
+  async #follow<S>(
+    stream: StreamId,
+    current: ProjectedStream<S> | undefined,
+    reducer: StreamReducer<S>,
+    record: RecordedEvent,
+  ): Promise<ProjectedStream<S> | undefined> {
+    const revision = current?.revision ?? 0;
+    if (record.type === DELETED_RECORD) return undefined;
+    if (record.type === SNAPSHOT_RECORD) {
+      const snapshot = record.data as unknown as Snapshot;
+      if (snapshot.revision <= revision) return current;
+      checkSnapshotIdentity(stream, snapshot, reducer.schemaVersion);
+      return { revision: snapshot.revision, state: reducer.fromSnapshot(snapshot.state as JsonValue) };
+    }
+    if (record.revision <= revision) return current;
+    if (record.revision === revision + 1) {
+      return { revision: record.revision, state: reducer.apply(current?.state ?? reducer.initial(stream), record) };
+    }
+    // A gap: changes of this stream are missing from the feed we saw, so take the stream as it is now.
+    const folded = await foldStream(this.#store, stream, reducer);
+    return folded.exists ? { revision: folded.revision, state: folded.state } : undefined;
+  }
+
+  #unindex(stream: StreamId, previous: ProjectedStream<SessionStreamState> | undefined, next: ProjectedStream<SessionStreamState> | undefined): void {
+    if (!previous) return;
+    const oldKey = startKey(previous.state);
+    if (oldKey !== undefined && oldKey !== (next && startKey(next.state)) && this.#startStreams.get(oldKey) === stream) {
+      this.#startStreams.delete(oldKey);
+    }
+    if (next && extendsCommands(previous.state, next.state)) return;
+    for (const command of previous.state.commands) {
+      if (this.#commandStreams.get(command.id) === stream) this.#commandStreams.delete(command.id);
+    }
+  }
+
+  #index(stream: StreamId, previous: ProjectedStream<SessionStreamState> | undefined, next: ProjectedStream<SessionStreamState> | undefined): void {
+    if (!next) return;
+    const key = startKey(next.state);
+    if (key !== undefined) this.#startStreams.set(key, stream);
+    // Commands are only ever added, so after an ordinary event only the new tail needs indexing.
+    const known = previous && extendsCommands(previous.state, next.state) ? previous.state.commands.length : 0;
+    for (const command of next.state.commands.slice(known)) this.#commandStreams.set(command.id, stream);
+  }
+}
+
+/** Whether `next` holds the commands of `previous` and perhaps more (not a different stream's history). */
+function extendsCommands(previous: SessionStreamState, next: SessionStreamState): boolean {
+  const count = previous.commands.length;
+  return next.commands.length >= count && (count === 0 || next.commands[count - 1]?.id === previous.commands[count - 1]?.id);
+}
+
+function startKey(state: SessionStreamState): string | undefined {
+  const key = state.record?.state.startIdempotencyId;
+  return typeof key === 'string' ? key : undefined;
+}

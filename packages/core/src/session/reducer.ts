@@ -1,0 +1,270 @@
+import { Immer, type Draft } from 'immer';
+import { CorruptionError } from '../kernel/errors.js';
+import type { JsonValue } from '../kernel/json.js';
+import type { RecordedEvent, StreamId } from '../kernel/port.js';
+import type { StreamReducer } from '../kernel/fold.js';
+import { parseCatalogEvent, parseSessionEvent, type CatalogEvent, type SessionEvent } from './events.js';
+import { sessionIdOfStream } from './ids.js';
+import {
+  FIRST_USER_MESSAGE_LIMIT,
+  catalogStateSchema,
+  sessionStreamStateSchema,
+  type CatalogState,
+  type LifecycleRecord,
+  type LogEntry,
+  type SessionStreamState,
+} from './model.js';
+import { displayText } from './view.js';
+
+// Folded states are copied before they leave the service, so freezing every intermediate state
+// (immer's default) would only cost time: it made a 20k-entry replay about ten times slower.
+const immer = new Immer({ autoFreeze: false });
+
+/** Entries per log chunk: appending copies at most one chunk plus the (short) list of chunks. */
+export const LOG_CHUNK_SIZE = 256;
+
+/** Bumped whenever the folded state's shape changes; snapshots of another version are refused. */
+export const SESSION_STATE_SCHEMA_VERSION = 1;
+export const CATALOG_STATE_SCHEMA_VERSION = 1;
+
+/** The state of a session stream before its first event. */
+export function initialSessionState(sessionId: string): SessionStreamState {
+  return { sessionId, record: null, commands: [], log: [], logSize: 0, firstUserMessage: null, receipt: null };
+}
+
+/**
+ * Applies one parsed event. Pure and total: a well-formed event never throws; one that makes no sense
+ * in the current state (a lifecycle change before the session exists, an unknown command) changes nothing.
+ */
+export function applySessionEvent(state: SessionStreamState, event: SessionEvent): SessionStreamState {
+  return immer.produce(state, (draft) => {
+    const record = draft.record;
+    switch (event.type) {
+      case 'SessionStarted':
+      case 'SessionRegistered': {
+        if (record) return;
+        draft.record = {
+          id: draft.sessionId,
+          phase: 'active',
+          startedAt: event.data.startedAt,
+          updatedAt: event.data.startedAt,
+          state: event.data.state,
+          provenanceId: null,
+          version: 1,
+          lastUserMessageAt: null,
+          endedAt: null,
+          ingressFailureCount: 0,
+          ingressFailures: [],
+          ingressNextAttemptAt: null,
+        } satisfies LifecycleRecord as Draft<LifecycleRecord>;
+        return;
+      }
+      case 'SessionCheckpointed': {
+        if (!record) return;
+        record.state = event.data.state;
+        if (event.data.userActivity) record.lastUserMessageAt = event.data.at;
+        bump(record, event.data.at);
+        return;
+      }
+      case 'IngressRequested': {
+        if (!record) return;
+        if (event.data.state) record.state = event.data.state;
+        record.phase = 'ingress_pending';
+        record.provenanceId = event.data.provenanceId;
+        record.ingressNextAttemptAt = event.data.nextAttemptAt;
+        bump(record, event.data.at);
+        return;
+      }
+      case 'IngressStarted': {
+        if (!record) return;
+        record.phase = 'ingress_in_progress';
+        record.provenanceId = event.data.provenanceId;
+        record.ingressNextAttemptAt = null;
+        bump(record, event.data.at);
+        return;
+      }
+      case 'IngressFailed': {
+        if (!record) return;
+        record.ingressFailures.push(event.data.failure);
+        trimFailures(record, event.data.retainedFailures);
+        record.ingressFailureCount = event.data.attempt;
+        record.phase = event.data.terminal ? 'ingress_failed' : 'ingress_pending';
+        record.ingressNextAttemptAt = event.data.nextAttemptAt;
+        bump(record, event.data.at);
+        return;
+      }
+      case 'IngressRetried': {
+        if (!record) return;
+        record.state = event.data.state;
+        record.phase = 'ingress_pending';
+        record.ingressFailureCount = 0;
+        record.ingressNextAttemptAt = null;
+        bump(record, event.data.at);
+        return;
+      }
+      case 'IngressReleased': {
+        if (!record) return;
+        record.phase = 'ingress_pending';
+        record.ingressNextAttemptAt = null;
+        if (event.data.resetFailureCount) record.ingressFailureCount = 0;
+        trimFailures(record, event.data.retainedFailures);
+        bump(record, event.data.at);
+        return;
+      }
+      case 'SessionCompleted': {
+        if (!record) return;
+        record.state = event.data.state;
+        record.phase = 'complete';
+        record.endedAt = event.data.at;
+        draft.receipt = event.data.receipt;
+        bump(record, event.data.at);
+        return;
+      }
+      case 'CommandEnqueued': {
+        if (commandIndex(state, event.data.command.id) >= 0) return;
+        draft.commands.push(event.data.command);
+        return;
+      }
+      case 'CommandClaimed': {
+        const command = draft.commands[commandIndex(state, event.data.commandId)];
+        if (!command) return;
+        command.status = 'processing';
+        command.processingStartedAt = event.data.at;
+        return;
+      }
+      case 'CommandCompleted': {
+        const command = draft.commands[commandIndex(state, event.data.commandId)];
+        if (!command) return;
+        command.status = 'complete';
+        command.outcome = event.data.outcome;
+        command.completedAt = event.data.at;
+        return;
+      }
+      case 'CommandCancelRequested': {
+        const command = draft.commands[commandIndex(state, event.data.commandId)];
+        if (command) command.cancelRequested = true;
+        return;
+      }
+      case 'TranscriptAppended': {
+        const entry: LogEntry = { boxId: draft.logSize + 1, role: event.data.role, text: event.data.text, at: event.data.at };
+        appendLog(draft, entry);
+        if (draft.firstUserMessage === null && entry.role === 'user-message') {
+          draft.firstUserMessage = [...displayText(entry)].slice(0, FIRST_USER_MESSAGE_LIMIT).join('');
+        }
+        return;
+      }
+      case 'ObjectStaged': {
+        const { at, ...object } = event.data;
+        appendLog(draft, { boxId: draft.logSize + 1, role: 'pending-object', text: object.fileName, at, object });
+        return;
+      }
+      default:
+        return assertNever(event);
+    }
+  });
+}
+
+// Lookups run on the base state: reading draft elements would make immer proxy every one of them.
+function commandIndex(state: SessionStreamState, commandId: string): number {
+  return state.commands.findIndex((command) => command.id === commandId);
+}
+
+function bump(record: Draft<LifecycleRecord>, at: string): void {
+  record.version += 1;
+  record.updatedAt = at;
+}
+
+function trimFailures(record: Draft<LifecycleRecord>, keep: number): void {
+  if (record.ingressFailures.length > keep) record.ingressFailures.splice(0, record.ingressFailures.length - keep);
+}
+
+function appendLog(draft: Draft<SessionStreamState>, entry: LogEntry): void {
+  const last = draft.log[draft.log.length - 1];
+  if (last && last.length < LOG_CHUNK_SIZE) last.push(entry);
+  else draft.log.push([entry]);
+  draft.logSize += 1;
+}
+
+function assertNever(value: never): never {
+  throw new TypeError(`unhandled session event ${JSON.stringify(value)}`);
+}
+
+/** The log entries in order (the chunks concatenated). */
+export function logEntries(state: SessionStreamState): LogEntry[] {
+  return state.log.flat();
+}
+
+/** The log entry at 1-based `boxId`, if any. */
+export function logEntry(state: SessionStreamState, boxId: number): LogEntry | undefined {
+  if (!Number.isSafeInteger(boxId) || boxId < 1 || boxId > state.logSize) return undefined;
+  const index = boxId - 1;
+  // Chunks are full except the last, so the position is arithmetic.
+  return state.log[Math.floor(index / LOG_CHUNK_SIZE)]?.[index % LOG_CHUNK_SIZE];
+}
+
+function parseOrCorrupt<E>(parse: (type: string, data: JsonValue) => E | string, event: RecordedEvent): E {
+  const parsed = parse(event.type, event.data);
+  if (typeof parsed === 'string') throw new CorruptionError(`stream ${event.streamId}`, event.revision, parsed);
+  return parsed;
+}
+
+function fromSnapshotWith<S>(schema: { safeParse(value: unknown): { success: true; data: S } | { success: false; error: unknown } }, state: JsonValue, what: string): S {
+  const parsed = schema.safeParse(state);
+  if (!parsed.success) throw new CorruptionError(what, undefined, 'snapshot state does not match the session state schema', { cause: parsed.error });
+  return parsed.data;
+}
+
+/**
+ * The reducer of session streams, for `foldStream` and `compactStream`. Stored events that are not
+ * well-formed session events are reported as `CorruptionError` naming the stream and revision.
+ */
+export const sessionReducer: StreamReducer<SessionStreamState> = {
+  schemaVersion: SESSION_STATE_SCHEMA_VERSION,
+  initial: (stream: StreamId) => initialSessionState(sessionIdOfStream(stream) ?? stream),
+  apply: (state, event) => applySessionEvent(state, parseOrCorrupt(parseSessionEvent, event)),
+  toSnapshot: (state) => structuredClone(state) as unknown as JsonValue,
+  fromSnapshot: (state) => fromSnapshotWith(sessionStreamStateSchema, state, 'session snapshot'),
+};
+
+/**
+ * The session reducer without the log's entries (counts and the first user message are kept): what the
+ * service holds in memory for every session to answer queries across sessions.
+ */
+export const sessionSummaryReducer: StreamReducer<SessionStreamState> = {
+  ...sessionReducer,
+  apply: (state, event) => withoutLog(sessionReducer.apply(state, event)),
+  fromSnapshot: (state) => withoutLog(sessionReducer.fromSnapshot(state)),
+};
+
+function withoutLog(state: SessionStreamState): SessionStreamState {
+  return state.log.length === 0 ? state : { ...state, log: [] };
+}
+
+/** The catalog before its first receipt. */
+export function initialCatalogState(): CatalogState {
+  return { receipts: [] };
+}
+
+/** Adds a receipt unless one with the same `sessionObjectId` is already recorded (the first one wins). */
+export function applyCatalogEvent(state: CatalogState, event: CatalogEvent): CatalogState {
+  return immer.produce(state, (draft) => {
+    switch (event.type) {
+      case 'CompletionRecorded': {
+        const id = event.data.receipt.sessionObjectId;
+        if (!state.receipts.some((receipt) => receipt.sessionObjectId === id)) draft.receipts.push(event.data.receipt);
+        return;
+      }
+      default:
+        return assertNever(event.type);
+    }
+  });
+}
+
+/** The reducer of the `catalog` stream. */
+export const catalogReducer: StreamReducer<CatalogState> = {
+  schemaVersion: CATALOG_STATE_SCHEMA_VERSION,
+  initial: () => initialCatalogState(),
+  apply: (state, event) => applyCatalogEvent(state, parseOrCorrupt(parseCatalogEvent, event)),
+  toSnapshot: (state) => structuredClone(state) as unknown as JsonValue,
+  fromSnapshot: (state) => fromSnapshotWith(catalogStateSchema, state, 'catalog snapshot'),
+};

@@ -1,0 +1,499 @@
+import { randomUUID } from 'node:crypto';
+import { ConcurrencyError, InvalidInputError } from '../kernel/errors.js';
+import { foldStream } from '../kernel/fold.js';
+import type { AppendResult, EventStore, ExpectedRevision, NewEvent, StreamId } from '../kernel/port.js';
+import { DEFAULT_CONTROL_STATE_KEYS } from './control-state.js';
+import {
+  buildCompletionReceipt,
+  decideAppendTranscript,
+  decideCancelCommand,
+  decideCheckpoint,
+  decideClaimCommand,
+  decideComplete,
+  decideCompleteCommand,
+  decideCompleteIngress,
+  decideEnqueue,
+  decideFailIngress,
+  decideRecordCompletion,
+  decideRecordReceipt,
+  decideRegister,
+  decideReleaseInterruptedIngress,
+  decideRequestIngress,
+  decideRetryIngress,
+  decideStageObject,
+  decideStart,
+  decideStartIngress,
+  decideStop,
+  findCommand,
+  isOpenCommand,
+  objectStagingRefusal,
+  type Decision,
+  type DecisionOptions,
+} from './decisions.js';
+import { SessionHistoryError, messages } from './errors.js';
+import type { SessionEvent } from './events.js';
+import { CATALOG_STREAM, RECEIPT_ID_NAMESPACE, sessionIdForStart, sessionIdOfStream, sessionStream, uuidV5 } from './ids.js';
+import {
+  appendTranscriptSchema,
+  checkpointSchema,
+  commandIdSchema,
+  commandOutcomeSchema,
+  expectedVersionSchema,
+  ingressFailureSchema,
+  listOptionsSchema,
+  newCommandSchema,
+  newObjectSchema,
+  parseInput,
+  pendingIdSchema,
+  recordCompletionSchema,
+  registerSessionSchema,
+  retryIngressSchema,
+  sessionIdSchema,
+  startIngressSchema,
+  startSessionSchema,
+  type AppendTranscriptInput,
+  type CheckpointInput,
+  type CommandOutcomeInput,
+  type ExpectedVersionInput,
+  type IngressFailureInput,
+  type ListOptionsInput,
+  type NewCommandInput,
+  type NewObjectInput,
+  type RecordCompletionInput,
+  type RegisterSessionInput,
+  type RetryIngressInput,
+  type StartIngressInput,
+  type StartSessionInput,
+} from './inputs.js';
+import type { CompletionReceipt, LogEntry, SessionCommand, SessionRecord, SessionStreamState } from './model.js';
+import { SessionProjection } from './projection.js';
+import { applySessionEvent, logEntry, sessionReducer } from './reducer.js';
+import { materialise, receiptRecord, sanitiseFileName, sanitiseMediaType, summaryRecord, type StoredObject } from './view.js';
+
+/** Options of `openSessionHistory`. */
+export interface SessionHistoryOptions {
+  /** Where the sessions live; the service never closes it (its opener does). */
+  store: EventStore;
+  /** Source of every time the service records (default: the system clock). */
+  clock?: () => Date;
+  /** Source of event ids that make a retried append idempotent (default `crypto.randomUUID`). */
+  ids?: () => string;
+  /** The control-state whitelist (default `DEFAULT_CONTROL_STATE_KEYS`). */
+  controlStateKeys?: readonly string[];
+}
+
+/** A value and whether this call created it (false: an earlier call with the same idempotency id did). */
+export interface Created<T> {
+  value: T;
+  created: boolean;
+}
+
+/**
+ * Sessions with an optimistic lifecycle, a per-session command queue, a transcript and staged objects,
+ * kept as events in an `EventStore`. Every method rejects only with `SessionHistoryError`.
+ */
+export interface SessionHistory {
+  /** Starts a session, or returns the one an earlier start with the same `idempotencyId` created. */
+  start(input: StartSessionInput): Promise<Created<SessionRecord>>;
+  /** Registers a session under a caller-chosen UUID; `state_conflict` if it is already registered. */
+  register(input: RegisterSessionInput): Promise<SessionRecord>;
+  /** Summaries of every live session and every completion receipt, most recently updated first. */
+  list(options?: ListOptionsInput): Promise<SessionRecord[]>;
+  /** A session with its materialised view, or a completed one by its session object id. */
+  get(id: string): Promise<SessionRecord>;
+  /** Queues a command on an active session; idempotent per session by `idempotencyId`. */
+  enqueue(id: string, input: NewCommandInput): Promise<Created<SessionCommand>>;
+  /** The next open command of every session that has one, oldest first. */
+  commandHeads(): Promise<SessionCommand[]>;
+  /** Marks a command as processing (again: no change); `state_conflict` once it is complete. */
+  claimCommand(commandId: string): Promise<SessionCommand>;
+  /** Completes a claimed command with its outcome (again: no change). */
+  completeCommand(commandId: string, input?: CommandOutcomeInput): Promise<SessionCommand>;
+  /** Asks the worker of an open command to stop (sets `cancelRequested`). */
+  cancelCommand(commandId: string): Promise<SessionCommand>;
+  /** Stops a session at whatever version it is: ingress_pending, open commands asked to cancel. */
+  stop(id: string): Promise<SessionRecord>;
+  /** Appends a line to the session log; returns the new entry. */
+  appendTranscript(id: string, input: AppendTranscriptInput): Promise<LogEntry>;
+  /** Stores an object's bytes for an active, idle session; returns its id `pending:N`. */
+  stageObject(id: string, input: NewObjectInput): Promise<string>;
+  /** A staged object with a header-safe file name and media type. */
+  object(id: string, pendingId: string): Promise<StoredObject>;
+  /** Replaces the control state at the expected version. */
+  checkpoint(id: string, input: CheckpointInput): Promise<SessionRecord>;
+  /** Checkpoints and moves to ingress_pending. */
+  requestIngress(id: string, input: CheckpointInput): Promise<SessionRecord>;
+  /** Moves to ingress_in_progress under a provenance id. */
+  startIngress(id: string, input: StartIngressInput): Promise<SessionRecord>;
+  /** Completes the session with its current control state. */
+  completeIngress(id: string, input: ExpectedVersionInput): Promise<SessionRecord>;
+  /** Records a failed attempt: back-off, or ingress_failed after five (or on `input_too_large`). */
+  failIngress(id: string, input: IngressFailureInput): Promise<SessionRecord>;
+  /** Sends a failed ingress back to ingress_pending with a fresh failure count. */
+  retryIngress(id: string, input: RetryIngressInput): Promise<SessionRecord>;
+  /** Releases every attempt left in progress back to ingress_pending; returns their session ids. */
+  releaseInterruptedIngress(): Promise<string[]>;
+  /** Completes the session: its receipt goes to the catalog, then its stream is deleted. */
+  complete(id: string, input: CheckpointInput): Promise<SessionRecord>;
+  /** Records a session committed elsewhere (receipts unique by `sessionObjectId`); deletes the named session. */
+  recordCompletion(input: RecordCompletionInput): Promise<void>;
+  /** Resolves when the store answers. */
+  health(): Promise<void>;
+  /** Stops the service; later calls reject. The store stays open. */
+  close(): Promise<void>;
+}
+
+/** Appends are retried after a concurrent change at most this many times before giving up. */
+const MAX_ATTEMPTS = 25;
+
+interface Mutation {
+  state: SessionStreamState;
+  revision: number;
+  events: SessionEvent[];
+}
+
+/**
+ * Opens the service on `store`: builds the cross-session projection from the change feed and finishes
+ * any completion a crash interrupted (receipt recorded, stream deleted).
+ */
+export async function openSessionHistory(options: SessionHistoryOptions): Promise<SessionHistory> {
+  if (typeof options !== 'object' || options === null || typeof options.store?.append !== 'function') {
+    throw SessionHistoryError.invalid('store: expected an EventStore', 'store');
+  }
+  const store = options.store;
+  const clock = options.clock ?? (() => new Date());
+  const ids = options.ids ?? randomUUID;
+  const keys = Object.freeze([...(options.controlStateKeys ?? DEFAULT_CONTROL_STATE_KEYS)]);
+  const decisionOptions: DecisionOptions = { controlStateKeys: keys };
+  const projection = new SessionProjection(store);
+  let closed = false;
+
+  const translate = (error: unknown): SessionHistoryError => {
+    if (error instanceof SessionHistoryError) return error;
+    if (error instanceof InvalidInputError) return SessionHistoryError.invalid(`Session History refused the input: ${error.message}`, error.field);
+    return SessionHistoryError.internal(error);
+  };
+
+  const run = async <T>(operation: () => Promise<T>): Promise<T> => {
+    if (closed) throw SessionHistoryError.invalid(messages.closed);
+    try {
+      return await operation();
+    } catch (error) {
+      throw translate(error);
+    }
+  };
+
+  const now = (): Date => {
+    const value = clock();
+    if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new TypeError('the clock returned an invalid Date');
+    return value;
+  };
+
+  /** Appends once more with the same event ids when the store failed without saying whether it wrote. */
+  const append = async (stream: StreamId, events: readonly { type: string; data: unknown }[], expected: ExpectedRevision, eventId = ids()): Promise<AppendResult> => {
+    const batch = events.map((event, index): NewEvent => ({ type: event.type, data: event.data as NewEvent['data'], ...(index === 0 ? { eventId } : {}) }));
+    try {
+      return await store.append(stream, batch, { expectedRevision: expected });
+    } catch (error) {
+      if (error instanceof ConcurrencyError || error instanceof InvalidInputError) throw error;
+      return await store.append(stream, batch, { expectedRevision: expected });
+    }
+  };
+
+  const fold = (stream: StreamId) => foldStream(store, stream, sessionReducer);
+
+  /**
+   * Decides on the stream's current state and appends at the revision it was decided on. A concurrent
+   * append makes the decision run again on the new state, so version-guarded decisions then report the
+   * version that moved, and the others simply apply on top.
+   */
+  const mutate = async (stream: StreamId, decide: (state: SessionStreamState, at: Date) => Decision): Promise<Mutation> => {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const folded = await fold(stream);
+      const decision = decide(folded.state, now());
+      if (decision instanceof SessionHistoryError) throw decision;
+      if (decision.length === 0) return { state: folded.state, revision: folded.revision, events: [] };
+      try {
+        const result = await append(stream, decision, folded.exists ? folded.revision : 'no_stream');
+        const state = decision.reduce(applySessionEvent, folded.state);
+        return { state, revision: result.revision, events: decision };
+      } catch (error) {
+        if (!(error instanceof ConcurrencyError)) throw error;
+      }
+    }
+    throw SessionHistoryError.conflict(messages.tooManyConflicts);
+  };
+
+  const streamOf = (id: unknown): StreamId => sessionStream(parseInput(sessionIdSchema, id, 'id'));
+
+  const recordOf = (state: SessionStreamState): SessionRecord => {
+    if (!state.record) throw SessionHistoryError.notFound();
+    return materialise(state.record, state);
+  };
+
+  const commandOf = (state: SessionStreamState, commandId: string): SessionCommand => {
+    const command = findCommand(state, commandId);
+    if (!command) throw SessionHistoryError.notFound();
+    return structuredClone(command);
+  };
+
+  /** Puts `receipt` in the catalog unless its session object is there already. */
+  const ensureReceipt = async (receipt: CompletionReceipt): Promise<void> => {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      await projection.catchUp();
+      const catalog = projection.catalog();
+      const events = decideRecordReceipt(catalog.state, receipt);
+      if (events.length === 0) return;
+      try {
+        await append(CATALOG_STREAM, events, catalog.revision === 0 ? 'no_stream' : catalog.revision, uuidV5(receipt.sessionObjectId, RECEIPT_ID_NAMESPACE));
+        return;
+      } catch (error) {
+        if (!(error instanceof ConcurrencyError)) throw error;
+      }
+    }
+    throw SessionHistoryError.conflict(messages.tooManyConflicts);
+  };
+
+  /**
+   * Finishes a completed session: its receipt into the catalog, then the stream deleted. Each step is
+   * idempotent, so running it again after a crash between them completes the work.
+   */
+  const finishCompletion = async (stream: StreamId, known?: { state: SessionStreamState; revision: number }): Promise<void> => {
+    let current = known;
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const { state, revision } = current ?? (await fold(stream));
+      if (state.record?.phase !== 'complete' || !state.receipt) return;
+      await ensureReceipt(state.receipt);
+      try {
+        await store.deleteStream(stream, { expectedRevision: revision });
+        return;
+      } catch (error) {
+        if (!(error instanceof ConcurrencyError)) throw error;
+        current = undefined;
+      }
+    }
+    throw SessionHistoryError.conflict(messages.tooManyConflicts);
+  };
+
+  /** The mutation of a session named by the caller, returning the materialised record. */
+  const change = (id: string, decide: (state: SessionStreamState, at: Date) => Decision): Promise<SessionRecord> => {
+    const stream = streamOf(id);
+    return run(async () => recordOf((await mutate(stream, decide)).state));
+  };
+
+  /** The mutation of a command found through the projection. */
+  const changeCommand = (commandId: unknown, decide: (state: SessionStreamState, id: string, at: Date) => Decision): Promise<SessionCommand> => {
+    const id = parseInput(commandIdSchema, commandId, 'commandId');
+    return run(async () => {
+      await projection.catchUp();
+      const stream = projection.streamOfCommand(id);
+      if (!stream) throw SessionHistoryError.notFound();
+      const result = await mutate(stream, (state, at) => decide(state, id, at));
+      return commandOf(result.state, id);
+    });
+  };
+
+  const sync = <T>(operation: () => T): Promise<T> => {
+    try {
+      return Promise.resolve(operation());
+    } catch (error) {
+      return Promise.reject(translate(error));
+    }
+  };
+
+  await run(async () => {
+    await projection.catchUp();
+    for (const [stream, projected] of projection.sessions()) {
+      if (projected.state.record?.phase === 'complete') await finishCompletion(stream);
+    }
+  });
+
+  const service: SessionHistory = {
+    start: (input) =>
+      sync(() => parseInput(startSessionSchema, input, '')).then((parsed) =>
+        run(async () => {
+          await projection.catchUp();
+          const known = projection.streamOfStartKey(parsed.idempotencyId);
+          if (known) {
+            const folded = await fold(known);
+            if (folded.state.record) return { value: recordOf(folded.state), created: false };
+          }
+          const result = await mutate(sessionStream(sessionIdForStart(parsed.idempotencyId)), (state, at) => decideStart(state, parsed, at));
+          return { value: recordOf(result.state), created: result.events.length > 0 };
+        }),
+      ),
+
+    register: (input) =>
+      sync(() => parseInput(registerSessionSchema, input, '')).then((parsed) =>
+        run(async () => recordOf((await mutate(sessionStream(parsed.id), (state, at) => decideRegister(state, parsed, at, decisionOptions))).state)),
+      ),
+
+    list: (listOptions) =>
+      sync(() => parseInput(listOptionsSchema, listOptions, 'options')).then(({ phase }) =>
+        run(async () => {
+          await projection.catchUp();
+          const records: SessionRecord[] = [];
+          for (const [, projected] of projection.sessions()) {
+            if (projected.state.record) records.push(summaryRecord(projected.state.record, projected.state));
+          }
+          for (const receipt of projection.catalog().state.receipts) records.push(receiptRecord(receipt, true));
+          const kept = phase === undefined ? records : records.filter((record) => record.phase === phase);
+          // A stable sort keeps sessions (by stream name) ahead of receipts when times tie.
+          return kept.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
+        }),
+      ),
+
+    get: (id) =>
+      run(async () => {
+        await projection.catchUp();
+        const receipt = projection.catalog().state.receipts.find((candidate) => candidate.sessionObjectId === id);
+        if (receipt) return receiptRecord(receipt, false);
+        return recordOf((await fold(streamOf(id))).state);
+      }),
+
+    enqueue: (id, input) =>
+      sync(() => ({ stream: streamOf(id), parsed: parseInput(newCommandSchema, input, '') })).then(({ stream, parsed }) =>
+        run(async () => {
+          const result = await mutate(stream, (state, at) => decideEnqueue(state, parsed, at));
+          const command = result.state.commands.find((candidate) => candidate.idempotencyId === parsed.idempotencyId);
+          if (!command) throw SessionHistoryError.notFound();
+          return { value: structuredClone(command), created: result.events.length > 0 };
+        }),
+      ),
+
+    commandHeads: () =>
+      run(async () => {
+        await projection.catchUp();
+        const heads: SessionCommand[] = [];
+        for (const [, projected] of projection.sessions()) {
+          let head: SessionCommand | undefined;
+          for (const command of projected.state.commands) {
+            if (isOpenCommand(command) && (!head || command.sequence < head.sequence)) head = command;
+          }
+          if (head) heads.push(structuredClone(head));
+        }
+        return heads.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0));
+      }),
+
+    claimCommand: (commandId) => changeCommand(commandId, decideClaimCommand),
+
+    completeCommand: (commandId, input) =>
+      sync(() => parseInput(commandOutcomeSchema, input ?? {}, '')).then(({ outcome }) =>
+        changeCommand(commandId, (state, id, at) => decideCompleteCommand(state, id, outcome, at)),
+      ),
+
+    cancelCommand: (commandId) => changeCommand(commandId, decideCancelCommand),
+
+    stop: (id) => sync(() => streamOf(id)).then(() => change(id, (state, at) => decideStop(state, at))),
+
+    appendTranscript: (id, input) =>
+      sync(() => ({ stream: streamOf(id), parsed: parseInput(appendTranscriptSchema, input, '') })).then(({ stream, parsed }) =>
+        run(async () => {
+          const result = await mutate(stream, (state, at) => decideAppendTranscript(state, parsed, at));
+          return structuredClone(logEntry(result.state, result.state.logSize) as LogEntry);
+        }),
+      ),
+
+    stageObject: (id, input) =>
+      sync(() => ({ stream: streamOf(id), parsed: parseInput(newObjectSchema, input, '') })).then(({ stream, parsed }) =>
+        run(async () => {
+          // Refuse before storing bytes that no event would ever own.
+          const refusal = objectStagingRefusal((await fold(stream)).state);
+          if (refusal) throw refusal;
+          const sha256 = await store.putBlob(stream, parsed.bytes);
+          const metadata = { fileName: parsed.fileName, mediaType: parsed.mediaType, size: parsed.bytes.byteLength, sha256 };
+          const result = await mutate(stream, (state, at) => decideStageObject(state, metadata, at));
+          const staged = result.events.find((event) => event.type === 'ObjectStaged');
+          if (staged?.type !== 'ObjectStaged') throw new Error('staging an object appended no ObjectStaged event');
+          return staged.data.pendingId;
+        }),
+      ),
+
+    object: (id, pendingId) =>
+      sync(() => {
+        const position = parseInput(pendingIdSchema, pendingId, 'pendingId');
+        return { position, stream: streamOf(id) };
+      }).then(({ position, stream }) =>
+        run(async () => {
+          const folded = await fold(stream);
+          const staged = folded.exists ? logEntry(folded.state, position)?.object : undefined;
+          if (!staged) throw SessionHistoryError.notFound();
+          const bytes = await store.getBlob(staged.sha256);
+          if (!bytes) throw SessionHistoryError.notFound();
+          return { fileName: sanitiseFileName(staged.fileName), mediaType: sanitiseMediaType(staged.mediaType), bytes };
+        }),
+      ),
+
+    checkpoint: (id, input) =>
+      sync(() => parseInput(checkpointSchema, input, '')).then((parsed) => change(id, (state, at) => decideCheckpoint(state, parsed, at, decisionOptions))),
+
+    requestIngress: (id, input) =>
+      sync(() => parseInput(checkpointSchema, input, '')).then((parsed) =>
+        change(id, (state, at) => decideRequestIngress(state, parsed, at, decisionOptions)),
+      ),
+
+    startIngress: (id, input) =>
+      sync(() => parseInput(startIngressSchema, input, '')).then((parsed) => change(id, (state, at) => decideStartIngress(state, parsed, at))),
+
+    completeIngress: (id, input) =>
+      sync(() => ({ stream: streamOf(id), parsed: parseInput(expectedVersionSchema, input, '') })).then(({ stream, parsed }) =>
+        completeWith(stream, (state, at) => decideCompleteIngress(state, parsed, at, decisionOptions)),
+      ),
+
+    failIngress: (id, input) =>
+      sync(() => parseInput(ingressFailureSchema, input, '')).then((parsed) => change(id, (state, at) => decideFailIngress(state, parsed, at))),
+
+    retryIngress: (id, input) =>
+      sync(() => parseInput(retryIngressSchema, input, '')).then((parsed) =>
+        change(id, (state, at) => decideRetryIngress(state, parsed, at, decisionOptions)),
+      ),
+
+    releaseInterruptedIngress: () =>
+      run(async () => {
+        await projection.catchUp();
+        const released: string[] = [];
+        for (const [stream, projected] of projection.sessions()) {
+          if (projected.state.record?.phase !== 'ingress_in_progress') continue;
+          const result = await mutate(stream, decideReleaseInterruptedIngress);
+          if (result.events.length > 0) released.push(sessionIdOfStream(stream) ?? stream);
+        }
+        return released;
+      }),
+
+    complete: (id, input) =>
+      sync(() => ({ stream: streamOf(id), parsed: parseInput(checkpointSchema, input, '') })).then(({ stream, parsed }) =>
+        completeWith(stream, (state, at) => decideComplete(state, parsed, at, decisionOptions)),
+      ),
+
+    recordCompletion: (input) =>
+      sync(() => parseInput(recordCompletionSchema, input, '')).then((parsed) =>
+        run(async () => {
+          const receipt = buildCompletionReceipt(parsed, now());
+          if (receipt instanceof SessionHistoryError) throw receipt;
+          const stream = parsed.sessionId ? sessionStream(parsed.sessionId) : undefined;
+          // The session records its completion first, so a crash before the delete is finished on the next open.
+          const marked = stream ? await mutate(stream, (state, at) => decideRecordCompletion(state, receipt, at)) : undefined;
+          await ensureReceipt(receipt);
+          if (stream && marked) await finishCompletion(stream, marked.events.length > 0 ? marked : undefined);
+        }),
+      ),
+
+    health: () => run(() => projection.catchUp()),
+
+    close: async () => {
+      closed = true;
+      await projection.catchUp().catch(() => undefined);
+    },
+  };
+
+  async function completeWith(stream: StreamId, decide: (state: SessionStreamState, at: Date) => Decision): Promise<SessionRecord> {
+    return run(async () => {
+      const result = await mutate(stream, decide);
+      const record = recordOf(result.state);
+      await finishCompletion(stream, result);
+      return record;
+    });
+  }
+
+  return service;
+}

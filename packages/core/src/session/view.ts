@@ -1,0 +1,172 @@
+import type { JsonObject, JsonValue } from '../kernel/json.js';
+import { isJsonObject } from './json-schema.js';
+import type { CompletionReceipt, LifecycleRecord, LogEntry, SessionRecord, SessionStreamState } from './model.js';
+
+/** A transcript line of the materialised view. */
+export interface TranscriptEntry {
+  role: 'user' | 'assistant' | 'system';
+  content: string;
+  /** 1-based position of the entry in the session log. */
+  boxId: number;
+  objects?: JsonValue[];
+  inputKind?: JsonValue;
+  externalEventId?: JsonValue;
+  attachments?: JsonValue[];
+}
+
+/** A staged object as `object()` returns it: name and media type made safe for a download header. */
+export interface StoredObject {
+  fileName: string;
+  mediaType: string;
+  bytes: Uint8Array;
+}
+
+/** The `kind` of a log text that is a persisted context record (JSON with a `kind` field), if it is one. */
+function persistedContextKind(text: string): JsonValue | undefined {
+  if (!text.startsWith('{')) return undefined;
+  try {
+    const parsed = JSON.parse(text) as JsonValue;
+    return isJsonObject(parsed) ? parsed.kind : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The content a box-created record carries, if `kind` is one. */
+function boxContent(kind: JsonValue | undefined): JsonObject | undefined {
+  if (!isJsonObject(kind) || kind.type !== 'box_created') return undefined;
+  return isJsonObject(kind.content) ? kind.content : undefined;
+}
+
+/** The text a reader sees for a log entry: a box's text when the entry is a persisted box, else its raw text. */
+export function displayText(entry: Pick<LogEntry, 'text'>): string {
+  const text = boxContent(persistedContextKind(entry.text))?.text;
+  return typeof text === 'string' ? text : entry.text;
+}
+
+/**
+ * The transcript line of a log entry, or undefined for entries that are not part of the conversation
+ * (tool traffic, objects, and system messages not marked `transcriptRole: "system"`).
+ */
+export function transcriptEntry(entry: LogEntry): TranscriptEntry | undefined {
+  const content = boxContent(persistedContextKind(entry.text));
+  const metadata = isJsonObject(content?.metadata) ? content.metadata : undefined;
+  let role: TranscriptEntry['role'];
+  switch (entry.role) {
+    case 'user-message':
+      role = 'user';
+      break;
+    case 'assistant-message':
+      role = 'assistant';
+      break;
+    case 'system-error':
+      role = 'system';
+      break;
+    case 'system-message':
+      if (!content || !isJsonObject(content.metadata) || content.metadata.transcriptRole !== 'system') return undefined;
+      role = 'system';
+      break;
+    default:
+      return undefined;
+  }
+  const item: TranscriptEntry = { role, content: displayText(entry), boxId: entry.boxId };
+  if (content && Array.isArray(content.objects)) item.objects = structuredClone(content.objects);
+  if (metadata) {
+    if (Object.hasOwn(metadata, 'inputKind')) item.inputKind = structuredClone(metadata.inputKind as JsonValue);
+    if (Object.hasOwn(metadata, 'externalEventId')) item.externalEventId = structuredClone(metadata.externalEventId as JsonValue);
+    if (Array.isArray(metadata.attachments)) item.attachments = structuredClone(metadata.attachments);
+    else if (isJsonObject(metadata.media)) item.attachments = [structuredClone(metadata.media)];
+  }
+  return item;
+}
+
+/** `[role]\ntext` of every log entry, separated by blank lines. */
+export function transcriptText(entries: readonly LogEntry[]): string {
+  return entries.map((entry) => `[${entry.role}]\n${displayText(entry)}`).join('\n\n');
+}
+
+/**
+ * The record a caller sees: a copy of the lifecycle record whose state adds the view rebuilt from the
+ * session log (`transcript`, `events`, `transcriptText`) to the control state.
+ */
+export function materialise(record: LifecycleRecord, state: SessionStreamState): SessionRecord {
+  const entries = state.log.flat();
+  const view: JsonObject = structuredClone(record.state);
+  view.sessionId = record.id;
+  view.transcript = entries.map(transcriptEntry).filter((item) => item !== undefined) as unknown as JsonValue[];
+  view.events = structuredClone(entries) as unknown as JsonValue[];
+  view.transcriptText = transcriptText(entries);
+  return { ...structuredClone(record), state: view };
+}
+
+/** The record `list()` shows for a session: `summary: true` and a few state fields for an overview. */
+export function summaryRecord(record: LifecycleRecord, state: SessionStreamState): SessionRecord {
+  const control = record.state;
+  const pick = (key: string): JsonValue => (Object.hasOwn(control, key) ? structuredClone(control[key] as JsonValue) : null);
+  return {
+    ...structuredClone(record),
+    summary: true,
+    state: {
+      sessionType: pick('sessionType'),
+      channel: pick('channel'),
+      freeTime: pick('freeTime'),
+      orchestration: pick('orchestration'),
+      firstUserMessage: state.firstUserMessage,
+      boxCount: state.logSize,
+      eventCount: state.logSize,
+      pendingTurn: Object.hasOwn(control, 'pendingTurn') ? structuredClone(control.pendingTurn as JsonValue) : false,
+    },
+  };
+}
+
+/** The record of a completed session known only by its catalog receipt. */
+export function receiptRecord(receipt: CompletionReceipt, summary: boolean): SessionRecord {
+  const record: SessionRecord = {
+    id: receipt.sessionObjectId,
+    phase: 'complete',
+    startedAt: receipt.createdAt ?? '',
+    updatedAt: receipt.committedAt ?? '',
+    state: {
+      sessionObjectId: receipt.sessionObjectId,
+      sessionId: receipt.sessionId,
+      sessionType: receipt.sessionType,
+      commitReceipt: structuredClone(receipt),
+    },
+    provenanceId: null,
+    version: 1,
+    lastUserMessageAt: null,
+    endedAt: null,
+    ingressFailureCount: 0,
+    ingressFailures: [],
+    ingressNextAttemptAt: null,
+  };
+  if (summary) record.summary = true;
+  return record;
+}
+
+const FALLBACK_MEDIA_TYPE = 'application/octet-stream';
+const FALLBACK_FILE_NAME = 'uploaded-object';
+const MAX_FILE_NAME_CHARS = 255;
+
+/** A media type fit for a header: one token with a `/` and no spaces or controls, else `application/octet-stream`. */
+export function sanitiseMediaType(mediaType: string): string {
+  if (mediaType.trim() === '' || !mediaType.includes('/') || /[\p{Cc}\s]/u.test(mediaType)) return FALLBACK_MEDIA_TYPE;
+  return mediaType;
+}
+
+/**
+ * A file name fit for a `Content-Disposition` header: printable ASCII except `"`, `\`, `/` and `;`
+ * (each other character becomes `_`), at most 255 characters, `uploaded-object` when empty.
+ */
+export function sanitiseFileName(fileName: string): string {
+  let output = '';
+  let count = 0;
+  for (const character of fileName) {
+    if (count === MAX_FILE_NAME_CHARS) break;
+    const code = character.codePointAt(0) as number;
+    const printable = code >= 0x21 && code <= 0x7e && !'"\\/;'.includes(character);
+    output += printable ? character : '_';
+    count++;
+  }
+  return output === '' ? FALLBACK_FILE_NAME : output;
+}
