@@ -11,7 +11,7 @@ import type { Scenario, ScenarioContext } from './scenario.js';
 import { SCENARIOS } from './scenarios/index.js';
 import { loadService } from './service-api.js';
 import { ratio } from './stats.js';
-import { loadSubjects } from './stores.js';
+import { loadSubjects, type SubjectEntry } from './stores.js';
 import { checkTargets } from './targets.js';
 
 /** How to run the bench. */
@@ -26,6 +26,8 @@ export interface BenchOptions {
   scenarios?: readonly string[];
   /** Scenario list (default: all registered). */
   registry?: readonly Scenario[];
+  /** Store list (default: every registered store). */
+  subjects?: readonly SubjectEntry[];
   /** Raw families (default: memory, file, SQLite). */
   families?: readonly RawFamily[];
   /** Called as each row is measured (progress). */
@@ -67,7 +69,7 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     dir: (label) => mkdtemp(join(root, `${String(++dirs).padStart(3, '0')}-${label}-`)),
     service: () => service,
   };
-  const subjects = await loadSubjects(options.stores ?? []);
+  const subjects = await loadSubjects(options.stores ?? [], options.subjects);
   const scenarios = (options.registry ?? SCENARIOS).filter((s) => !options.scenarios?.length || options.scenarios.includes(s.id));
   const rows: Row[] = [];
   try {

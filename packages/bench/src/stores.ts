@@ -87,9 +87,12 @@ export const SUBJECTS: readonly SubjectEntry[] = [
   },
 ];
 
-/** Loads the entries named in `only` (all when empty), in list order. */
-export async function loadSubjects(only: readonly string[] = []): Promise<Array<{ name: string; subject?: StoreSubject; unavailable?: string }>> {
-  const wanted = SUBJECTS.filter((entry) => only.length === 0 || only.includes(entry.name));
+/** Loads the entries of `list` named in `only` (all when empty), in list order. */
+export async function loadSubjects(
+  only: readonly string[] = [],
+  list: readonly SubjectEntry[] = SUBJECTS,
+): Promise<Array<{ name: string; subject?: StoreSubject; unavailable?: string }>> {
+  const wanted = list.filter((entry) => only.length === 0 || only.includes(entry.name));
   return Promise.all(
     wanted.map(async (entry) => {
       const loaded = await entry.load();
