@@ -18,7 +18,7 @@ export function translateError(error: unknown, path: string, busyTimeoutMs: numb
   const detail = error instanceof Error ? error.message : String(error);
   if (code === undefined) return new StorageError(`@sessionfold/store-sqlite: ${path}: ${detail}`, { cause: error });
   if (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB') {
-    return new CorruptionError(path, undefined, `not a readable sessionfold SQLite database (${code}: ${detail})`, { cause: error });
+    return new CorruptionError(path, undefined, `damaged, or not a SQLite database (${code}: ${detail}); nothing was written`, { cause: error });
   }
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
     return new StorageError(
