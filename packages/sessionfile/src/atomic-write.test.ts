@@ -137,6 +137,17 @@ describe('writeFileAtomic', () => {
     expect(await entries()).toEqual(['file', occupied.slice(dir.length + 1)].sort());
   });
 
+  it.skipIf(!posix)('replaces a symlink at the destination instead of writing through it', async () => {
+    const path = join(dir, 'link');
+    const victim = join(dir, 'victim');
+    await writeFile(victim, 'do not touch');
+    await symlink(victim, path);
+    await writeFileAtomic(path, 'new');
+    expect((await lstat(path)).isSymbolicLink()).toBe(false);
+    expect(await readFile(path, 'utf8')).toBe('new');
+    expect(await readFile(victim, 'utf8')).toBe('do not touch');
+  });
+
   it('refuses a directory at the destination and leaves it and its contents as they were', async () => {
     const path = join(dir, 'taken');
     await mkdir(path);
