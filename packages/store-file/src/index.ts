@@ -1,1 +1,2 @@
-export {};
+export { fileStore, type FileStoreOptions } from './file-store.js';
+export type { FileSystem } from './fs-layer.js';

@@ -1,0 +1,28 @@
+import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll } from 'vitest';
+import type { EventStore } from '@sessionfold/core';
+import { describeEventStoreConformance } from '@sessionfold/conformance';
+import { fileStore } from './index.js';
+
+const root = mkdtempSync(join(tmpdir(), 'sessionfold-file-conformance-'));
+const directories = new WeakMap<EventStore, string>();
+let count = 0;
+afterAll(() => rm(root, { recursive: true, force: true }));
+
+async function open(directory: string): Promise<EventStore> {
+  const store = await fileStore({ directory });
+  directories.set(store, directory);
+  return store;
+}
+
+describeEventStoreConformance('fileStore', () => open(join(root, `store-${++count}`)), {
+  reopen: async (store) => {
+    const directory = directories.get(store);
+    if (directory === undefined) throw new Error('not a store this test opened');
+    await store.close();
+    return open(directory);
+  },
+});

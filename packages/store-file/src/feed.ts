@@ -1,0 +1,65 @@
+import type { RecordedEvent } from '@sessionfold/core';
+
+/**
+ * One ordered input of the change feed. `key` is a lower bound of the position of the next record it will
+ * give, so an input need not be opened (no file descriptor) until it is the lowest one.
+ */
+export interface FeedSource {
+  key: number;
+  /** The next record (position ≥ the current key), or undefined when the source is exhausted. */
+  next(): Promise<RecordedEvent | undefined>;
+  /** Releases what the source holds when the merge stops early. */
+  close(): Promise<void>;
+}
+
+/**
+ * Merges sources by position with a binary heap. A source is advanced only when it holds the lowest key,
+ * and a fetched record is emitted only once its position is the lowest key of all.
+ */
+export async function* mergeByPosition(sources: FeedSource[]): AsyncGenerator<RecordedEvent> {
+  const heap: { key: number; source: FeedSource; record: RecordedEvent | undefined }[] = sources.map((source) => ({
+    key: source.key,
+    source,
+    record: undefined,
+  }));
+  const less = (a: number, b: number) => (heap[a] as { key: number }).key < (heap[b] as { key: number }).key;
+  const swap = (a: number, b: number) => {
+    const t = heap[a] as (typeof heap)[number];
+    heap[a] = heap[b] as (typeof heap)[number];
+    heap[b] = t;
+  };
+  const down = (i: number) => {
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < heap.length && less(l, m)) m = l;
+      if (r < heap.length && less(r, m)) m = r;
+      if (m === i) return;
+      swap(i, m);
+      i = m;
+    }
+  };
+  for (let i = (heap.length >> 1) - 1; i >= 0; i--) down(i);
+  try {
+    while (heap.length > 0) {
+      const top = heap[0] as (typeof heap)[number];
+      // A held record is the lowest key of all, every other key being a lower bound: safe to emit.
+      if (top.record) yield top.record;
+      const record = await top.source.next();
+      top.record = record;
+      if (record) {
+        top.key = record.position;
+        down(0);
+        continue;
+      }
+      const last = heap.pop() as (typeof heap)[number];
+      if (heap.length > 0) {
+        heap[0] = last;
+        down(0);
+      }
+    }
+  } finally {
+    await Promise.all(heap.map((entry) => entry.source.close()));
+  }
+}

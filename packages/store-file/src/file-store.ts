@@ -1,0 +1,568 @@
+import {
+  ConcurrencyError,
+  CorruptionError,
+  DELETED_RECORD,
+  DEFAULT_MAX_EVENT_BYTES,
+  InvalidInputError,
+  revisionMatches,
+  SessionfoldError,
+  SNAPSHOT_RECORD,
+  StorageError,
+  StoreClosedError,
+  validateAppend,
+  validateExpectedRevision,
+  validateFrom,
+  validateSha256,
+  validateSnapshot,
+  validateStreamId,
+  type AppendResult,
+  type EventStore,
+  type ExpectedRevision,
+  type JsonValue,
+  type NewEvent,
+  type RecordedEvent,
+  type Snapshot,
+  type StreamId,
+  type StreamRead,
+} from '@sessionfold/core';
+import { AtomicWriteDirectorySyncError } from '@sessionfold/sessionfile';
+import { BlobStore } from './blob-store.js';
+import { mergeByPosition, type FeedSource } from './feed.js';
+import { errorCode, listDir, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
+import { compactJournal, locateRevision } from './journal-compact.js';
+import { journalEvents, startPoint } from './journal-events.js';
+import { scanJournal } from './journal-scan.js';
+import { Layout } from './layout.js';
+import { acquireLock, type WriterLock } from './lock.js';
+import { Positions } from './positions.js';
+import { readRecordLog, RecordLog } from './record-log.js';
+import { readSnapshotFile, writeSnapshotFile } from './snapshot-file.js';
+import { StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
+
+/** Options of `fileStore`. */
+export interface FileStoreOptions {
+  /** The store's directory; created (0700) when missing unless `readOnly`. */
+  directory: string;
+  /**
+   * Open without the writer lock, as a view of the directory as it is at open; writes are refused and no
+   * file is modified (a torn tail is ignored, not cut).
+   */
+  readOnly?: boolean;
+  /** Source of `recordedAt` (default: the system clock). */
+  clock?: () => Date;
+  /** Largest serialized event in bytes (default 1 MiB). */
+  maxEventBytes?: number;
+  /** Replaces file-system calls, e.g. to inject a full disk or a failing fdatasync in tests. */
+  fs?: Partial<FileSystem>;
+}
+
+const EMPTY: AsyncIterable<RecordedEvent> = { [Symbol.asyncIterator]: async function* () {} };
+/** Journals scanned at once when opening: enough to overlap reads with hashing, few enough descriptors. */
+const OPEN_CONCURRENCY = 8;
+
+/**
+ * Opens (creating if needed) a file store in `options.directory`: checksummed JSONL journals, snapshot files
+ * and blobs. A writer takes the directory's exclusive lock, cuts torn tails and finishes interrupted deletes;
+ * a damaged record anywhere is a `CorruptionError` and nothing is rewritten.
+ */
+export async function fileStore(options: FileStoreOptions): Promise<EventStore> {
+  if (typeof options !== 'object' || options === null) throw new InvalidInputError('options', 'expected { directory }');
+  if (typeof options.directory !== 'string' || options.directory.length === 0) {
+    throw new InvalidInputError('directory', 'fileStore needs the path of a directory');
+  }
+  const maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+  if (!Number.isSafeInteger(maxEventBytes) || maxEventBytes < 1) throw new InvalidInputError('maxEventBytes', 'expected an integer ≥ 1');
+  const readOnly = options.readOnly === true;
+  const fsl = withOverrides(options.fs);
+  const layout = new Layout(options.directory);
+  let lock: WriterLock | undefined;
+  if (!readOnly) {
+    try {
+      for (const dir of [layout.directory, layout.streams, layout.blobs, layout.owners]) await fsl.mkdir(dir, 0o700);
+    } catch (cause) {
+      throw new StorageError(`@sessionfold/store-file: could not create ${layout.directory}.`, { cause });
+    }
+    lock = await acquireLock(fsl, layout.directory);
+  }
+  try {
+    const store = new FileStore(fsl, layout, readOnly, options.clock ?? (() => new Date()), maxEventBytes, lock);
+    await store.open();
+    return store;
+  } catch (error) {
+    await lock?.release().catch(() => undefined);
+    throw translate(error, `could not open ${layout.directory}`);
+  }
+}
+
+class FileStore implements EventStore {
+  readonly #fs: FileSystem;
+  readonly #layout: Layout;
+  readonly #readOnly: boolean;
+  readonly #maxEventBytes: number;
+  readonly #lock: WriterLock | undefined;
+  readonly #entries = new Map<StreamId, StreamEntry>();
+  readonly #blobs: BlobStore;
+  readonly #ctx: StoreContext;
+  readonly #inFlight = new Set<Promise<unknown>>();
+  readonly #readerCloses = new Set<() => void>();
+  #positions = new Positions(0);
+  #tombstones: RecordLog;
+  #closed = false;
+  #poisoned = false;
+
+  constructor(fsl: FileSystem, layout: Layout, readOnly: boolean, clock: () => Date, maxEventBytes: number, lock: WriterLock | undefined) {
+    this.#fs = fsl;
+    this.#layout = layout;
+    this.#readOnly = readOnly;
+    this.#maxEventBytes = maxEventBytes;
+    this.#lock = lock;
+    this.#blobs = new BlobStore(fsl, layout);
+    this.#tombstones = new RecordLog(fsl, layout.tombstones);
+    const store = this;
+    this.#ctx = {
+      fs: fsl,
+      layout,
+      get positions() {
+        return store.#positions;
+      },
+      clock,
+      assertWritable: () => this.#assertWritable(),
+      poison: () => {
+        this.#poisoned = true;
+      },
+    };
+  }
+
+  /** Reads the directory: tombstones, blob owners, every snapshot and journal; finishes interrupted deletes. */
+  async open(): Promise<void> {
+    const repair = !this.#readOnly;
+    if (repair) await this.#removeTemporaries();
+    let maxPosition = 0;
+    const tombstones = new Map<StreamId, ChangeMark>();
+    const log = await readRecordLog(this.#fs, this.#layout.tombstones, repair);
+    if (log) {
+      this.#tombstones = log.log;
+      for (const record of log.records) {
+        const { stream, revision, position, recordedAt } = (record.value ?? {}) as Record<string, unknown>;
+        if (typeof stream !== 'string' || typeof revision !== 'number' || typeof position !== 'number' || typeof recordedAt !== 'string') {
+          throw new CorruptionError(this.#layout.tombstones, record.line, 'not a tombstone record');
+        }
+        validateStreamId(stream);
+        tombstones.set(stream, { revision, position, recordedAt });
+        maxPosition = Math.max(maxPosition, position);
+      }
+    }
+    await this.#blobs.load(repair);
+
+    const names = new Map<StreamId, { journal: boolean; snapshot: boolean }>();
+    for (const name of await listDir(this.#fs, this.#layout.streams)) {
+      const parsed = Layout.parseStreamFile(name);
+      if (!parsed) continue;
+      const files = names.get(parsed.stream) ?? { journal: false, snapshot: false };
+      files[parsed.kind] = true;
+      names.set(parsed.stream, files);
+    }
+    const queue = [...names];
+    const worker = async () => {
+      for (let next = queue.pop(); next; next = queue.pop()) {
+        const [stream, files] = next;
+        const stored = files.snapshot ? await readSnapshotFile(this.#fs, this.#layout.snapshot(stream), stream) : undefined;
+        const journal = files.journal ? await scanJournal(this.#fs, this.#layout.journal(stream), stored?.snapshot.revision ?? 0, repair) : undefined;
+        const entry = this.#entry(stream);
+        entry.load(journal, stored && { revision: stored.snapshot.revision, position: stored.position, recordedAt: stored.recordedAt });
+        maxPosition = Math.max(maxPosition, stored?.position ?? 0, journal?.maxPosition ?? 0);
+      }
+    };
+    await Promise.all(Array.from({ length: OPEN_CONCURRENCY }, worker));
+
+    for (const [stream, mark] of tombstones) {
+      const entry = this.#entry(stream);
+      const contentMax = Math.max(entry.snapshot?.position ?? 0, entry.journal.maxPosition);
+      const leftovers = entry.journalExists || entry.snapshot !== undefined;
+      if (leftovers && mark.position > contentMax) {
+        // A delete was recorded but the process died before removing every file: finish it.
+        if (repair) await this.#removeStreamFiles(stream);
+        entry.reset(mark);
+      } else {
+        entry.tombstone = mark;
+      }
+    }
+    this.#positions = new Positions(maxPosition);
+  }
+
+  append(stream: StreamId, events: readonly NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult> {
+    return this.#track(() => {
+      this.#assertOpen();
+      const dataJson = validateAppend(stream, events, options, this.#maxEventBytes);
+      this.#assertWritable();
+      const copies = events.map((event) => (event.eventId === undefined ? { type: event.type, data: null } : { type: event.type, data: null, eventId: event.eventId }));
+      return this.#entry(stream).append(copies, dataJson, options.expectedRevision);
+    });
+  }
+
+  async read(stream: StreamId, options: { fromRevision?: number } = {}): Promise<StreamRead> {
+    this.#assertOpen();
+    validateStreamId(stream);
+    validateFrom('fromRevision', options?.fromRevision);
+    const from = options?.fromRevision ?? 1;
+    const entry = this.#entries.get(stream);
+    for (;;) {
+      if (!entry || entry.revision === 0) return { revision: 0, events: EMPTY };
+      const generation = entry.generation;
+      const revision = entry.revision;
+      const journal = entry.journal;
+      const end = journal.length;
+      let snapshot: Snapshot | undefined;
+      if (entry.snapshot && entry.snapshot.revision >= from) {
+        const stored = await readSnapshotFile(this.#fs, this.#layout.snapshot(stream), stream);
+        if (entry.generation !== generation) continue;
+        if (!stored || stored.position !== entry.snapshot.position) {
+          throw new CorruptionError(this.#layout.snapshot(stream), 1, 'the snapshot file changed under the store');
+        }
+        snapshot = stored.snapshot;
+      }
+      const after = snapshot ? snapshot.revision + 1 : from;
+      if (after > revision || journal.firstPosition === 0) return { revision, ...(snapshot ? { snapshot } : {}), events: EMPTY };
+      const path = this.#layout.journal(stream);
+      const fd = await this.#fs.open(path, 'r');
+      if (entry.generation !== generation) {
+        await this.#fs.close(fd);
+        continue;
+      }
+      const start = startPoint(journal, 'revision', after);
+      const events = this.#readerEvents(fd, path, stream, start, end, { minRevision: after, minPosition: 1, maxPosition: Number.MAX_SAFE_INTEGER });
+      return { revision, ...(snapshot ? { snapshot } : {}), events };
+    }
+  }
+
+  readAll(options: { fromPosition?: number } = {}): AsyncIterable<RecordedEvent> {
+    this.#assertOpen();
+    validateFrom('fromPosition', options?.fromPosition);
+    const from = options?.fromPosition ?? 1;
+    // Everything at or below the watermark is settled; nothing above it is shown, so nothing is ever skipped.
+    const upTo = this.#positions.watermark;
+    if (from > upTo) return EMPTY;
+    const sources: FeedSource[] = [];
+    for (const entry of this.#entries.values()) {
+      const { snapshot, tombstone, journal } = entry;
+      if (tombstone && tombstone.position >= from && tombstone.position <= upTo) {
+        sources.push(single(tombstone.position, async () => changeRecord(entry.name, DELETED_RECORD, tombstone, null)));
+      }
+      if (snapshot && snapshot.position >= from && snapshot.position <= upTo) {
+        sources.push(single(snapshot.position, () => this.#snapshotRecord(entry, snapshot)));
+      }
+      if (journal.firstPosition !== 0 && journal.lastPosition >= from && journal.firstPosition <= upTo) {
+        sources.push(this.#journalSource(entry, Math.max(from, journal.firstPosition), upTo));
+      }
+    }
+    return mergeByPosition(sources);
+  }
+
+  async *streams(options: { prefix?: string } = {}): AsyncIterable<{ stream: StreamId; revision: number }> {
+    this.#assertOpen();
+    const prefix = options?.prefix ?? '';
+    const found = [...this.#entries.values()].filter((entry) => entry.revision > 0 && entry.name.startsWith(prefix));
+    found.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const entry of found) yield { stream: entry.name, revision: entry.revision };
+  }
+
+  compact(stream: StreamId, snapshot: Snapshot): Promise<void> {
+    return this.#track(async () => {
+      this.#assertOpen();
+      validateSnapshot(stream, snapshot);
+      this.#assertWritable();
+      const entry = this.#entries.get(stream);
+      if (!entry || entry.revision === 0) throw new InvalidInputError('stream', `stream ${stream} does not exist`);
+      const stateJson = JSON.stringify(snapshot.state);
+      const kept: Snapshot = {
+        revision: snapshot.revision,
+        state: JSON.parse(stateJson) as JsonValue,
+        identity: { stream, schemaVersion: snapshot.identity.schemaVersion },
+      };
+      await entry.exclusive(async () => {
+        this.#assertWritable();
+        if (entry.revision === 0) throw new InvalidInputError('stream', `stream ${stream} does not exist`);
+        if (kept.revision > entry.revision) {
+          throw new InvalidInputError('snapshot.revision', `revision ${kept.revision} is past the stream's revision ${entry.revision}`);
+        }
+        if (entry.snapshot && kept.revision < entry.snapshot.revision) {
+          throw new InvalidInputError('snapshot.revision', `revision ${kept.revision} is older than the stored snapshot's ${entry.snapshot.revision}`);
+        }
+        const path = this.#layout.journal(stream);
+        const cut = entry.journalExists ? await locateRevision(this.#fs, path, entry.journal, kept.revision + 1) : undefined;
+        await this.#writeSnapshot(entry, kept, async () => {
+          if (cut) await compactJournal(this.#ctx, entry, path, cut, kept.revision);
+        });
+      });
+    });
+  }
+
+  restoreStream(stream: StreamId, snapshot: Snapshot): Promise<AppendResult> {
+    return this.#track(async () => {
+      this.#assertOpen();
+      validateSnapshot(stream, snapshot);
+      this.#assertWritable();
+      const entry = this.#entry(stream);
+      const kept: Snapshot = { revision: snapshot.revision, state: snapshot.state, identity: { stream, schemaVersion: snapshot.identity.schemaVersion } };
+      return entry.exclusive(async () => {
+        this.#assertWritable();
+        if (entry.revision !== 0) throw new ConcurrencyError(stream, 'no_stream', entry.revision);
+        const mark = await this.#writeSnapshot(entry, kept, async () => undefined);
+        entry.journal.lastRevision = kept.revision;
+        entry.setRevision(kept.revision);
+        return { revision: kept.revision, position: mark.position };
+      });
+    });
+  }
+
+  deleteStream(stream: StreamId, options: { expectedRevision: ExpectedRevision }): Promise<void> {
+    return this.#track(async () => {
+      this.#assertOpen();
+      validateStreamId(stream);
+      validateExpectedRevision(options?.expectedRevision);
+      const expected = options.expectedRevision;
+      this.#assertWritable();
+      const entry = this.#entries.get(stream);
+      if (!entry) {
+        if (!revisionMatches(expected, 0)) throw new ConcurrencyError(stream, expected, 0);
+        return;
+      }
+      await entry.exclusive(async () => {
+        this.#assertWritable();
+        const actual = entry.revision;
+        if (!revisionMatches(expected, actual)) throw new ConcurrencyError(stream, expected, actual);
+        if (actual === 0) return;
+        const position = this.#positions.reserve(1);
+        try {
+          const mark: ChangeMark = { revision: actual, position, recordedAt: this.#ctx.clock().toISOString() };
+          try {
+            await this.#tombstones.append([JSON.stringify({ stream, ...mark })]);
+          } catch (error) {
+            if (error instanceof StorageError && error.poisoned) this.#poisoned = true;
+            throw error;
+          }
+          // The tombstone is durable: the stream is gone whatever happens to its files next (open finishes the job).
+          await entry.closeFile();
+          entry.reset(mark);
+          try {
+            await this.#removeStreamFiles(stream);
+          } catch (cause) {
+            this.#poisoned = true;
+            throw new StorageError(`Deleted ${stream}, but could not remove all of its files; reopen the store to finish.`, { cause, poisoned: true });
+          }
+        } finally {
+          this.#positions.settle(position);
+        }
+      });
+    });
+  }
+
+  putBlob(stream: StreamId, bytes: Uint8Array): Promise<string> {
+    return this.#track(async () => {
+      this.#assertOpen();
+      validateStreamId(stream);
+      if (!(bytes instanceof Uint8Array)) throw new InvalidInputError('bytes', 'expected a Uint8Array');
+      this.#assertWritable();
+      try {
+        return await this.#blobs.put(stream, Uint8Array.from(bytes));
+      } catch (error) {
+        if (error instanceof StorageError && error.poisoned) this.#poisoned = true;
+        throw error;
+      }
+    });
+  }
+
+  async getBlob(sha256: string): Promise<Uint8Array | undefined> {
+    this.#assertOpen();
+    validateSha256(sha256);
+    return this.#blobs.get(sha256);
+  }
+
+  async *blobs(stream: StreamId): AsyncIterable<string> {
+    this.#assertOpen();
+    validateStreamId(stream);
+    yield* this.#blobs.list(stream);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.allSettled([...this.#inFlight]);
+    for (const entry of this.#entries.values()) {
+      await entry.drain();
+      await entry.closeFile();
+    }
+    for (const close of this.#readerCloses) close();
+    await this.#lock?.release().catch(() => undefined);
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new StoreClosedError(`file store ${this.#layout.directory}`);
+  }
+
+  #assertWritable(): void {
+    this.#assertOpen();
+    if (this.#readOnly) throw new StorageError(`@sessionfold/store-file: ${this.#layout.directory} was opened read-only.`);
+    if (this.#poisoned) {
+      throw new StorageError(`@sessionfold/store-file: a write to ${this.#layout.directory} failed to sync; reopen the store.`, { poisoned: true });
+    }
+  }
+
+  #entry(stream: StreamId): StreamEntry {
+    let entry = this.#entries.get(stream);
+    if (!entry) this.#entries.set(stream, (entry = new StreamEntry(this.#ctx, stream)));
+    return entry;
+  }
+
+  /** Runs an operation so that `close` can wait for it. */
+  #track<T>(operation: () => Promise<T>): Promise<T> {
+    let promise: Promise<T>;
+    try {
+      promise = operation();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    this.#inFlight.add(promise);
+    const forget = () => this.#inFlight.delete(promise);
+    promise.then(forget, forget);
+    return promise;
+  }
+
+  /** Writes the snapshot (taking a new position for its `$snapshot` change), then runs `after` (the journal rewrite). */
+  async #writeSnapshot(entry: StreamEntry, snapshot: Snapshot, after: () => Promise<void>): Promise<ChangeMark> {
+    const position = this.#positions.reserve(1);
+    try {
+      const mark: ChangeMark = { revision: snapshot.revision, position, recordedAt: this.#ctx.clock().toISOString() };
+      try {
+        await writeSnapshotFile(this.#fs, this.#layout.snapshot(entry.name), { snapshot, position, recordedAt: mark.recordedAt });
+      } catch (cause) {
+        if (!(cause instanceof AtomicWriteDirectorySyncError)) {
+          throw new StorageError(`@sessionfold/store-file: could not write the snapshot of ${entry.name}.`, { cause });
+        }
+        // The new file is in place but its name may not survive a crash: use it, refuse further writes.
+        this.#poisoned = true;
+        this.#snapshotWritten(entry, mark);
+        throw new StorageError(`@sessionfold/store-file: could not sync the snapshot of ${entry.name}; reopen the store.`, { cause, poisoned: true });
+      }
+      this.#snapshotWritten(entry, mark);
+      await after();
+      return mark;
+    } finally {
+      this.#positions.settle(position);
+    }
+  }
+
+  #snapshotWritten(entry: StreamEntry, mark: ChangeMark): void {
+    entry.snapshot = mark;
+    entry.generation++;
+    // Events the snapshot covers leave the stream at once, even while the journal still holds them.
+    const journal = entry.journal;
+    for (const [id, where] of journal.eventIds) if (where.revision <= mark.revision) journal.eventIds.delete(id);
+  }
+
+  async #snapshotRecord(entry: StreamEntry, mark: ChangeMark): Promise<RecordedEvent | undefined> {
+    const stored = await readSnapshotFile(this.#fs, this.#layout.snapshot(entry.name), entry.name);
+    // A newer compaction replaced it: that change sits at a later position, past this read.
+    if (!stored || stored.position !== mark.position) return undefined;
+    return changeRecord(entry.name, SNAPSHOT_RECORD, mark, stored.snapshot as unknown as JsonValue);
+  }
+
+  #journalSource(entry: StreamEntry, from: number, upTo: number): FeedSource {
+    let events: AsyncGenerator<RecordedEvent> | undefined;
+    const path = this.#layout.journal(entry.name);
+    return {
+      key: from,
+      next: async () => {
+        if (!events) {
+          for (;;) {
+            const generation = entry.generation;
+            const journal = entry.journal;
+            if (journal.firstPosition === 0 || journal.lastPosition < from) return undefined;
+            let fd: number;
+            try {
+              fd = await this.#fs.open(path, 'r');
+            } catch (error) {
+              if (errorCode(error) === 'ENOENT' && entry.generation !== generation) continue;
+              throw error;
+            }
+            if (entry.generation !== generation) {
+              await this.#fs.close(fd);
+              continue;
+            }
+            const start = startPoint(journal, 'position', from);
+            events = this.#readerEvents(fd, path, entry.name, start, journal.length, { minRevision: 1, minPosition: from, maxPosition: upTo });
+            break;
+          }
+        }
+        const step = await events.next();
+        return step.done ? undefined : step.value;
+      },
+      close: async () => {
+        await events?.return(undefined);
+      },
+    };
+  }
+
+  #readerEvents(
+    fd: number,
+    path: string,
+    stream: StreamId,
+    start: { offset: number; line: number },
+    end: number,
+    window: { minRevision: number; minPosition: number; maxPosition: number },
+  ): AsyncGenerator<RecordedEvent> {
+    // A reader that is never iterated would keep its descriptor; close() releases those.
+    let open = true;
+    const closeFd = () => {
+      if (open) {
+        open = false;
+        this.#fs.close(fd).catch(() => undefined);
+      }
+    };
+    this.#readerCloses.add(closeFd);
+    const fsl: FileSystem = { ...this.#fs, close: async () => undefined };
+    return journalEvents(fsl, fd, path, stream, start, end, window, () => {
+      this.#readerCloses.delete(closeFd);
+      closeFd();
+    });
+  }
+
+  async #removeStreamFiles(stream: StreamId): Promise<void> {
+    await this.#blobs.dropOwner(stream);
+    await unlinkIfPresent(this.#fs, this.#layout.journal(stream));
+    await unlinkIfPresent(this.#fs, this.#layout.snapshot(stream));
+    await syncDir(this.#fs, this.#layout.streams);
+  }
+
+  /** Temporary siblings of interrupted atomic writes; we hold the lock, so none of them is still being written. */
+  async #removeTemporaries(): Promise<void> {
+    for (const dir of [this.#layout.streams, this.#layout.blobs, this.#layout.owners]) {
+      for (const name of await listDir(this.#fs, dir)) {
+        if (Layout.isTemporary(name)) await unlinkIfPresent(this.#fs, `${dir}/${name}`);
+      }
+    }
+  }
+}
+
+function single(position: number, make: () => Promise<RecordedEvent | undefined>): FeedSource {
+  let done = false;
+  return {
+    key: position,
+    next: async () => {
+      if (done) return undefined;
+      done = true;
+      return make();
+    },
+    close: async () => undefined,
+  };
+}
+
+function changeRecord(stream: StreamId, type: string, mark: ChangeMark, data: JsonValue): RecordedEvent {
+  return { streamId: stream, type, data, revision: mark.revision, position: mark.position, recordedAt: mark.recordedAt };
+}
+
+/** Native errors leave the store as `StorageError` (with the original as `cause`); the store's own pass through. */
+function translate(error: unknown, what: string): unknown {
+  if (error instanceof SessionfoldError) return error;
+  return new StorageError(`@sessionfold/store-file: ${what}.`, { cause: error });
+}

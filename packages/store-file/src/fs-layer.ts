@@ -1,0 +1,137 @@
+import * as fs from 'node:fs';
+import type { AtomicWriteFileHandle, AtomicWriteFs } from '@sessionfold/sessionfile';
+
+/**
+ * The file-system calls the file store makes, by file descriptor so that one write and one fdatasync
+ * serve a whole flush. `fileStore({ fs })` replaces any of them, which is how tests inject a full disk
+ * (ENOSPC part-way through a write) or a failing fdatasync (EIO).
+ */
+export interface FileSystem {
+  open(path: string, flags: string, mode?: number): Promise<number>;
+  close(fd: number): Promise<void>;
+  /** Reads up to `length` bytes at `position`; resolves with how many were read (0 at end of file). */
+  read(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>;
+  /** Writes up to `length` bytes at `position`; resolves with how many were written (may be fewer). */
+  write(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>;
+  fdatasync(fd: number): Promise<void>;
+  fsync(fd: number): Promise<void>;
+  ftruncate(fd: number, length: number): Promise<void>;
+  fchmod(fd: number, mode: number): Promise<void>;
+  fstat(fd: number): Promise<{ size: number }>;
+  rename(from: string, to: string): Promise<void>;
+  unlink(path: string): Promise<void>;
+  link(existing: string, path: string): Promise<void>;
+  readdir(path: string): Promise<string[]>;
+  mkdir(path: string, mode: number): Promise<void>;
+  lstat(path: string): Promise<{ isDirectory(): boolean; size: number }>;
+  readFile(path: string): Promise<Buffer>;
+}
+
+const call =
+  <A extends unknown[], R>(fn: (...args: [...A, (error: NodeJS.ErrnoException | null, result: R) => void]) => void) =>
+  (...args: A): Promise<R> =>
+    new Promise<R>((resolve, reject) => fn(...args, (error, result) => (error ? reject(error) : resolve(result))));
+
+/** The real file system (node's callback API, which is cheaper per call than `FileHandle`). */
+export const nodeFileSystem: FileSystem = {
+  open: (path, flags, mode) => call<[string, string, number | undefined], number>(fs.open)(path, flags, mode),
+  close: (fd) => call<[number], void>(fs.close)(fd),
+  read: (fd, buffer, offset, length, position) =>
+    call<[number, Uint8Array, number, number, number], number>(fs.read as never)(fd, buffer, offset, length, position),
+  write: (fd, buffer, offset, length, position) =>
+    call<[number, Uint8Array, number, number, number], number>(fs.write as never)(fd, buffer, offset, length, position),
+  fdatasync: (fd) => call<[number], void>(fs.fdatasync)(fd),
+  fsync: (fd) => call<[number], void>(fs.fsync)(fd),
+  ftruncate: (fd, length) => call<[number, number], void>(fs.ftruncate)(fd, length),
+  fchmod: (fd, mode) => call<[number, number], void>(fs.fchmod)(fd, mode),
+  fstat: (fd) => call<[number], fs.Stats>(fs.fstat)(fd),
+  rename: (from, to) => call<[string, string], void>(fs.rename)(from, to),
+  unlink: (path) => call<[string], void>(fs.unlink)(path),
+  link: (existing, path) => call<[string, string], void>(fs.link)(existing, path),
+  readdir: (path) => call<[string], string[]>(fs.readdir)(path),
+  mkdir: async (path, mode) => {
+    await fs.promises.mkdir(path, { recursive: true, mode });
+  },
+  lstat: (path) => call<[string], fs.Stats>(fs.lstat)(path),
+  readFile: (path) => call<[string], Buffer>(fs.readFile)(path),
+};
+
+/** The default file system with the caller's replacements applied. */
+export function withOverrides(overrides: Partial<FileSystem> | undefined): FileSystem {
+  return overrides ? { ...nodeFileSystem, ...overrides } : nodeFileSystem;
+}
+
+/** Writes all of `bytes` at `position`, looping over short writes (a full disk shows up as one). */
+export async function writeAll(fsl: FileSystem, fd: number, bytes: Uint8Array, position: number): Promise<void> {
+  let done = 0;
+  while (done < bytes.length) {
+    const written = await fsl.write(fd, bytes, done, bytes.length - done, position + done);
+    if (written <= 0) throw Object.assign(new Error('write made no progress'), { code: 'EIO' });
+    done += written;
+  }
+}
+
+/** Fsyncs a directory so that names created, renamed or removed in it survive a crash. */
+export async function syncDir(fsl: FileSystem, path: string): Promise<void> {
+  if (process.platform === 'win32') return;
+  const fd = await fsl.open(path, 'r');
+  try {
+    await fsl.fsync(fd);
+  } finally {
+    await fsl.close(fd);
+  }
+}
+
+/** Removes `path`; a file that is already gone is not an error. */
+export async function unlinkIfPresent(fsl: FileSystem, path: string): Promise<boolean> {
+  try {
+    await fsl.unlink(path);
+    return true;
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return false;
+    throw error;
+  }
+}
+
+/** Directory entries, or none when the directory does not exist. */
+export async function listDir(fsl: FileSystem, path: string): Promise<string[]> {
+  try {
+    return await fsl.readdir(path);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return [];
+    throw error;
+  }
+}
+
+/** The errno code of a native error (`ENOENT`, `ENOSPC`...), if any. */
+export function errorCode(error: unknown): string | undefined {
+  if (typeof error === 'object' && error !== null && 'code' in error) {
+    const code = (error as { code: unknown }).code;
+    return typeof code === 'string' ? code : undefined;
+  }
+  return undefined;
+}
+
+/** Adapts the store's file system to the atomic writer's, so injected faults reach snapshots and blobs too. */
+export function atomicWriteFs(fsl: FileSystem): AtomicWriteFs {
+  return {
+    mkdir: async (path, options) => fsl.mkdir(path, options.mode),
+    lstat: (path) => fsl.lstat(path),
+    rename: (from, to) => fsl.rename(from, to),
+    unlink: (path) => fsl.unlink(path),
+    open: async (path, flags, mode): Promise<AtomicWriteFileHandle> => {
+      const fd = await fsl.open(path, flags, mode);
+      let position = 0;
+      return {
+        writeFile: async (data) => {
+          const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+          await writeAll(fsl, fd, bytes, position);
+          position += bytes.length;
+        },
+        chmod: (m) => fsl.fchmod(fd, m),
+        sync: () => fsl.fsync(fd),
+        close: () => fsl.close(fd),
+      };
+    },
+  };
+}

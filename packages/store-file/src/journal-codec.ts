@@ -1,0 +1,91 @@
+import * as crypto from 'node:crypto';
+import type { JsonValue } from '@sessionfold/core';
+
+/**
+ * One line of a journal, as stored: `<sha256 hex of PAYLOAD> <PAYLOAD>\n`. An event's payload carries
+ * `more: true` on every line of a batch but the last, so a batch cut short by a crash can be told apart
+ * from a complete one and dropped whole.
+ */
+export interface EventLine {
+  revision: number;
+  position: number;
+  recordedAt: string;
+  type: string;
+  eventId?: string;
+  more?: true;
+  data: JsonValue;
+}
+
+const HASH_HEX = 64;
+const SPACE = 0x20;
+const hashHex: (data: Uint8Array | string) => string =
+  typeof crypto.hash === 'function'
+    ? (data) => crypto.hash('sha256', data, 'hex')
+    : (data) => crypto.createHash('sha256').update(data).digest('hex');
+
+/** Lowercase hex sha256 of `data` (bytes, or a string taken as UTF-8). */
+export function sha256Hex(data: Uint8Array | string): string {
+  return hashHex(data);
+}
+
+/** Frames a payload as a journal line, newline included. */
+export function frameLine(payload: string): string {
+  return `${hashHex(payload)} ${payload}\n`;
+}
+
+/** The payload of an event line; `dataJson` is already serialized (validation did that once). */
+export function eventPayload(
+  revision: number,
+  position: number,
+  recordedAt: string,
+  type: string,
+  eventId: string | undefined,
+  more: boolean,
+  dataJson: string,
+): string {
+  return (
+    `{"revision":${revision},"position":${position},"recordedAt":${JSON.stringify(recordedAt)},"type":${JSON.stringify(type)}` +
+    `${eventId === undefined ? '' : `,"eventId":${JSON.stringify(eventId)}`}${more ? ',"more":true' : ''},"data":${dataJson}}`
+  );
+}
+
+/**
+ * Checks the framing and checksum of the line `buf[start, end)` (newline excluded) and returns its parsed
+ * payload, or a reason it is damaged.
+ */
+export function decodeLine(buf: Buffer, start: number, end: number): { value: unknown } | { reason: string } {
+  if (end - start < HASH_HEX + 2 || buf[start + HASH_HEX] !== SPACE) return { reason: 'not a "<sha256> <json>" line' };
+  const stored = buf.toString('latin1', start, start + HASH_HEX);
+  const actual = hashHex(buf.subarray(start + HASH_HEX + 1, end));
+  if (stored !== actual) return { reason: 'checksum mismatch' };
+  try {
+    return { value: JSON.parse(buf.toString('utf8', start + HASH_HEX + 1, end)) as unknown };
+  } catch (error) {
+    return { reason: `bad JSON (${(error as Error).message})` };
+  }
+}
+
+/** True when `tail` (bytes after the last newline) is a whole valid line whose newline was replaced by one other byte. */
+export function isLineMissingItsNewline(tail: Buffer): boolean {
+  if (tail.length < HASH_HEX + 3) return false;
+  return 'value' in decodeLine(tail, 0, tail.length - 1);
+}
+
+/** Validates a parsed payload as an event line, or returns why it is not one. */
+export function asEventLine(value: unknown): EventLine | string {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'payload is not an object';
+  const v = value as Record<string, unknown>;
+  if (!isPositiveInt(v.revision)) return 'revision is not an integer ≥ 1';
+  if (!isPositiveInt(v.position)) return 'position is not an integer ≥ 1';
+  if (typeof v.recordedAt !== 'string') return 'recordedAt is not a string';
+  if (typeof v.type !== 'string' || v.type.length === 0) return 'type is not a string';
+  if (v.eventId !== undefined && typeof v.eventId !== 'string') return 'eventId is not a string';
+  if (v.more !== undefined && v.more !== true) return 'more is not true';
+  if (!('data' in v)) return 'data is missing';
+  return v as unknown as EventLine;
+}
+
+/** An integer ≥ 1 within the safe range. */
+export function isPositiveInt(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 1;
+}

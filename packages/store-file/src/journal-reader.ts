@@ -1,0 +1,88 @@
+import { CorruptionError } from '@sessionfold/core';
+import type { FileSystem } from './fs-layer.js';
+import { decodeLine } from './journal-codec.js';
+
+/** A complete, checksum-verified line: 1-based number, byte range `[offset, next)` and parsed payload. */
+export interface Line {
+  no: number;
+  offset: number;
+  next: number;
+  value: unknown;
+}
+
+const NEWLINE = 0x0a;
+const EMPTY = Buffer.alloc(0);
+/** Large reads: parsing from big chunks is several times faster than a line-by-line reader. */
+export const CHUNK_BYTES = 1 << 20;
+
+/**
+ * Reads the lines of `fd` in `[start, end)` in large chunks, verifying each line's checksum and JSON.
+ * A damaged complete line throws `CorruptionError` naming the file and line; bytes after the last newline
+ * are not a line: they are left in `tail` for the caller to judge.
+ */
+export class LineReader {
+  readonly #fs: FileSystem;
+  readonly #fd: number;
+  readonly #file: string;
+  #position: number;
+  #end: number;
+  #lineNo: number;
+  #leftover: Buffer = EMPTY;
+  #chunkBytes: number;
+  /** Bytes after the last newline once `next()` has returned undefined. */
+  tail: Buffer = EMPTY;
+  /** File offset of `tail`. */
+  tailOffset = 0;
+
+  constructor(fsl: FileSystem, fd: number, file: string, start: number, end: number, firstLine: number, chunkBytes = CHUNK_BYTES) {
+    this.#fs = fsl;
+    this.#fd = fd;
+    this.#file = file;
+    this.#position = start;
+    this.#end = end;
+    this.#lineNo = firstLine;
+    this.#chunkBytes = chunkBytes;
+  }
+
+  /** The next lines (at least one), or undefined when `end` is reached. */
+  async next(): Promise<Line[] | undefined> {
+    for (;;) {
+      if (this.#position >= this.#end) {
+        this.tail = this.#leftover;
+        this.tailOffset = this.#position - this.#leftover.length;
+        this.#leftover = EMPTY;
+        return undefined;
+      }
+      const chunk = await this.#readChunk();
+      const base = this.#position - this.#leftover.length - chunk.length;
+      const data = this.#leftover.length === 0 ? chunk : Buffer.concat([this.#leftover, chunk]);
+      const lines: Line[] = [];
+      let start = 0;
+      for (let nl = data.indexOf(NEWLINE, start); nl !== -1; nl = data.indexOf(NEWLINE, start)) {
+        const decoded = decodeLine(data, start, nl);
+        if ('reason' in decoded) throw new CorruptionError(this.#file, this.#lineNo, decoded.reason);
+        lines.push({ no: this.#lineNo++, offset: base + start, next: base + nl + 1, value: decoded.value });
+        start = nl + 1;
+      }
+      this.#leftover = start === data.length ? EMPTY : data.subarray(start);
+      if (lines.length > 0) return lines;
+      // A line longer than a chunk: read bigger pieces until its newline turns up.
+      this.#chunkBytes *= 2;
+    }
+  }
+
+  async #readChunk(): Promise<Buffer> {
+    const want = Math.min(this.#chunkBytes, this.#end - this.#position);
+    const chunk = Buffer.allocUnsafe(want);
+    let got = 0;
+    while (got < want) {
+      const n = await this.#fs.read(this.#fd, chunk, got, want - got, this.#position + got);
+      if (n === 0) break;
+      got += n;
+    }
+    this.#position += got;
+    // A file shorter than expected ends here: whatever is left over becomes the tail.
+    if (got < want) this.#end = this.#position;
+    return got === want ? chunk : chunk.subarray(0, got);
+  }
+}

@@ -1,0 +1,108 @@
+import { StorageError, StoreLockedError } from '@sessionfold/core';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { errorCode, syncDir, unlinkIfPresent, writeAll, type FileSystem } from './fs-layer.js';
+
+/** The exclusive writer lock of a store directory; `release` removes it only if it is still ours. */
+export interface WriterLock {
+  readonly path: string;
+  release(): Promise<void>;
+}
+
+interface LockContent {
+  pid: number;
+  token: string;
+}
+
+/**
+ * Takes `<directory>/LOCK`. The lock file is written and fsynced under a temporary name and then hard-linked
+ * into place, so a LOCK never exists without its holder's pid. A lock whose pid is dead is taken over by
+ * renaming it to a name of our own first and checking that what we moved is the stale lock we inspected;
+ * of two processes taking over at once, only one can move it. A live holder gives `StoreLockedError`.
+ */
+export async function acquireLock(fsl: FileSystem, directory: string): Promise<WriterLock> {
+  const path = join(directory, 'LOCK');
+  const token = randomBytes(8).toString('hex');
+  const mine: LockContent = { pid: process.pid, token };
+  const temp = join(directory, `.LOCK.${process.pid}.${token}.tmp`);
+  await writeLockFile(fsl, temp, mine);
+  try {
+    for (let attempt = 0; attempt < 8; attempt++) {
+      try {
+        await fsl.link(temp, path);
+        await syncDir(fsl, directory);
+        return { path, release: () => releaseLock(fsl, directory, path, token) };
+      } catch (error) {
+        if (errorCode(error) !== 'EEXIST') throw new StorageError(`Could not create ${path}.`, { cause: error });
+      }
+      const holder = await readLock(fsl, path);
+      if (holder === 'missing') continue;
+      if (holder === undefined || isAlive(holder.pid)) throw new StoreLockedError(path, holder?.pid);
+      const claim = join(directory, `.LOCK.stale.${process.pid}.${token}`);
+      try {
+        await fsl.rename(path, claim);
+      } catch (error) {
+        if (errorCode(error) === 'ENOENT') continue;
+        throw new StorageError(`Could not take over the stale lock ${path}.`, { cause: error });
+      }
+      const moved = await readLock(fsl, claim);
+      if (typeof moved === 'object' && moved.token === holder.token) {
+        await unlinkIfPresent(fsl, claim);
+        continue;
+      }
+      // We moved a lock someone took in the meantime: put it back and step aside.
+      await fsl.link(claim, path).catch(() => undefined);
+      await unlinkIfPresent(fsl, claim);
+      throw new StoreLockedError(path, typeof moved === 'object' ? moved.pid : undefined);
+    }
+    throw new StoreLockedError(path, undefined);
+  } finally {
+    await unlinkIfPresent(fsl, temp).catch(() => undefined);
+  }
+}
+
+async function writeLockFile(fsl: FileSystem, path: string, content: LockContent): Promise<void> {
+  const fd = await fsl.open(path, 'wx', 0o600);
+  try {
+    await writeAll(fsl, fd, Buffer.from(`${JSON.stringify(content)}\n`), 0);
+    await fsl.fsync(fd);
+  } finally {
+    await fsl.close(fd);
+  }
+}
+
+/** The lock's content; `'missing'` when there is no file, undefined when it cannot be read as a lock. */
+async function readLock(fsl: FileSystem, path: string): Promise<LockContent | 'missing' | undefined> {
+  let text: string;
+  try {
+    text = (await fsl.readFile(path)).toString('utf8');
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return 'missing';
+    throw new StorageError(`Could not read ${path}.`, { cause: error });
+  }
+  try {
+    const value = JSON.parse(text) as Partial<LockContent>;
+    if (Number.isSafeInteger(value.pid) && typeof value.token === 'string') return value as LockContent;
+  } catch {
+    // Not a lock this store wrote: treat the holder as unknown rather than stale.
+  }
+  return undefined;
+}
+
+/** Signal 0 checks existence: EPERM means alive under another user. */
+function isAlive(pid: number): boolean {
+  if (pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return errorCode(error) === 'EPERM';
+  }
+}
+
+async function releaseLock(fsl: FileSystem, directory: string, path: string, token: string): Promise<void> {
+  const holder = await readLock(fsl, path);
+  if (typeof holder !== 'object' || holder.token !== token) return;
+  await unlinkIfPresent(fsl, path);
+  await syncDir(fsl, directory).catch(() => undefined);
+}

@@ -1,0 +1,39 @@
+/**
+ * The global position counter the single writer owns. Streams flush in parallel, so a later position can be
+ * durable before an earlier one; the watermark is the highest position below which nothing is still being
+ * written, and `readAll` shows nothing above it — a reader that saw position p can never later be offered a
+ * change below p.
+ */
+export class Positions {
+  #last: number;
+  /** start → count of reserved ranges not yet settled; insertion order is start order, so the first is the lowest. */
+  readonly #inFlight = new Map<number, number>();
+
+  constructor(last: number) {
+    this.#last = last;
+  }
+
+  /** Reserves `count` consecutive positions and returns the first. */
+  reserve(count: number): number {
+    const start = this.#last + 1;
+    this.#last += count;
+    this.#inFlight.set(start, count);
+    return start;
+  }
+
+  /** Settles a reserved range, whether its write succeeded or failed (failed positions are simply never used). */
+  settle(start: number): void {
+    this.#inFlight.delete(start);
+  }
+
+  /** The last position handed out. */
+  get last(): number {
+    return this.#last;
+  }
+
+  /** Every position ≤ the watermark is settled. */
+  get watermark(): number {
+    for (const start of this.#inFlight.keys()) return start - 1;
+    return this.#last;
+  }
+}

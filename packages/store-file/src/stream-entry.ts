@@ -1,0 +1,321 @@
+import {
+  ConcurrencyError,
+  InvalidInputError,
+  revisionMatches,
+  SessionfoldError,
+  StorageError,
+  type AppendResult,
+  type ExpectedRevision,
+  type NewEvent,
+  type StreamId,
+} from '@sessionfold/core';
+import { errorCode, syncDir, writeAll, type FileSystem } from './fs-layer.js';
+import { eventPayload, frameLine } from './journal-codec.js';
+import { CHECKPOINT_EVERY, emptyJournal, type JournalInfo } from './journal-scan.js';
+import type { Layout } from './layout.js';
+import type { Positions } from './positions.js';
+
+/** What every stream shares with the store. */
+export interface StoreContext {
+  readonly fs: FileSystem;
+  readonly layout: Layout;
+  readonly positions: Positions;
+  readonly clock: () => Date;
+  /** Throws unless the store accepts writes (open, not read-only, not poisoned). */
+  assertWritable(): void;
+  /** Marks the store as refusing writes until reopened. */
+  poison(): void;
+}
+
+/** Position and time of a `$snapshot` or `$deleted` change. */
+export interface ChangeMark {
+  revision: number;
+  position: number;
+  recordedAt: string;
+}
+
+interface PendingAppend {
+  events: readonly NewEvent[];
+  dataJson: readonly string[];
+  firstRevision: number;
+  result: AppendResult;
+  resolve(result: AppendResult): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * One stream's state and its journal writer. Appends queue and are written by group commit: a flush takes
+ * everything queued, writes it with one write and one fdatasync, then answers every caller. Expected
+ * revisions are checked against the head including queued appends, so a flush never holds a conflict.
+ * Compaction, deletion and restore run exclusively: they wait for queued appends and hold new ones back.
+ */
+export class StreamEntry {
+  readonly name: StreamId;
+  readonly #ctx: StoreContext;
+  /** Last durable revision (0: the stream does not exist). */
+  revision = 0;
+  /** Revision including queued appends: what the next append must expect. */
+  #head = 0;
+  snapshot: ChangeMark | undefined;
+  tombstone: ChangeMark | undefined;
+  journal: JournalInfo = emptyJournal(0);
+  journalExists = false;
+  /** Bumped whenever the journal or snapshot file is replaced or removed, so readers holding offsets retry. */
+  generation = 0;
+  #fd: number | undefined;
+  /** A failed write may have left bytes past `journal.length`; they are cut before the next write. */
+  #dirty = false;
+  #queue: PendingAppend[] = [];
+  #flushing: Promise<void> | undefined;
+  #exclusive: Promise<void> | undefined;
+  readonly #pendingIds = new Map<string, Promise<AppendResult>>();
+
+  constructor(ctx: StoreContext, name: StreamId) {
+    this.#ctx = ctx;
+    this.name = name;
+  }
+
+  /** Sets the durable state found at open. */
+  load(journal: JournalInfo | undefined, snapshot: ChangeMark | undefined): void {
+    this.snapshot = snapshot;
+    this.journalExists = journal !== undefined;
+    this.journal = journal ?? emptyJournal(snapshot?.revision ?? 0);
+    this.revision = Math.max(this.journal.lastRevision, snapshot?.revision ?? 0);
+    this.#head = this.revision;
+  }
+
+  /** Queues a validated batch; resolves once it is durable. */
+  append(events: readonly NewEvent[], dataJson: readonly string[], expected: ExpectedRevision): Promise<AppendResult> {
+    if (this.#exclusive) return this.#exclusive.then(() => this.append(events, dataJson, expected));
+    try {
+      this.#ctx.assertWritable();
+      const firstId = (events[0] as NewEvent).eventId;
+      if (firstId !== undefined) {
+        const committed = this.journal.eventIds.get(firstId);
+        if (committed) return Promise.resolve({ ...committed.result });
+        const pending = this.#pendingIds.get(firstId);
+        if (pending) return pending.then((result) => ({ ...result }));
+      }
+      events.forEach((event, index) => {
+        if (index === 0 || event.eventId === undefined) return;
+        if (this.journal.eventIds.has(event.eventId) || this.#pendingIds.has(event.eventId)) {
+          throw new InvalidInputError(`events[${index}].eventId`, `${JSON.stringify(event.eventId)} is already in stream ${this.name}`);
+        }
+      });
+      if (!revisionMatches(expected, this.#head)) throw new ConcurrencyError(this.name, expected, this.#head);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    let resolve!: (result: AppendResult) => void;
+    let reject!: (error: unknown) => void;
+    const promise = new Promise<AppendResult>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    const pending: PendingAppend = {
+      events,
+      dataJson,
+      firstRevision: this.#head + 1,
+      result: { revision: this.#head + events.length, position: 0 },
+      resolve,
+      reject,
+    };
+    this.#head += events.length;
+    for (const event of events) if (event.eventId !== undefined) this.#pendingIds.set(event.eventId, promise);
+    this.#queue.push(pending);
+    this.#flushing ??= this.#flushLoop();
+    return promise;
+  }
+
+  /** Runs `task` with no append queued or in flight and none admitted until it ends. */
+  async exclusive<T>(task: () => Promise<T>): Promise<T> {
+    while (this.#exclusive) await this.#exclusive;
+    let done!: () => void;
+    this.#exclusive = new Promise<void>((resolve) => (done = resolve));
+    try {
+      if (this.#flushing) await this.#flushing;
+      return await task();
+    } finally {
+      this.#exclusive = undefined;
+      done();
+    }
+  }
+
+  /** Waits for queued appends to settle. */
+  async drain(): Promise<void> {
+    while (this.#flushing) await this.#flushing;
+  }
+
+  /** Closes the journal's write descriptor (before its file is replaced or removed, and at close). */
+  async closeFile(): Promise<void> {
+    const fd = this.#fd;
+    this.#fd = undefined;
+    if (fd !== undefined) await this.#ctx.fs.close(fd).catch(() => undefined);
+  }
+
+  /** The stream is gone: forget its journal and snapshot, keep the tombstone. */
+  reset(tombstone: ChangeMark | undefined): void {
+    this.tombstone = tombstone;
+    this.snapshot = undefined;
+    this.journal = emptyJournal(0);
+    this.journalExists = false;
+    this.revision = 0;
+    this.#head = 0;
+    this.#dirty = false;
+    this.generation++;
+  }
+
+  /** Sets the revision after a restore or compaction changed it outside of appends. */
+  setRevision(revision: number): void {
+    this.revision = revision;
+    this.#head = revision;
+  }
+
+  async #flushLoop(): Promise<void> {
+    // Let every append issued in the same tick join this flush.
+    await Promise.resolve();
+    try {
+      while (this.#queue.length > 0) {
+        const batch = this.#queue;
+        this.#queue = [];
+        await this.#flush(batch);
+      }
+    } finally {
+      this.#flushing = undefined;
+    }
+  }
+
+  async #flush(batch: PendingAppend[]): Promise<void> {
+    const { fs, positions, layout } = this.#ctx;
+    let count = 0;
+    for (const pending of batch) count += pending.events.length;
+    const start = positions.reserve(count);
+    const recordedAt = this.#ctx.clock().toISOString();
+    const lines: string[] = [];
+    let position = start;
+    for (const pending of batch) {
+      const n = pending.events.length;
+      pending.events.forEach((event, i) => {
+        const payload = eventPayload(pending.firstRevision + i, position++, recordedAt, event.type, event.eventId, i < n - 1, pending.dataJson[i] as string);
+        lines.push(frameLine(payload));
+      });
+      pending.result = { revision: pending.firstRevision + n - 1, position: position - 1 };
+    }
+    const text = lines.join('');
+    const bytes = Buffer.from(text);
+    let created = false;
+    try {
+      try {
+        this.#ctx.assertWritable();
+        created = await this.#openForWrite();
+        const fd = this.#fd as number;
+        if (this.#dirty) {
+          await fs.ftruncate(fd, this.journal.length);
+          this.#dirty = false;
+        }
+        await writeAll(fs, fd, bytes, this.journal.length);
+      } catch (cause) {
+        if (cause instanceof SessionfoldError) throw cause;
+        await this.#cutBack();
+        throw new StorageError(`Could not write to ${layout.journal(this.name)}.`, { cause });
+      }
+      try {
+        await fs.fdatasync(this.#fd as number);
+        if (created) await syncDir(fs, layout.streams);
+      } catch (cause) {
+        // After a failed fdatasync the kernel may have dropped the dirty pages: a later fsync that succeeds
+        // would prove nothing, so nothing more is written until the store is reopened and the tail re-read.
+        this.#dirty = true;
+        this.#ctx.poison();
+        throw new StorageError(`Could not sync ${layout.journal(this.name)}; the store refuses writes until it is reopened.`, {
+          cause,
+          poisoned: true,
+        });
+      }
+    } catch (error) {
+      positions.settle(start);
+      this.#fail(batch, error);
+      return;
+    }
+    this.#committed(batch, lines, bytes.length);
+    positions.settle(start);
+    for (const pending of batch) pending.resolve({ ...pending.result });
+  }
+
+  /** Opens (or creates, 0600) the journal for writing; true when it was created now. */
+  async #openForWrite(): Promise<boolean> {
+    if (this.#fd !== undefined) return false;
+    const path = this.#ctx.layout.journal(this.name);
+    if (this.journalExists) {
+      this.#fd = await this.#ctx.fs.open(path, 'r+');
+      return false;
+    }
+    try {
+      this.#fd = await this.#ctx.fs.open(path, 'wx', 0o600);
+    } catch (error) {
+      if (errorCode(error) !== 'ENOENT') throw error;
+      await this.#ctx.fs.mkdir(this.#ctx.layout.streams, 0o700);
+      this.#fd = await this.#ctx.fs.open(path, 'wx', 0o600);
+    }
+    this.journalExists = true;
+    this.generation++;
+    return true;
+  }
+
+  /** Cuts a half-written record back off now; if that fails too, it is retried before the next write. */
+  async #cutBack(): Promise<void> {
+    this.#dirty = true;
+    if (this.#fd === undefined) return;
+    try {
+      await this.#ctx.fs.ftruncate(this.#fd, this.journal.length);
+      this.#dirty = false;
+    } catch {
+      // Left dirty on purpose: the next flush truncates before writing.
+    }
+  }
+
+  /** Fails a flush and every append queued behind it: their revisions assumed this flush would land. */
+  #fail(batch: PendingAppend[], error: unknown): void {
+    const failed = [...batch, ...this.#queue];
+    this.#queue = [];
+    this.#head = this.revision;
+    for (const pending of failed) {
+      for (const event of pending.events) if (event.eventId !== undefined) this.#pendingIds.delete(event.eventId);
+      pending.reject(error);
+    }
+  }
+
+  #committed(batch: PendingAppend[], lines: string[], byteCount: number): void {
+    const journal = this.journal;
+    let offset = journal.length;
+    let lineNo = journal.lines;
+    let index = 0;
+    for (const pending of batch) {
+      pending.events.forEach((event, i) => {
+        const line = lines[index++] as string;
+        lineNo++;
+        const revision = pending.firstRevision + i;
+        const position = pending.result.position - (pending.events.length - 1 - i);
+        if (journal.firstPosition === 0) {
+          journal.firstPosition = position;
+          journal.liveOffset = offset;
+          journal.liveLine = lineNo;
+        }
+        if (journal.checkpoints.length === 0 || revision % CHECKPOINT_EVERY === 0) {
+          journal.checkpoints.push({ revision, position, offset, line: lineNo });
+        }
+        journal.lastPosition = position;
+        if (event.eventId !== undefined) {
+          journal.eventIds.set(event.eventId, { result: { ...pending.result }, revision });
+          this.#pendingIds.delete(event.eventId);
+        }
+        offset += Buffer.byteLength(line);
+      });
+      this.revision = pending.result.revision;
+    }
+    journal.length += byteCount;
+    journal.lines = lineNo;
+    journal.lastRevision = this.revision;
+    journal.maxPosition = journal.lastPosition;
+  }
+}
