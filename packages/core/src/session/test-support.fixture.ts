@@ -29,3 +29,42 @@ export async function startConversation(history: SessionHistory, idempotencyId: 
   const started = await history.start({ idempotencyId, startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' });
   return started.value;
 }
+
+/**
+ * Wraps `inner` so a test can run something of its own right before the wrapped store's next append
+ * reaches `inner`: a deterministic way to make another writer win a race.
+ */
+export function interleavingStore(inner: EventStore): { store: EventStore; beforeNextAppend(hook: () => Promise<unknown>): void } {
+  const hooks: (() => Promise<unknown>)[] = [];
+  const store: EventStore = {
+    ...inner,
+    append: async (stream, events, options) => {
+      const hook = hooks.shift();
+      if (hook) await hook();
+      return inner.append(stream, events, options);
+    },
+  };
+  return { store, beforeNextAppend: (hook) => void hooks.push(hook) };
+}
+
+/** Every recorded event of `stream`, in order. */
+export async function eventsOf(store: EventStore, stream: string) {
+  const read = await store.read(stream);
+  const events = [];
+  for await (const event of read.events) events.push(event);
+  return events;
+}
+
+/** The names of every stream in the store. */
+export async function streamNames(store: EventStore): Promise<string[]> {
+  const names: string[] = [];
+  for await (const { stream } of store.streams()) names.push(stream);
+  return names;
+}
+
+/** How many changes the store's feed holds: equal before and after a refused call means nothing was written. */
+export async function feedLength(store: EventStore): Promise<number> {
+  let count = 0;
+  for await (const _ of store.readAll()) count++;
+  return count;
+}

@@ -1,0 +1,403 @@
+import { describe, expect, it } from 'vitest';
+import { memoryStore } from '../kernel/index.js';
+import { catalogReducer, sessionReducer } from './reducer.js';
+import { foldStream } from '../kernel/fold.js';
+import { sessionStream } from './ids.js';
+import { INGRESS_FAILURE_LIMIT, RETAINED_INGRESS_FAILURES } from './model.js';
+import { openSessionHistory } from './service.js';
+import { eventsOf, openTestHistory, startConversation, streamNames } from './test-support.fixture.js';
+
+describe('SessionHistory: transcript and commands', () => {
+  it('given a session with a system error in its log, when a command is queued, then the view and the queue both show it', async () => {
+    const { history, store } = await openTestHistory();
+    const { id } = await startConversation(history, 'start-1');
+    await history.appendTranscript(id, { role: 'system-error', text: 'The message exceeded capacity.' });
+
+    const command = await history.enqueue(id, { idempotencyId: 'message-1', kind: 'message', payload: { text: 'hello' } });
+    expect(command.value.status).toBe('pending');
+    expect(command.created).toBe(true);
+
+    const materialised = await history.get(id);
+    expect(materialised.state.transcriptText).toContain('[system-error]');
+    expect((materialised.state.transcript as unknown[])[0]).toEqual({ role: 'system', content: 'The message exceeded capacity.', boxId: 1 });
+    expect(await history.commandHeads()).toHaveLength(1);
+    // The transcript and the command queue share one stream, so one append order covers both.
+    expect(await streamNames(store)).toEqual([sessionStream(id)]);
+  });
+
+  it('given a user message in the log, when a presentation-heavy state is checkpointed, then the presentation is dropped and rebuilt from the log', async () => {
+    const { history } = await openTestHistory();
+    const record = await startConversation(history, 'live-ui-start');
+    const id = record.id;
+    await history.appendTranscript(id, { role: 'user-message', text: 'hello from the log' });
+
+    const checkpointed = await history.checkpoint(id, {
+      expectedVersion: record.version,
+      state: {
+        sessionId: id,
+        sessionType: 'conversation',
+        boxes: { '1': { id: 1, owner: { kind: 'user' }, canonical: { eventId: 1, content: { text: 'hello' } }, active: true } },
+        events: [],
+        context: { items: [{ boxId: 1, text: 'hello' }] },
+        transcriptText: 'hello',
+        historyIngress: { format: 'session-file', version: 1 },
+      },
+    });
+
+    for (const view of [checkpointed, await history.get(id)]) {
+      expect(view.state.boxes).toBeUndefined();
+      expect(view.state.context).toBeUndefined();
+      expect((view.state.transcript as { content: string }[])[0]?.content).toBe('hello from the log');
+      expect((view.state.events as { role: string }[])[0]?.role).toBe('user-message');
+      expect(view.state.transcriptText).toContain('hello from the log');
+      expect((view.state.historyIngress as { format: string }).format).toBe('session-file');
+    }
+    expect(checkpointed.version).toBe(2);
+  });
+
+  it('maps log roles to transcript roles and keeps box metadata', async () => {
+    const { history } = await openTestHistory();
+    const { id } = await startConversation(history, 'roles');
+    const box = (text: string, metadata: object) => JSON.stringify({ kind: { type: 'box_created', content: { text, metadata, objects: [{ id: 'o1' }] } } });
+    await history.appendTranscript(id, { role: 'user-message', text: box('boxed hello', { inputKind: 'voice', media: { kind: 'audio' } }) });
+    await history.appendTranscript(id, { role: 'assistant-message', text: 'hi there' });
+    await history.appendTranscript(id, { role: 'assistant-tool-call', text: '{"tool":"search"}' });
+    await history.appendTranscript(id, { role: 'system-message', text: 'hidden' });
+    await history.appendTranscript(id, { role: 'system-message', text: box('shown', { transcriptRole: 'system' }) });
+
+    const view = await history.get(id);
+    expect(view.state.transcript).toEqual([
+      { role: 'user', content: 'boxed hello', boxId: 1, objects: [{ id: 'o1' }], inputKind: 'voice', attachments: [{ kind: 'audio' }] },
+      { role: 'assistant', content: 'hi there', boxId: 2 },
+      { role: 'system', content: 'shown', boxId: 5, objects: [{ id: 'o1' }] },
+    ]);
+    expect(view.state.transcriptText).toBe(
+      '[user-message]\nboxed hello\n\n[assistant-message]\nhi there\n\n[assistant-tool-call]\n{"tool":"search"}\n\n[system-message]\nhidden\n\n[system-message]\nshown',
+    );
+  });
+
+  it('given a staged object, when it is fetched, then its original name, media type and bytes come back', async () => {
+    const { history } = await openTestHistory();
+    const { id } = await startConversation(history, 'pending-object-start');
+    const bytes = Uint8Array.from(Buffer.from('\x89PNG\r\n\x1a\npayload', 'latin1'));
+
+    const pendingId = await history.stageObject(id, { fileName: 'photo.png', mediaType: 'image/png', bytes });
+    expect(pendingId).toBe('pending:1');
+
+    const object = await history.object(id, pendingId);
+    expect(object.mediaType).toBe('image/png');
+    expect(object.fileName).toBe('photo.png');
+    expect(Buffer.from(object.bytes).equals(Buffer.from(bytes))).toBe(true);
+  });
+
+  it('numbers staged objects by their position in the log and sanitises their name and media type on the way out', async () => {
+    const { history } = await openTestHistory();
+    const { id } = await startConversation(history, 'object-names');
+    await history.appendTranscript(id, { role: 'user-message', text: 'first' });
+    const pendingId = await history.stageObject(id, { fileName: 'my "report"/v2;final é.txt', mediaType: 'text/plain; charset=utf-8', bytes: new Uint8Array([1]) });
+    const unnamed = await history.stageObject(id, { mediaType: 'png', bytes: new Uint8Array([2]) });
+
+    expect([pendingId, unnamed]).toEqual(['pending:2', 'pending:3']);
+    expect(await history.object(id, pendingId)).toMatchObject({ fileName: 'my__report__v2_final__.txt', mediaType: 'application/octet-stream' });
+    expect(await history.object(id, unnamed)).toMatchObject({ fileName: 'uploaded-object', mediaType: 'application/octet-stream' });
+    await expect(history.object(id, 'pending:1')).rejects.toMatchObject({ code: 'not_found', message: 'Session not found.' });
+    await expect(history.object(id, 'pending:9')).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('runs commands one at a time per session: claim, complete, then the next head', async () => {
+    const { history } = await openTestHistory();
+    const { id } = await startConversation(history, 'queue');
+    const first = (await history.enqueue(id, { idempotencyId: 'm-1', kind: 'message' })).value;
+    const second = (await history.enqueue(id, { idempotencyId: 'm-2', kind: 'message', payload: { n: 2 } })).value;
+    expect([first.sequence, second.sequence]).toEqual([1, 2]);
+    expect(first.payload).toEqual({});
+
+    expect((await history.commandHeads()).map((command) => command.id)).toEqual([first.id]);
+    await expect(history.completeCommand(first.id)).rejects.toMatchObject({ code: 'state_conflict', message: 'Command was not claimed.' });
+    const claimed = await history.claimCommand(first.id);
+    expect(claimed).toMatchObject({ status: 'processing', processingStartedAt: expect.any(String) });
+    expect(await history.claimCommand(first.id)).toEqual(claimed);
+    await expect(history.stageObject(id, { mediaType: 'image/png', bytes: new Uint8Array([1]) })).rejects.toMatchObject({
+      code: 'state_conflict',
+      message: 'Objects cannot be supplied while the session is processing a command.',
+    });
+
+    const done = await history.completeCommand(first.id, { outcome: { accepted: true } });
+    expect(done).toMatchObject({ status: 'complete', outcome: { accepted: true }, completedAt: expect.any(String) });
+    expect(await history.completeCommand(first.id, { outcome: { ignored: true } })).toEqual(done);
+    await expect(history.claimCommand(first.id)).rejects.toMatchObject({ code: 'state_conflict', message: 'Command is already complete.' });
+    expect((await history.commandHeads()).map((command) => command.id)).toEqual([second.id]);
+    await expect(history.claimCommand('no-such-command')).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('enqueue is idempotent per session: the same idempotency id returns the first command', async () => {
+    const { history } = await openTestHistory();
+    const a = await startConversation(history, 'a');
+    const b = await startConversation(history, 'b');
+    const first = await history.enqueue(a.id, { idempotencyId: 'message-1', kind: 'message', payload: { text: 'one' } });
+    const again = await history.enqueue(a.id, { idempotencyId: 'message-1', kind: 'message', payload: { text: 'two' } });
+    const elsewhere = await history.enqueue(b.id, { idempotencyId: 'message-1', kind: 'message' });
+
+    expect(first.created).toBe(true);
+    expect(again).toEqual({ value: first.value, created: false });
+    expect(elsewhere.created).toBe(true);
+    expect(elsewhere.value.id).not.toBe(first.value.id);
+    expect(await history.commandHeads()).toHaveLength(2);
+  });
+
+  it('stop moves the session to ingress_pending whatever its version and asks open commands to cancel', async () => {
+    const { history } = await openTestHistory();
+    const record = await startConversation(history, 'stop');
+    const command = (await history.enqueue(record.id, { idempotencyId: 'm', kind: 'message' })).value;
+    const stopped = await history.stop(record.id);
+    expect(stopped).toMatchObject({ phase: 'ingress_pending', provenanceId: null, version: 2 });
+    expect((await history.commandHeads())[0]).toMatchObject({ id: command.id, cancelRequested: true });
+    await expect(history.enqueue(record.id, { idempotencyId: 'm2', kind: 'message' })).rejects.toMatchObject({
+      code: 'state_conflict',
+      message: 'Session is no longer active.',
+    });
+  });
+});
+
+describe('SessionHistory: ingress', () => {
+  it('ingress failures back off, stop after five, keep the last five, and can be retried', async () => {
+    const { history } = await openTestHistory();
+    const created = await startConversation(history, 'ingress-retries-start');
+    const id = created.id;
+    let record = await history.requestIngress(id, { expectedVersion: created.version, state: created.state });
+
+    for (let attempt = 1; attempt <= INGRESS_FAILURE_LIMIT; attempt++) {
+      record = await history.startIngress(id, { expectedVersion: record.version, provenanceId: `session:${id}` });
+      record = await history.failIngress(id, { expectedVersion: record.version, stage: 'model_loop', code: 'ingress_error', message: 'transient failure' });
+      expect(record.ingressFailureCount).toBe(attempt);
+      if (attempt < INGRESS_FAILURE_LIMIT) {
+        expect(record.phase).toBe('ingress_pending');
+        expect(Date.parse(record.ingressNextAttemptAt ?? '') - Date.parse(record.updatedAt)).toBe(15_000);
+      } else {
+        expect(record.phase).toBe('ingress_failed');
+        expect(record.ingressNextAttemptAt).toBeNull();
+      }
+    }
+    expect(record.ingressFailures).toHaveLength(RETAINED_INGRESS_FAILURES);
+    expect(record.ingressFailures[0]).toMatchObject({ attempt: 1, stage: 'model_loop', code: 'ingress_error', message: 'transient failure', roundsUsed: null });
+
+    const retried = await history.retryIngress(id, { expectedVersion: record.version, state: record.state });
+    expect(retried.phase).toBe('ingress_pending');
+    expect(retried.ingressFailureCount).toBe(0);
+    expect(retried.ingressNextAttemptAt).toBeNull();
+  });
+
+  it('an input_too_large failure is terminal at once', async () => {
+    const { history } = await openTestHistory();
+    const created = await startConversation(history, 'too-large');
+    const pending = await history.requestIngress(created.id, { expectedVersion: 1, state: created.state });
+    const failed = await history.failIngress(created.id, { expectedVersion: pending.version, stage: 'prepare', code: 'input_too_large', message: 'too big', contextTokens: 9 });
+    expect(failed).toMatchObject({ phase: 'ingress_failed', ingressFailureCount: 1, ingressNextAttemptAt: null });
+    expect(failed.ingressFailures[0]).toMatchObject({ contextTokens: 9 });
+  });
+
+  it('refuses failures outside an attempt and retries of an ingress that has not failed', async () => {
+    const { history } = await openTestHistory();
+    const created = await startConversation(history, 'not-in-ingress');
+    await expect(history.failIngress(created.id, { expectedVersion: 1, stage: 's', message: 'm' })).rejects.toMatchObject({
+      code: 'state_conflict',
+      message: 'Session History ingress is not in an active attempt.',
+    });
+    await expect(history.retryIngress(created.id, { expectedVersion: 1, state: {} })).rejects.toMatchObject({
+      code: 'state_conflict',
+      message: 'Session History ingress is not in the failed state.',
+    });
+  });
+
+  it('releasing a legacy hot loop keeps the checkpoint state, resets the count and keeps five failures', async () => {
+    const { history, store } = await openTestHistory();
+    const created = await startConversation(history, 'ingress-release-start');
+    const id = created.id;
+    const pending = await history.requestIngress(id, {
+      expectedVersion: created.version,
+      state: { sessionType: 'conversation', historyIngress: { archivePlan: { creates: [{ pendingId: 'pending:9' }] } } },
+    });
+    await history.startIngress(id, { expectedVersion: pending.version, provenanceId: `session:${id}` });
+
+    // An older policy retried forever and kept every failure: its events replay to exactly that record.
+    const stream = sessionStream(id);
+    let revision = (await store.read(stream)).revision;
+    for (let attempt = 1; attempt <= 150; attempt++) {
+      const at = new Date(Date.UTC(2026, 6, 23, 1, 0, attempt)).toISOString();
+      const failure = { attempt, at, stage: null, code: null, message: 'legacy hot loop', roundsUsed: null, contextTokens: null, contextWindowTokens: null };
+      revision = (
+        await store.append(
+          stream,
+          [
+            { type: 'IngressFailed', data: { at, attempt, terminal: false, nextAttemptAt: null, failure, retainedFailures: 1000 } },
+            { type: 'IngressStarted', data: { at, provenanceId: `session:${id}` } },
+          ],
+          { expectedRevision: revision },
+        )
+      ).revision;
+    }
+    const legacy = await history.get(id);
+    expect(legacy).toMatchObject({ phase: 'ingress_in_progress', ingressFailureCount: 150 });
+    expect(legacy.ingressFailures).toHaveLength(150);
+
+    expect(await history.releaseInterruptedIngress()).toEqual([id]);
+    const repaired = await history.get(id);
+    expect(repaired.phase).toBe('ingress_pending');
+    expect(repaired.ingressFailureCount).toBe(0);
+    expect(repaired.ingressFailures).toHaveLength(RETAINED_INGRESS_FAILURES);
+    expect(repaired.version).toBe(legacy.version + 1);
+    expect((repaired.state as { historyIngress: { archivePlan: { creates: { pendingId: string }[] } } }).historyIngress.archivePlan.creates[0]?.pendingId).toBe('pending:9');
+    expect(await history.releaseInterruptedIngress()).toEqual([]);
+  });
+
+  it('releasing an interrupted attempt within the limit keeps its failure count', async () => {
+    const { history } = await openTestHistory();
+    const created = await startConversation(history, 'interrupted');
+    let record = await history.requestIngress(created.id, { expectedVersion: 1, state: created.state });
+    record = await history.startIngress(created.id, { expectedVersion: record.version, provenanceId: 'p' });
+    record = await history.failIngress(created.id, { expectedVersion: record.version, stage: 's', message: 'm' });
+    record = await history.startIngress(created.id, { expectedVersion: record.version, provenanceId: 'p' });
+    expect(await history.releaseInterruptedIngress()).toEqual([created.id]);
+    expect(await history.get(created.id)).toMatchObject({ phase: 'ingress_pending', ingressFailureCount: 1, ingressNextAttemptAt: null });
+  });
+});
+
+describe('SessionHistory: completion', () => {
+  const nestedState = (state: Record<string, unknown>) => ({
+    ...state,
+    historyIngress: {
+      sessionType: 'history-ingress',
+      completed: true,
+      sessionObjectId: 'A1234567',
+      commitReceipt: { transactionId: 'T1234567', sessionObjectId: 'A1234567', nodeIds: {}, objectIds: {} },
+    },
+  });
+
+  it('a nested historyIngress receipt completes the session, records the receipt and deletes the stream', async () => {
+    const { history, store } = await openTestHistory();
+    const record = await startConversation(history, 'nested-completion-start');
+    const id = record.id;
+
+    const completed = await history.complete(id, { expectedVersion: record.version, state: nestedState(record.state) });
+
+    expect(completed.phase).toBe('complete');
+    expect(completed.version).toBe(2);
+    expect(completed.endedAt).toBe(completed.updatedAt);
+    expect(completed.state.sessionObjectId).toBe('A1234567');
+    expect((completed.state.commitReceipt as { transactionId: string }).transactionId).toBe('T1234567');
+    expect(await streamNames(store)).toEqual(['catalog']);
+    const catalog = await foldStream(store, 'catalog', catalogReducer);
+    expect(catalog.state.receipts).toEqual([
+      {
+        transactionId: 'T1234567',
+        sessionObjectId: 'A1234567',
+        sessionId: id,
+        sessionType: 'conversation',
+        createdAt: '2026-07-23T00:00:00Z',
+        committedAt: completed.updatedAt,
+        nodeIds: {},
+        objectIds: {},
+      },
+    ]);
+    await expect(history.get(id)).rejects.toMatchObject({ code: 'not_found' });
+    expect(await history.get('A1234567')).toMatchObject({ id: 'A1234567', phase: 'complete', state: { sessionId: id } });
+  });
+
+  it('completeIngress completes with the current control state', async () => {
+    const { history, store } = await openTestHistory();
+    const record = await startConversation(history, 'complete-ingress');
+    const checkpointed = await history.checkpoint(record.id, { expectedVersion: 1, state: { sessionType: 'conversation', sessionObjectId: 'B1' } });
+    const completed = await history.completeIngress(record.id, { expectedVersion: checkpointed.version });
+    expect(completed).toMatchObject({ phase: 'complete', state: { sessionObjectId: 'B1', commitReceipt: null } });
+    expect(await streamNames(store)).toEqual(['catalog']);
+  });
+
+  it('refuses a completion without a session object or with a receipt for another object', async () => {
+    const { history, store } = await openTestHistory();
+    const record = await startConversation(history, 'bad-completion');
+    await expect(history.complete(record.id, { expectedVersion: 1, state: {} })).rejects.toMatchObject({
+      code: 'state_conflict',
+      message: 'completed session has no permanent session object',
+    });
+    await expect(
+      history.complete(record.id, { expectedVersion: 1, state: { sessionObjectId: 'A1', commitReceipt: { sessionObjectId: 'A2' } } }),
+    ).rejects.toMatchObject({ code: 'state_conflict', message: 'session commit receipt names a different archive object' });
+    await expect(history.complete(record.id, { expectedVersion: 1, state: { sessionObjectId: 'A1', commitReceipt: { nodeIds: 3 } } })).rejects.toMatchObject({
+      code: 'state_conflict',
+      message: expect.stringMatching(/^invalid session commit receipt: /),
+    });
+    expect((await store.read(sessionStream(record.id))).revision).toBe(1);
+  });
+
+  it('a recorded completion appears in list() with its receipt', async () => {
+    const { history, store } = await openTestHistory();
+    await history.recordCompletion({ sessionObjectId: 'A1234567' });
+
+    const listed = await history.list();
+    expect(listed[0]?.state.sessionObjectId).toBe('A1234567');
+    expect((listed[0]?.state.commitReceipt as { sessionObjectId: string }).sessionObjectId).toBe('A1234567');
+    expect(listed[0]).toMatchObject({ id: 'A1234567', phase: 'complete', summary: true });
+    const stored = await eventsOf(store, 'catalog');
+    expect(stored).toHaveLength(1);
+    expect(stored[0]?.data).toMatchObject({ receipt: { sessionObjectId: 'A1234567', committedAt: expect.any(String) } });
+  });
+
+  it('receipts are unique by session object id and recordCompletion deletes the named session', async () => {
+    const { history, store } = await openTestHistory();
+    const record = await startConversation(history, 'recorded-elsewhere');
+    await history.recordCompletion({ sessionObjectId: 'C1', sessionId: record.id, sessionType: 'conversation', createdAt: record.startedAt });
+    await history.recordCompletion({ sessionObjectId: 'C1', commitReceipt: { sessionObjectId: 'C1', transactionId: 'other' } });
+
+    expect(await streamNames(store)).toEqual(['catalog']);
+    const receipts = (await foldStream(store, 'catalog', catalogReducer)).state.receipts;
+    expect(receipts).toHaveLength(1);
+    expect(receipts[0]).toMatchObject({ sessionObjectId: 'C1', sessionId: record.id, transactionId: null, sessionType: 'conversation' });
+    await expect(history.recordCompletion({ sessionObjectId: 'C2', commitReceipt: { sessionObjectId: 'C3' } })).rejects.toMatchObject({
+      code: 'state_conflict',
+      message: 'completion receipt and requested session object differ',
+    });
+  });
+
+  it('given a crash after the completion event, when the service opens, then the receipt is recorded and the stream deleted', async () => {
+    const store = memoryStore();
+    const { history } = await openTestHistory({ store });
+    const record = await startConversation(history, 'crash-before-receipt');
+    const receipt = { transactionId: null, sessionObjectId: 'R1', sessionId: record.id, sessionType: 'conversation', createdAt: record.startedAt, committedAt: '2026-07-23T01:00:00.000Z', nodeIds: {}, objectIds: {} };
+    await store.append(
+      sessionStream(record.id),
+      [{ type: 'SessionCompleted', data: { at: '2026-07-23T01:00:00.000Z', state: { sessionObjectId: 'R1', commitReceipt: null }, receipt } }],
+      { expectedRevision: 1 },
+    );
+
+    await openSessionHistory({ store });
+
+    expect(await streamNames(store)).toEqual(['catalog']);
+    expect((await foldStream(store, 'catalog', catalogReducer)).state.receipts).toEqual([receipt]);
+  });
+
+  it('given a crash between the receipt and the delete, when the service opens, then the stream is deleted and the receipt kept once', async () => {
+    const inner = memoryStore();
+    let failDelete = true;
+    const store = {
+      ...inner,
+      deleteStream: async (...args: Parameters<typeof inner.deleteStream>) => {
+        if (failDelete) throw new Error('disk unplugged');
+        return inner.deleteStream(...args);
+      },
+    };
+    const { history } = await openTestHistory({ store });
+    const record = await startConversation(history, 'crash-before-delete');
+
+    const failure = await history.complete(record.id, { expectedVersion: 1, state: { sessionObjectId: 'D1' } }).catch((error: unknown) => error);
+    expect(failure).toMatchObject({ code: 'internal_error', message: 'An unexpected Session History storage error occurred.' });
+    expect((failure as Error).cause).toMatchObject({ message: 'disk unplugged' });
+    expect(await streamNames(inner)).toEqual(['catalog', sessionStream(record.id)]);
+    expect((await foldStream(inner, sessionStream(record.id), sessionReducer)).state.record?.phase).toBe('complete');
+
+    failDelete = false;
+    const reopened = await openSessionHistory({ store });
+    expect(await streamNames(inner)).toEqual(['catalog']);
+    expect((await eventsOf(inner, 'catalog')).length).toBe(1);
+    expect((await reopened.list()).map((listed) => listed.id)).toEqual(['D1']);
+  });
+});
