@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { ConcurrencyError, InvalidInputError } from '../kernel/errors.js';
 import { foldStream } from '../kernel/fold.js';
 import type { AppendResult, EventStore, ExpectedRevision, NewEvent, StreamId } from '../kernel/port.js';
@@ -76,7 +75,10 @@ export interface SessionHistoryOptions {
   store: EventStore;
   /** Source of every time the service records (default: the system clock). */
   clock?: () => Date;
-  /** Source of event ids that make a retried append idempotent (default `crypto.randomUUID`). */
+  /**
+   * Source of random UUIDs (default `crypto.randomUUID`). Reserved: session and command ids are derived
+   * from idempotency keys by name (UUID v5), so nothing the service records depends on it today.
+   */
   ids?: () => string;
   /** The control-state whitelist (default `DEFAULT_CONTROL_STATE_KEYS`). */
   controlStateKeys?: readonly string[];
@@ -162,7 +164,6 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   }
   const store = options.store;
   const clock = options.clock ?? (() => new Date());
-  const ids = options.ids ?? randomUUID;
   const keys = Object.freeze([...(options.controlStateKeys ?? DEFAULT_CONTROL_STATE_KEYS)]);
   const decisionOptions: DecisionOptions = { controlStateKeys: keys };
   const projection = new SessionProjection(store);
@@ -189,15 +190,17 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     return value;
   };
 
-  /** Appends once more with the same event ids when the store failed without saying whether it wrote. */
-  const append = async (stream: StreamId, events: readonly { type: string; data: unknown }[], expected: ExpectedRevision, eventId = ids()): Promise<AppendResult> => {
-    const batch = events.map((event, index): NewEvent => ({ type: event.type, data: event.data as NewEvent['data'], ...(index === 0 ? { eventId } : {}) }));
-    try {
-      return await store.append(stream, batch, { expectedRevision: expected });
-    } catch (error) {
-      if (error instanceof ConcurrencyError || error instanceof InvalidInputError) throw error;
-      return await store.append(stream, batch, { expectedRevision: expected });
-    }
+  /**
+   * Appends `events` at `expected`. Only an id derived from the content itself is ever attached: an event id
+   * two writers could share by accident would turn the loser's append into a silent no-op.
+   */
+  const append = (stream: StreamId, events: readonly { type: string; data: unknown }[], expected: ExpectedRevision, eventId?: string): Promise<AppendResult> => {
+    const batch = events.map((event, index): NewEvent => ({
+      type: event.type,
+      data: event.data as NewEvent['data'],
+      ...(index === 0 && eventId !== undefined ? { eventId } : {}),
+    }));
+    return store.append(stream, batch, { expectedRevision: expected });
   };
 
   const fold = (stream: StreamId) => foldStream(store, stream, sessionReducer);
