@@ -1,5 +1,6 @@
 import { describe } from 'vitest';
 import type { EventStore } from '@sessionfold/core';
+import { describeModelRuns } from './model/model-run.js';
 import { resolveCapabilities, type EventStoreCapabilities } from './capabilities.js';
 import { describeAppendRules } from './rules/append-rules.js';
 import { describeBlobRules } from './rules/blob-rules.js';
@@ -34,5 +35,6 @@ export function describeEventStoreConformance(
     describeIsolationRules(ctx);
     describeConcurrencyRules(ctx);
     describeLifecycleRules(ctx);
+    describeModelRuns(ctx);
   });
 }

@@ -96,11 +96,11 @@ export function describeFeedRules(ctx: SuiteContext): void {
       };
       consumers.push(new FeedConsumer());
       await step((st) => appendTypes(st, a, ['A1', 'A2', 'A3']));
-      await step((st) => appendTypes(st, b, ['B1']));
+      await step((st) => appendTypes(st, b, ['B1', 'B2', 'B3']));
       await step((st) => st.compact(a, snapshotOf(a, 2)));
       await step((st) => appendTypes(st, a, ['A4']));
-      await step((st) => st.deleteStream(b, { expectedRevision: 1 }));
-      await step((st) => appendTypes(st, b, ['B1-again', 'B2-again']));
+      await step((st) => st.deleteStream(b, { expectedRevision: 3 }));
+      await step((st) => appendTypes(st, b, ['B1-again']));
       await step((st) => st.restoreStream(c, snapshotOf(c, 4)));
       await step((st) => st.compact(b, snapshotOf(b, 1)));
       await step((st) => appendTypes(st, c, ['C5']));

@@ -70,7 +70,7 @@ export function describeReadRules(ctx: SuiteContext): void {
       expect(seen).toEqual([1, 2]);
     });
 
-    it.each([0, -1, 1.5, Number.NaN, '2'])('fromRevision %s is InvalidInputError', async (from) => {
+    it.each([0, -1, 1.5, Number.NaN, '2'])('fromRevision %j is InvalidInputError', async (from) => {
       const { store } = await ctx.fresh();
       const s = streamId();
       await appendTypes(store, s, ['A']);
