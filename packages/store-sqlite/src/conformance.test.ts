@@ -1,0 +1,22 @@
+import { describeEventStoreConformance } from '@sessionfold/conformance';
+import type { EventStore } from '@sessionfold/core';
+import { sqliteStore } from './index.js';
+import { freshPath } from './test-support.fixture.js';
+
+const paths = new WeakMap<EventStore, string>();
+
+/** Opens a store and remembers its file, so `reopen` can open the same file again. */
+function open(path: string): EventStore {
+  const store = sqliteStore({ path });
+  paths.set(store, path);
+  return store;
+}
+
+describeEventStoreConformance('sqliteStore', () => open(freshPath()), {
+  reopen: async (store) => {
+    await store.close();
+    const path = paths.get(store);
+    if (path === undefined) throw new Error('not a store this suite opened');
+    return open(path);
+  },
+});
