@@ -1,0 +1,97 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach } from 'vitest';
+import type { EventStore, RecordedEvent, StreamId } from '@sessionfold/core';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh temporary directory, removed after the test. */
+export function freshDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sessionfold-file-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** A random stream id with a readable prefix. */
+export function randomStream(prefix = 's'): StreamId {
+  return `${prefix}-${randomBytes(6).toString('hex')}`;
+}
+
+/** Drains an async iterable into an array. */
+export async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
+  const items: T[] = [];
+  for await (const item of iterable) items.push(item);
+  return items;
+}
+
+/** Every event of a stream (after its snapshot, if any). */
+export async function eventsOf(store: EventStore, stream: StreamId): Promise<RecordedEvent[]> {
+  return collect((await store.read(stream)).events);
+}
+
+/** Starts a child from `test-children/` running TypeScript from source; stdin stays open for commands. */
+export function startChild(name: string, args: readonly string[]): ChildProcess {
+  const file = fileURLToPath(new URL(`./test-children/${name}.ts`, import.meta.url));
+  return spawn(process.execPath, ['--conditions=sessionfold-source', '--import', 'tsx', file, ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+}
+
+/** Collects a child's output as lines, with a way to wait for a line matching a pattern. */
+export class ChildOutput {
+  readonly lines: string[] = [];
+  stderr = '';
+  #buffer = '';
+  #waiters: { test: (line: string) => boolean; resolve: (line: string) => void }[] = [];
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  constructor(readonly child: ChildProcess) {
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      this.#buffer += chunk;
+      const parts = this.#buffer.split('\n');
+      this.#buffer = parts.pop() ?? '';
+      for (const line of parts) {
+        this.lines.push(line);
+        this.#waiters = this.#waiters.filter((waiter) => (waiter.test(line) ? (waiter.resolve(line), false) : true));
+      }
+    });
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (this.stderr += chunk));
+    this.exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  }
+
+  /** Resolves with the first line (already seen or future) matching `test`; rejects if the child exits first. */
+  waitFor(test: (line: string) => boolean): Promise<string> {
+    const seen = this.lines.find(test);
+    if (seen !== undefined) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      this.#waiters.push({ test, resolve });
+      void this.exited.then(({ code, signal }) => reject(new Error(`child exited (${code ?? signal}) before the line: ${this.stderr}`)));
+    });
+  }
+
+  /** Kills the child with SIGKILL and waits until it is gone (its pipe drained). */
+  async kill(): Promise<void> {
+    this.child.kill('SIGKILL');
+    await this.exited;
+    await new Promise<void>((resolve) => (this.child.stdout?.readableEnded ? resolve() : this.child.stdout?.once('close', () => resolve())));
+  }
+}
+
+/** A seeded pseudo-random generator (mulberry32), so a failing run can be repeated from its printed seed. */
+export function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
