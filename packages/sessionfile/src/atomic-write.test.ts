@@ -80,6 +80,17 @@ describe('writeFileAtomic', () => {
     if (posix) expect((await stat(path)).mode & 0o777).toBe(0o640);
   });
 
+  it.skipIf(!posix)('sets the requested mode exactly, whatever the umask', async () => {
+    const path = join(dir, 'shared');
+    const previous = process.umask(0o077);
+    try {
+      await writeFileAtomic(path, 'x', { mode: 0o644 });
+    } finally {
+      process.umask(previous);
+    }
+    expect((await stat(path)).mode & 0o777).toBe(0o644);
+  });
+
   it('creates missing parent directories owner-only', async () => {
     const path = join(dir, 'a', 'b', 'file');
     await writeFileAtomic(path, 'x');
