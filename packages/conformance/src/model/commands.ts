@@ -78,7 +78,9 @@ export class AppendCommand extends StoreCommand {
     const m = await settle(() => model.store.append(this.stream, this.events, { expectedRevision }));
     const r = await settle(() => real.store.append(this.stream, this.events, { expectedRevision }));
     // The port does not order the check of a known later eventId against the revision check: either error will do.
-    const eitherError = !firstKnown && laterKnown && !revisionMatches(expectedRevision, before.revision);
+    const ids = this.events.flatMap((e) => (e.eventId === undefined ? [] : [e.eventId]));
+    const wellFormed = new Set(ids).size === ids.length && this.events.every((e) => !e.type.startsWith('$'));
+    const eitherError = wellFormed && !firstKnown && laterKnown && !revisionMatches(expectedRevision, before.revision);
     if (eitherError && !m.ok && !r.ok) {
       const conflict = { error: 'ConcurrencyError', code: 'concurrency_conflict', stream: this.stream, expected: expectedRevision, actual: before.revision };
       const invalid = { error: 'InvalidInputError', code: 'invalid_input' };

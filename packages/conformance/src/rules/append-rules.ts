@@ -13,7 +13,7 @@ import {
   type SuiteContext,
 } from '../support.js';
 
-const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|\+00:00)$/;
 
 /** Appends: atomic batches, expected revisions, 1-based gap-free revisions, increasing positions. */
 export function describeAppendRules(ctx: SuiteContext): void {
