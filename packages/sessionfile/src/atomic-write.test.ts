@@ -159,6 +159,14 @@ describe('writeFileAtomic', () => {
     expect(await readFile(victim, 'utf8')).toBe('do not touch');
   });
 
+  it('lets concurrent writes to one path each land whole, leaving no temporary files', async () => {
+    const path = join(dir, 'contended');
+    const bodies = Array.from({ length: 8 }, (_, i) => String(i).repeat(10_000 + i));
+    await Promise.all(bodies.map((body) => writeFileAtomic(path, body)));
+    expect(bodies).toContain(await readFile(path, 'utf8'));
+    expect(await entries()).toEqual(['contended']);
+  });
+
   it('refuses a directory at the destination and leaves it and its contents as they were', async () => {
     const path = join(dir, 'taken');
     await mkdir(path);

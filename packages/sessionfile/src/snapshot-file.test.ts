@@ -129,6 +129,8 @@ describe('a session file that is not a valid snapshot', () => {
     expect(error.message).toContain('is not valid JSON');
     expect(error.message).toContain(WAYS_OUT);
     expect(error.cause).toBeInstanceOf(SyntaxError);
+    expect((await refusal('', 'empty.json')).message).toContain('is not valid JSON');
+    expect((await refusal('{"version": NaN}', 'nan.json')).message).toContain('is not valid JSON');
   });
 
   it('is refused when it is not UTF-8', async () => {
