@@ -1,7 +1,7 @@
 import type { JsonObject, JsonValue } from '../kernel/json.js';
 import { controlState, DEFAULT_CONTROL_STATE_KEYS } from './control-state.js';
 import { SessionHistoryError, messages } from './errors.js';
-import { sessionEvent, type SessionEvent, type CatalogEvent } from './events.js';
+import { describeZodError, sessionEvent, type CatalogEvent, type SessionEvent } from './events.js';
 import { commandIdFor } from './ids.js';
 import type { Checkpoint, IngressFailure, NewCommand, RecordCompletion, RegisterSession, StartSession } from './inputs.js';
 import { isJsonObject } from './json-schema.js';
@@ -17,7 +17,6 @@ import {
   type SessionStreamState,
   type LogRole,
 } from './model.js';
-import { describeZodError } from './events.js';
 
 /** What a decision returns: the events to append (none = nothing to do), or why it is refused. */
 export type Decision = SessionEvent[] | SessionHistoryError;
@@ -53,7 +52,7 @@ export function isOpenCommand(command: SessionCommand): boolean {
 }
 
 /** Creates a session for a start request; no events when the stream already holds one. */
-export function decideStart(state: SessionStreamState, input: StartSession, _now: Date): Decision {
+export function decideStart(state: SessionStreamState, input: StartSession, now: Date): Decision {
   if (state.record) return [];
   const initial: JsonObject = {
     stateVersion: 3,
@@ -70,7 +69,7 @@ export function decideStart(state: SessionStreamState, input: StartSession, _now
       customPrompt: input.customPrompt ?? '',
     };
   }
-  return [sessionEvent('SessionStarted', { at: iso(_now), startedAt: input.startedAt, state: initial })];
+  return [sessionEvent('SessionStarted', { at: iso(now), startedAt: input.startedAt, state: initial })];
 }
 
 /** Registers a session created elsewhere under its own id; refused when it is already registered. */

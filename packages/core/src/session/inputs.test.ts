@@ -44,6 +44,7 @@ describe('bad input is refused with invalid_request naming the field, and nothin
       'payload.__proto__: the key "__proto__" is not allowed',
     ],
     ['object bytes that are not bytes', (h: SessionHistory, id: string) => h.stageObject(id, { mediaType: 'image/png', bytes: [1, 2] as never }), /^bytes: /],
+    ['a command id that is not a string', (h: SessionHistory) => h.claimCommand(42 as never), /^commandId: /],
     ['a receipt without its object id', (h: SessionHistory) => h.recordCompletion({ sessionObjectId: 'A', commitReceipt: {} as never }), /^commitReceipt\.sessionObjectId: /],
   ])('%s', async (_name, call, message) => {
     await expectRefused(call, message);

@@ -279,13 +279,13 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   };
 
   /** The mutation of a session named by the caller, returning the materialised record. */
-  const change = (id: string, decide: (state: SessionStreamState, at: Date) => Decision): Promise<SessionRecord> => {
+  const change = async (id: string, decide: (state: SessionStreamState, at: Date) => Decision): Promise<SessionRecord> => {
     const stream = streamOf(id);
     return run(async () => recordOf((await mutate(stream, decide)).state));
   };
 
   /** The mutation of a command found through the projection. */
-  const changeCommand = (commandId: unknown, decide: (state: SessionStreamState, id: string, at: Date) => Decision): Promise<SessionCommand> => {
+  const changeCommand = async (commandId: unknown, decide: (state: SessionStreamState, id: string, at: Date) => Decision): Promise<SessionCommand> => {
     const id = parseInput(commandIdSchema, commandId, 'commandId');
     return run(async () => {
       await projection.catchUp();
@@ -387,7 +387,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
 
     cancelCommand: (commandId) => changeCommand(commandId, decideCancelCommand),
 
-    stop: (id) => sync(() => streamOf(id)).then(() => change(id, (state, at) => decideStop(state, at))),
+    stop: (id) => change(id, (state, at) => decideStop(state, at)),
 
     appendTranscript: (id, input) =>
       sync(() => ({ stream: streamOf(id), parsed: parseInput(appendTranscriptSchema, input, '') })).then(({ stream, parsed }) =>
