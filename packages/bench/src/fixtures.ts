@@ -46,9 +46,9 @@ export const benchReducer: StreamReducer<BenchRecord> = {
   },
 };
 
-/** One checksummed journal line (`<sha256 hex> <payload>\n`) as the file store frames a recorded event. */
-export function journalLine(stream: string, event: NewEvent, revision: number, position: number, recordedAt: string): string {
-  const payload = JSON.stringify({ stream, revision, position, type: event.type, data: event.data, recordedAt });
+/** One checksummed journal line (`<sha256 hex> <payload>\n`), byte for byte as the file store frames an event. */
+export function journalLine(event: NewEvent, revision: number, position: number, recordedAt: string): string {
+  const payload = JSON.stringify({ revision, position, recordedAt, type: event.type, data: event.data });
   return `${createHash('sha256').update(payload).digest('hex')} ${payload}\n`;
 }
 

@@ -11,13 +11,16 @@ async function main(): Promise<void> {
     console.log(USAGE);
     return;
   }
+  const began = performance.now();
   const report = await runBench({
     mode: options.mode,
     volumes: options.volumes,
     isolate: options.isolate,
     stores: options.stores,
     scenarios: options.scenarios,
-    onRow: (row) => process.stderr.write(`  ${cells(row).filter(Boolean).join('  ')}\n`),
+    onRow: (row) => {
+      process.stderr.write(`  [${((performance.now() - began) / 1000).toFixed(1)} s] ${cells(row).filter(Boolean).join('  ')}\n`);
+    },
   });
   console.log(formatReport(report));
   if (options.json) {

@@ -18,10 +18,13 @@ export interface RawFamily {
   readonly name: RawFamilyName;
   /** What the limit is, in words, for the table's legend. */
   readonly describe: Record<RawOperation, string>;
-  /** `batches` writes of `batchSize` events to one stream, each made durable before the next starts. */
-  appendBatches(dir: string, batchSize: number, batches: number): Promise<Timed>;
-  /** `rounds` rounds that each write one event to every one of `streams` streams and make them durable together. */
-  appendSpread(dir: string, streams: number, rounds: number): Promise<Timed>;
+  /**
+   * A writer of one stream: write `i` stores events [i·batchSize, (i+1)·batchSize) durably before it returns.
+   * The bytes of the first `writes` writes are prepared when it opens, so only the writing is timed.
+   */
+  appendBatches(dir: string, batchSize: number, writes: number): Promise<RawWriter>;
+  /** A writer of `streams` streams: write `i` stores one event in every stream, all made durable together. */
+  appendSpread(dir: string, streams: number, writes: number): Promise<RawWriter>;
   /** Reads and folds one stream of `events` events. */
   replay(dir: string, events: number): Promise<RawRead>;
   /** Reads `events` events spread over `streams` streams. */
@@ -30,6 +33,12 @@ export interface RawFamily {
   compact(dir: string, events: number): Promise<Timed>;
   /** Opens `sessions` streams of `eventsPerSession` events each and reads them all. */
   coldOpen(dir: string, sessions: number, eventsPerSession: number): Promise<Timed>;
+}
+
+/** Durable raw writes, opened once and then called in timed chunks. */
+export interface RawWriter {
+  write(index: number): void | Promise<void>;
+  close(): Promise<void>;
 }
 
 /** The operations a raw family measures. */

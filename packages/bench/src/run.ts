@@ -7,7 +7,7 @@ import { rawMemory } from './raw/memory.js';
 import { rawSqlite } from './raw/sqlite.js';
 import { RawLimits, type RawFamily } from './raw-limits.js';
 import type { BenchReport, Machine, Row } from './report.js';
-import type { Scenario, ScenarioContext } from './scenario.js';
+import type { Measurement, Scenario, ScenarioContext } from './scenario.js';
 import { SCENARIOS } from './scenarios/index.js';
 import { loadService } from './service-api.js';
 import { ratio } from './stats.js';
@@ -47,6 +47,24 @@ export function describeMachine(): Machine {
   };
 }
 
+/** A measurement as a table row, its ratio computed from the rate and the raw rate. */
+function toRow(base: Pick<Row, 'scenario' | 'title' | 'store' | 'unit'>, limit: string, m: Measurement): Row {
+  const r = ratio(m.rate, m.rawRate);
+  return {
+    ...base,
+    ...(m.variant ? { scenario: m.variant.id, title: m.variant.title } : {}),
+    status: 'ok',
+    limit,
+    rate: m.rate,
+    ...(m.latency ? { p50Ms: m.latency.p50Ms, p99Ms: m.latency.p99Ms } : {}),
+    ...(m.rawRate === undefined ? {} : { rawRate: m.rawRate }),
+    ...(r === undefined ? {} : { ratio: r }),
+    ...(m.rssGrowthMb === undefined ? {} : { rssGrowthMb: m.rssGrowthMb }),
+    ...(m.rawRssGrowthMb === undefined ? {} : { rawRssGrowthMb: m.rawRssGrowthMb }),
+    ...(m.note ? { note: m.note } : {}),
+  };
+}
+
 /** The first line of an error's message, for a table cell. */
 function reason(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split('\n')[0]?.slice(0, 120) ?? 'unknown error';
@@ -77,32 +95,30 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
       for (const { name, subject, unavailable } of subjects) {
         const base = { scenario: scenario.id, title: scenario.title, store: name, unit: scenario.unit };
         const limit = subject ? (scenario.limitText ?? `${subject.raw}: ${raw.family(subject.raw).describe[scenario.rawOperation]}`) : '';
-        let row: Row;
         const lacking = subject && scenario.requires.find((capability) => subject.lacks[capability] !== undefined);
-        if (!subject) row = { ...base, status: 'n/a', limit, note: unavailable ?? 'n/a' };
-        else if (lacking) row = { ...base, status: 'n/a', limit, note: `n/a (${subject.lacks[lacking]})` };
-        else if (scenario.requires.includes('service') && !(await service)) row = { ...base, status: 'n/a', limit, note: 'n/a (service not built)' };
+        let measured: Row[] = [];
+        if (!subject) measured = [{ ...base, status: 'n/a', limit, note: unavailable ?? 'n/a' }];
+        else if (lacking) measured = [{ ...base, status: 'n/a', limit, note: `n/a (${subject.lacks[lacking]})` }];
+        else if (scenario.requires.includes('service') && !(await service)) measured = [{ ...base, status: 'n/a', limit, note: 'n/a (service not built)' }];
         else {
-          try {
-            const m = await scenario.run(context, subject);
-            row = {
-              ...base,
-              status: 'ok',
-              limit,
-              rate: m.rate,
-              ...(m.latency ? { p50Ms: m.latency.p50Ms, p99Ms: m.latency.p99Ms } : {}),
-              ...(m.rawRate === undefined ? {} : { rawRate: m.rawRate }),
-              ...(ratio(m.rate, m.rawRate) === undefined ? {} : { ratio: ratio(m.rate, m.rawRate) }),
-              ...(m.rssGrowthMb === undefined ? {} : { rssGrowthMb: m.rssGrowthMb }),
-              ...(m.rawRssGrowthMb === undefined ? {} : { rawRssGrowthMb: m.rawRssGrowthMb }),
-              ...(m.note ? { note: m.note } : {}),
-            };
-          } catch (error) {
-            row = { ...base, status: 'error', limit, note: `error: ${reason(error)}` };
+          // One retry: a peer may fail transiently under load; the row says so.
+          let firstError: unknown;
+          for (let attempt = 0; attempt < 2; attempt++) {
+            try {
+              const result = await scenario.run(context, subject);
+              const note = attempt === 0 ? undefined : `retried once after: ${reason(firstError)}`;
+              measured = (Array.isArray(result) ? result : [result]).map((m) => toRow(base, limit, note ? { ...m, note: m.note ? `${m.note}; ${note}` : note } : m));
+              break;
+            } catch (error) {
+              if (attempt === 0) firstError = error;
+              else measured = [{ ...base, status: 'error', limit, note: `error: ${reason(error)}` }];
+            }
           }
         }
-        rows.push(row);
-        options.onRow?.(row);
+        for (const row of measured) {
+          rows.push(row);
+          options.onRow?.(row);
+        }
       }
     }
   } finally {

@@ -17,6 +17,8 @@ export interface Measurement {
   rssGrowthMb?: number;
   rawRssGrowthMb?: number;
   note?: string;
+  /** Set when one run measures several variants: each becomes its own row under this id and title. */
+  variant?: { id: string; title: string };
 }
 
 /** Everything a scenario gets from the harness. */
@@ -44,7 +46,8 @@ export interface Scenario {
   readonly rawOperation: RawOperation;
   /** Overrides the limit's description when the scenario's limit is not the raw operation alone. */
   readonly limitText?: string;
-  run(context: ScenarioContext, subject: StoreSubject): Promise<Measurement>;
+  /** Measures the store; several measurements when the scenario has variants (each with `variant` set). */
+  run(context: ScenarioContext, subject: StoreSubject): Promise<Measurement | Measurement[]>;
 }
 
 /** Appends `count` benchmark events to `stream` in batches of `batch` (setup, untimed); returns the revision. */

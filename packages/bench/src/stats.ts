@@ -98,3 +98,27 @@ export async function timeInFlight(
   await Promise.all(Array.from({ length: workers }, (_, w) => worker(w)));
   return { ops: latencies.length, ms: performance.now() - start, latencies };
 }
+
+/** Sums timed chunks: operations, milliseconds and latencies. */
+export function mergeTimed(parts: readonly Timed[]): Timed {
+  return { ops: parts.reduce((n, p) => n + p.ops, 0), ms: parts.reduce((n, p) => n + p.ms, 0), latencies: parts.flatMap((p) => p.latencies) };
+}
+
+/**
+ * Runs `a(round)` and `b(round)` alternately for `rounds` rounds (b first on odd rounds) and sums each side,
+ * so load from elsewhere on a shared machine falls on both sides alike instead of on whichever ran second.
+ */
+export async function alternate(rounds: number, a: (round: number) => Promise<Timed>, b: (round: number) => Promise<Timed>): Promise<[Timed, Timed]> {
+  const left: Timed[] = [];
+  const right: Timed[] = [];
+  for (let round = 0; round < rounds; round++) {
+    if (round % 2 === 0) {
+      left.push(await a(round));
+      right.push(await b(round));
+    } else {
+      right.push(await b(round));
+      left.push(await a(round));
+    }
+  }
+  return [mergeTimed(left), mergeTimed(right)];
+}

@@ -2,28 +2,28 @@ import { closeSync, fdatasyncSync, fsyncSync, mkdirSync, openSync, readdirSync, 
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { benchEvent, emptyRecord, foldData, journalLine } from '../fixtures.js';
-import type { RawFamily, RawRead } from '../raw-limits.js';
+import type { RawFamily, RawRead, RawWriter } from '../raw-limits.js';
 import { RssTracker, timeSequential, type Timed } from '../stats.js';
 import { readJournal } from './journal.js';
 
 const NOW = new Date().toISOString();
 
-/** Lines of `count` events of `stream`, grouped `perWrite` to a Buffer, ready to write. */
-function journalChunks(stream: string, count: number, perWrite: number, firstPosition = 1): Buffer[] {
+/** Lines of `count` events, grouped `perWrite` to a Buffer, ready to write. */
+function journalChunks(count: number, perWrite: number, firstPosition = 1): Buffer[] {
   const chunks: Buffer[] = [];
   for (let i = 0; i < count; i += perWrite) {
     let text = '';
-    for (let k = i; k < Math.min(count, i + perWrite); k++) text += journalLine(stream, benchEvent(k), k + 1, firstPosition + k, NOW);
+    for (let k = i; k < Math.min(count, i + perWrite); k++) text += journalLine(benchEvent(k), k + 1, firstPosition + k, NOW);
     chunks.push(Buffer.from(text));
   }
   return chunks;
 }
 
 /** Writes a whole journal of `count` events at `path`, durably (setup, untimed). */
-function writeJournal(path: string, stream: string, count: number, firstPosition = 1): void {
+function writeJournal(path: string, count: number, firstPosition = 1): void {
   const fd = openSync(path, 'w', 0o600);
   try {
-    for (const chunk of journalChunks(stream, count, 5_000, firstPosition)) writeSync(fd, chunk);
+    for (const chunk of journalChunks(count, 5_000, firstPosition)) writeSync(fd, chunk);
     fdatasyncSync(fd);
   } finally {
     closeSync(fd);
@@ -61,35 +61,36 @@ export const rawFile: RawFamily = {
     coldOpen: 'readdir + chunked read + verify + parse of every journal',
   },
 
-  async appendBatches(dir, batchSize, batches): Promise<Timed> {
-    const chunks = journalChunks('raw', batchSize * batches, batchSize);
+  async appendBatches(dir, batchSize, writes): Promise<RawWriter> {
+    const chunks = journalChunks(batchSize * writes, batchSize);
     const fd = openSync(join(dir, 'raw-append.jsonl'), 'a', 0o600);
-    try {
-      return await timeSequential(chunks.length, (i) => {
-        writeSync(fd, chunks[i] as Buffer);
+    return {
+      write(i) {
+        writeSync(fd, chunks[i % chunks.length] as Buffer);
         fdatasyncSync(fd);
-      });
-    } finally {
-      closeSync(fd);
-    }
+      },
+      close: async () => closeSync(fd),
+    };
   },
 
-  async appendSpread(dir, streams, rounds): Promise<Timed> {
+  async appendSpread(dir, streams, writes): Promise<RawWriter> {
+    const lines = journalChunks(writes, 1);
     const handles = await Promise.all(Array.from({ length: streams }, (_, s) => open(join(dir, `raw-spread-${s}.jsonl`), 'a', 0o600)));
-    const lines = handles.map((_, s) => journalChunks(`raw-${s}`, rounds, 1));
-    try {
-      return await timeSequential(rounds, async (r) => {
-        await Promise.all(handles.map((handle, s) => handle.write(lines[s]?.[r] as Buffer)));
+    return {
+      async write(i) {
+        const line = lines[i % lines.length] as Buffer;
+        await Promise.all(handles.map((handle) => handle.write(line)));
         await Promise.all(handles.map((handle) => handle.datasync()));
-      });
-    } finally {
-      await Promise.all(handles.map((handle) => handle.close()));
-    }
+      },
+      close: async () => {
+        await Promise.all(handles.map((handle) => handle.close()));
+      },
+    };
   },
 
   async replay(dir, events): Promise<RawRead> {
     const path = join(dir, 'raw-replay.jsonl');
-    writeJournal(path, 'raw', events);
+    writeJournal(path, events);
     const rss = new RssTracker();
     const record = emptyRecord();
     const start = performance.now();
@@ -107,7 +108,7 @@ export const rawFile: RawFamily = {
     const root = join(dir, 'raw-all');
     mkdirSync(root, { recursive: true });
     const per = Math.ceil(events / streams);
-    for (let s = 0; s < streams; s++) writeJournal(join(root, `s${s}.jsonl`), `s${s}`, per, s * per + 1);
+    for (let s = 0; s < streams; s++) writeJournal(join(root, `s${s}.jsonl`), per, s * per + 1);
     const rss = new RssTracker();
     const record = emptyRecord();
     const start = performance.now();
@@ -122,7 +123,7 @@ export const rawFile: RawFamily = {
   async compact(dir, events): Promise<Timed> {
     const root = join(dir, 'raw-compact');
     mkdirSync(root, { recursive: true });
-    writeJournal(join(root, 's.jsonl'), 's', events);
+    writeJournal(join(root, 's.jsonl'), events);
     return timeSequential(1, () => {
       const record = emptyRecord();
       readJournal(join(root, 's.jsonl'), (line) => foldData(record, line.data, line.revision));
@@ -134,7 +135,7 @@ export const rawFile: RawFamily = {
   async coldOpen(dir, sessions, eventsPerSession): Promise<Timed> {
     const root = join(dir, 'raw-cold');
     mkdirSync(root, { recursive: true });
-    for (let s = 0; s < sessions; s++) writeFileSync(join(root, `s${s}.jsonl`), journalChunks(`s${s}`, eventsPerSession, eventsPerSession)[0] ?? '');
+    for (let s = 0; s < sessions; s++) writeFileSync(join(root, `s${s}.jsonl`), journalChunks(eventsPerSession, eventsPerSession)[0] ?? '');
     return timeSequential(1, () => {
       const record = emptyRecord();
       for (const name of readdirSync(root)) readJournal(join(root, name), (line) => foldData(record, line.data, line.revision));

@@ -1,6 +1,6 @@
 import { benchEvent, emptyRecord, foldData } from '../fixtures.js';
 import type { JsonValue, NewEvent } from '@sessionfold/core';
-import type { RawFamily, RawRead } from '../raw-limits.js';
+import type { RawFamily, RawRead, RawWriter } from '../raw-limits.js';
 import { RssTracker, timeSequential, type Timed } from '../stats.js';
 
 /** The copy an in-memory store must make so callers cannot change what it holds: a JSON round trip. */
@@ -18,18 +18,24 @@ export const rawMemory: RawFamily = {
     coldOpen: 'no cold open for memory (nothing survives)',
   },
 
-  async appendBatches(_dir, batchSize, batches): Promise<Timed> {
+  async appendBatches(_dir, batchSize): Promise<RawWriter> {
     const held: JsonValue[] = [];
-    return timeSequential(batches, async (i) => {
-      for (let k = 0; k < batchSize; k++) held.push(copy(benchEvent(i * batchSize + k)));
-    });
+    return {
+      write(i) {
+        for (let k = 0; k < batchSize; k++) held.push(copy(benchEvent(i * batchSize + k)));
+      },
+      close: async () => {},
+    };
   },
 
-  async appendSpread(_dir, streams, rounds): Promise<Timed> {
+  async appendSpread(_dir, streams): Promise<RawWriter> {
     const held: JsonValue[][] = Array.from({ length: streams }, () => []);
-    return timeSequential(rounds, async (r) => {
-      await Promise.all(held.map(async (stream) => stream.push(copy(benchEvent(r)))));
-    });
+    return {
+      async write(r) {
+        await Promise.all(held.map(async (stream) => stream.push(copy(benchEvent(r)))));
+      },
+      close: async () => {},
+    };
   },
 
   async replay(_dir, events): Promise<RawRead> {

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { benchEvent, emptyRecord, foldData, rowJson } from '../fixtures.js';
-import type { RawFamily, RawRead } from '../raw-limits.js';
+import type { RawFamily, RawRead, RawWriter } from '../raw-limits.js';
 import { RssTracker, timeSequential, type Timed } from '../stats.js';
 
 /** The pragmas the SQLite store runs under by default; the raw limit uses the same. */
@@ -50,30 +50,22 @@ export const rawSqlite: RawFamily = {
     coldOpen: 'open the database, iterate + parse every row',
   },
 
-  async appendBatches(dir, batchSize, batches): Promise<Timed> {
+  async appendBatches(dir, batchSize): Promise<RawWriter> {
     const db = openDb(join(dir, 'raw-append.sqlite'));
-    try {
-      const insert = inserter(db);
-      return await timeSequential(batches, (i) => insert('raw', i * batchSize, batchSize));
-    } finally {
-      db.close();
-    }
+    const insert = inserter(db);
+    return { write: (i) => insert('raw', i * batchSize, batchSize), close: async () => void db.close() };
   },
 
-  async appendSpread(dir, streams, rounds): Promise<Timed> {
+  async appendSpread(dir, streams): Promise<RawWriter> {
     const db = openDb(join(dir, 'raw-spread.sqlite'));
-    try {
-      const insert = db.prepare('INSERT INTO events (stream, revision, type, data, recorded_at) VALUES (?, ?, ?, ?, ?)');
-      const round = db.transaction((r: number) => {
-        for (let s = 0; s < streams; s++) {
-          const event = benchEvent(r);
-          insert.run(`raw-${s}`, r + 1, event.type, rowJson(event), NOW);
-        }
-      });
-      return await timeSequential(rounds, (r) => round(r));
-    } finally {
-      db.close();
-    }
+    const insert = db.prepare('INSERT INTO events (stream, revision, type, data, recorded_at) VALUES (?, ?, ?, ?, ?)');
+    const round = db.transaction((r: number) => {
+      for (let s = 0; s < streams; s++) {
+        const event = benchEvent(r);
+        insert.run(`raw-${s}`, r + 1, event.type, rowJson(event), NOW);
+      }
+    });
+    return { write: (r) => void round(r), close: async () => void db.close() };
   },
 
   async replay(dir, events): Promise<RawRead> {

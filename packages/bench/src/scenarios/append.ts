@@ -1,6 +1,49 @@
+import type { EventStore } from '@sessionfold/core';
 import { benchEvent, benchEvents } from '../fixtures.js';
-import { fillStream, withStore, type Scenario } from '../scenario.js';
-import { perSecond, summarize, timeInFlight, timeSequential } from '../stats.js';
+import type { RawFamily, RawWriter } from '../raw-limits.js';
+import { fillStream, withStore, type Measurement, type Scenario, type ScenarioContext } from '../scenario.js';
+import { alternate, perSecond, summarize, timeInFlight, timeSequential, type Timed } from '../stats.js';
+import type { StoreSubject } from '../stores.js';
+
+/** Rounds that alternate raw writes and store appends, so both see the same background load. */
+const ROUNDS = 10;
+
+/** How one append scenario drives its raw limit and its store. */
+interface PairedAppends {
+  label: string;
+  /** Raw writes in the whole scenario, and events each one carries. */
+  rawWrites: number;
+  rawEventsPerWrite: number;
+  openRaw(family: RawFamily, dir: string): Promise<RawWriter>;
+  /** Events each timed store operation carries. */
+  eventsPerOp: number;
+  /** Sets up the store (untimed) and returns the timed work of one round. */
+  prepare(store: EventStore, rounds: number): Promise<(round: number) => Promise<Timed>>;
+}
+
+/** Measures a store's appends and the matching raw writes in alternating rounds. */
+async function pairedAppends(context: ScenarioContext, subject: StoreSubject, spec: PairedAppends): Promise<Measurement> {
+  const rounds = Math.max(1, Math.min(ROUNDS, spec.rawWrites));
+  const perRound = Math.ceil(spec.rawWrites / rounds);
+  const writer = await spec.openRaw(context.raw.family(subject.raw), await context.dir(`raw-${spec.label}`));
+  try {
+    return await withStore(subject, await context.dir(spec.label), async (store) => {
+      const storeRound = await spec.prepare(store, rounds);
+      const [raw, measured] = await alternate(
+        rounds,
+        (round) => timeSequential(perRound, (i) => writer.write(round * perRound + i)),
+        storeRound,
+      );
+      return {
+        rate: perSecond(measured.ops * spec.eventsPerOp, measured.ms),
+        latency: summarize(measured.latencies),
+        rawRate: perSecond(raw.ops * spec.rawEventsPerWrite, raw.ms),
+      };
+    });
+  } finally {
+    await writer.close();
+  }
+}
 
 /** Durable appends of one event per call, one after another. Raw: one line + fdatasync / one-row transaction. */
 export const appendSingle: Scenario = {
@@ -9,42 +52,51 @@ export const appendSingle: Scenario = {
   unit: 'events/s',
   requires: [],
   rawOperation: 'appendBatches',
-  async run(context, subject) {
+  run(context, subject) {
     const n = context.volumes.singleAppends;
-    const raw = await context.raw.measure(subject.raw, 'append-1', async (family) => family.appendBatches(await context.dir('raw-append-1'), 1, n));
-    const timed = await withStore(subject, await context.dir('append-1'), async (store) => {
-      let revision = await fillStream(store, 'single', 1, 1);
-      return timeSequential(n, async (i) => {
-        revision = (await store.append('single', [benchEvent(i)], { expectedRevision: revision })).revision;
-      });
+    return pairedAppends(context, subject, {
+      label: 'append-1',
+      rawWrites: n,
+      rawEventsPerWrite: 1,
+      openRaw: (family, dir) => family.appendBatches(dir, 1, n),
+      eventsPerOp: 1,
+      async prepare(store, rounds) {
+        let revision = await fillStream(store, 'single', 1, 1);
+        const perRound = Math.ceil(n / rounds);
+        return (round) =>
+          timeSequential(perRound, async (i) => {
+            revision = (await store.append('single', [benchEvent(round * perRound + i)], { expectedRevision: revision })).revision;
+          });
+      },
     });
-    return { rate: perSecond(timed.ops, timed.ms), latency: summarize(timed.latencies), rawRate: perSecond(raw.ops, raw.ms) };
   },
 };
 
-/** Durable appends of `batchSize` (100) events per call. Raw: 100 lines per fdatasync / 100 rows per transaction. */
+/** Durable appends of 100 events per call. Raw: 100 lines per fdatasync / 100 rows per transaction. */
 export const appendBatch: Scenario = {
   id: 'append-100',
   title: 'append 100 events/call',
   unit: 'events/s',
   requires: [],
   rawOperation: 'appendBatches',
-  async run(context, subject) {
+  run(context, subject) {
     const { batchCalls, batchSize } = context.volumes;
-    const raw = await context.raw.measure(subject.raw, 'append-100', async (family) =>
-      family.appendBatches(await context.dir('raw-append-100'), batchSize, batchCalls),
-    );
-    const timed = await withStore(subject, await context.dir('append-100'), async (store) => {
-      let revision = await fillStream(store, 'batch', 1, 1);
-      return timeSequential(batchCalls, async (i) => {
-        revision = (await store.append('batch', benchEvents(i * batchSize, batchSize), { expectedRevision: revision })).revision;
-      });
+    return pairedAppends(context, subject, {
+      label: 'append-100',
+      rawWrites: batchCalls,
+      rawEventsPerWrite: batchSize,
+      openRaw: (family, dir) => family.appendBatches(dir, batchSize, batchCalls),
+      eventsPerOp: batchSize,
+      async prepare(store, rounds) {
+        let revision = await fillStream(store, 'batch', 1, 1);
+        const perRound = Math.ceil(batchCalls / rounds);
+        return (round) =>
+          timeSequential(perRound, async (i) => {
+            const events = benchEvents((round * perRound + i) * batchSize, batchSize);
+            revision = (await store.append('batch', events, { expectedRevision: revision })).revision;
+          });
+      },
     });
-    return {
-      rate: perSecond(timed.ops * batchSize, timed.ms),
-      latency: summarize(timed.latencies),
-      rawRate: perSecond(raw.ops * batchSize, raw.ms),
-    };
   },
 };
 
@@ -55,23 +107,22 @@ export const appendInFlightOneStream: Scenario = {
   unit: 'events/s',
   requires: ['concurrentAppends'],
   rawOperation: 'appendBatches',
-  async run(context, subject) {
+  run(context, subject) {
     const { concurrentEvents, inFlight } = context.volumes;
-    const rounds = Math.ceil(concurrentEvents / inFlight);
-    const raw = await context.raw.measure(subject.raw, 'append-64-one', async (family) =>
-      family.appendBatches(await context.dir('raw-append-64-one'), inFlight, rounds),
-    );
-    const timed = await withStore(subject, await context.dir('append-64-one'), async (store) => {
-      await fillStream(store, 'shared', 1, 1);
-      return timeInFlight(concurrentEvents, inFlight, (worker, call) =>
-        store.append('shared', [benchEvent(call * inFlight + worker)], { expectedRevision: 'any' }),
-      );
+    const writes = Math.ceil(concurrentEvents / inFlight);
+    return pairedAppends(context, subject, {
+      label: 'append-64-one',
+      rawWrites: writes,
+      rawEventsPerWrite: inFlight,
+      openRaw: (family, dir) => family.appendBatches(dir, inFlight, writes),
+      eventsPerOp: 1,
+      async prepare(store, rounds) {
+        await fillStream(store, 'shared', 1, 1);
+        const perRound = Math.ceil(writes / rounds) * inFlight;
+        // Callers that do not know each other's revisions: each append expects 'any'.
+        return () => timeInFlight(perRound, inFlight, (worker, call) => store.append('shared', [benchEvent(call * inFlight + worker)], { expectedRevision: 'any' }));
+      },
     });
-    return {
-      rate: perSecond(timed.ops, timed.ms),
-      latency: summarize(timed.latencies),
-      rawRate: perSecond(raw.ops * inFlight, raw.ms),
-    };
   },
 };
 
@@ -82,24 +133,25 @@ export const appendInFlightManyStreams: Scenario = {
   unit: 'events/s',
   requires: ['concurrentAppends'],
   rawOperation: 'appendSpread',
-  async run(context, subject) {
+  run(context, subject) {
     const { concurrentEvents, inFlight } = context.volumes;
-    const rounds = Math.ceil(concurrentEvents / inFlight);
-    const raw = await context.raw.measure(subject.raw, 'append-64-streams', async (family) =>
-      family.appendSpread(await context.dir('raw-append-64-streams'), inFlight, rounds),
-    );
-    const timed = await withStore(subject, await context.dir('append-64-streams'), async (store) => {
-      const revisions = new Array<number>(inFlight).fill(0);
-      for (let w = 0; w < inFlight; w++) revisions[w] = await fillStream(store, `s-${w}`, 1, 1);
-      return timeInFlight(concurrentEvents, inFlight, async (worker, call) => {
-        const result = await store.append(`s-${worker}`, [benchEvent(call)], { expectedRevision: revisions[worker] as number });
-        revisions[worker] = result.revision;
-      });
+    const writes = Math.ceil(concurrentEvents / inFlight);
+    return pairedAppends(context, subject, {
+      label: 'append-64-streams',
+      rawWrites: writes,
+      rawEventsPerWrite: inFlight,
+      openRaw: (family, dir) => family.appendSpread(dir, inFlight, writes),
+      eventsPerOp: 1,
+      async prepare(store, rounds) {
+        const revisions = new Array<number>(inFlight).fill(0);
+        for (let w = 0; w < inFlight; w++) revisions[w] = await fillStream(store, `s-${w}`, 1, 1);
+        const perRound = Math.ceil(writes / rounds) * inFlight;
+        return () =>
+          timeInFlight(perRound, inFlight, async (worker, call) => {
+            const result = await store.append(`s-${worker}`, [benchEvent(call)], { expectedRevision: revisions[worker] as number });
+            revisions[worker] = result.revision;
+          });
+      },
     });
-    return {
-      rate: perSecond(timed.ops, timed.ms),
-      latency: summarize(timed.latencies),
-      rawRate: perSecond(raw.ops * inFlight, raw.ms),
-    };
   },
 };

@@ -2,6 +2,7 @@ import type { Scenario } from '../scenario.js';
 import { appendBatch, appendInFlightManyStreams, appendInFlightOneStream, appendSingle } from './append.js';
 import { compaction } from './compaction.js';
 import { readAllStreams, replayStream } from './replay.js';
+import { coldOpen, serviceRoundTrip, serviceScaling } from './service.js';
 
 /** Every scenario, in table order. Add a scenario here and every store runs it. */
 export const SCENARIOS: readonly Scenario[] = [
@@ -12,4 +13,7 @@ export const SCENARIOS: readonly Scenario[] = [
   replayStream,
   readAllStreams,
   compaction,
+  coldOpen,
+  serviceRoundTrip,
+  serviceScaling,
 ];

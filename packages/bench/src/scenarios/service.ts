@@ -1,0 +1,187 @@
+import type { Measurement, Scenario, ScenarioContext } from '../scenario.js';
+import type { SessionDriver, SessionService } from '../service-api.js';
+import { alternate, perSecond, summarize, timeInFlight, timeSequential, type Timed } from '../stats.js';
+import type { StoreSubject } from '../stores.js';
+
+/** The service, which the harness has already checked is built. */
+async function service(context: ScenarioContext): Promise<SessionService> {
+  const found = await context.service();
+  if (!found) throw new Error('bench: the session service is not built');
+  return found;
+}
+
+/** Starts `count` sessions with 64 calls in flight (setup, untimed); resolves to their ids. */
+async function startMany(driver: SessionDriver, count: number, prefix: string): Promise<string[]> {
+  const ids = new Array<string>(count);
+  await timeInFlight(count, Math.min(64, count), async (worker, call) => {
+    const index = call * Math.min(64, count) + worker;
+    if (index < count) ids[index] = await driver.start(`${prefix}-${index}`);
+  });
+  return ids.filter((id): id is string => typeof id === 'string');
+}
+
+/** Opens store + service in `dir`, runs `body`, closes both. */
+async function withService<T>(context: ScenarioContext, subject: StoreSubject, dir: string, body: (driver: SessionDriver) => Promise<T>): Promise<T> {
+  const store = await subject.open(dir);
+  try {
+    const driver = await (await service(context)).open(store);
+    try {
+      return await body(driver);
+    } finally {
+      await driver.close();
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+/** The durable appends one round trip makes: start, enqueue, claim, complete, checkpoint. */
+const APPENDS_PER_ROUND_TRIP = 5;
+
+/** start → enqueue → claim → complete → checkpoint, one after another. Raw: five single durable writes. */
+export const serviceRoundTrip: Scenario = {
+  id: 'service-round-trip',
+  title: 'service round trip',
+  unit: 'round trips/s',
+  requires: ['service'],
+  rawOperation: 'appendBatches',
+  limitText: 'five 1-event durable writes of the raw family per round trip',
+  async run(context, subject) {
+    const n = context.volumes.roundTrips;
+    const rounds = Math.max(1, Math.min(10, n));
+    const perRound = Math.ceil(n / rounds);
+    const writer = await context.raw.family(subject.raw).appendBatches(await context.dir('raw-round-trip'), 1, perRound * rounds * APPENDS_PER_ROUND_TRIP);
+    try {
+      const [raw, timed] = await withService(context, subject, await context.dir('service-round-trip'), (driver) =>
+        alternate(
+          rounds,
+          (round) =>
+            timeSequential(perRound, async (i) => {
+              for (let k = 0; k < APPENDS_PER_ROUND_TRIP; k++) await writer.write((round * perRound + i) * APPENDS_PER_ROUND_TRIP + k);
+            }),
+          (round) =>
+            timeSequential(perRound, async (i) => {
+              const session = await driver.start(`round-trip-${round}-${i}`);
+              const command = await driver.enqueue(session, `command-${i}`);
+              await driver.claim(command);
+              await driver.complete(command);
+              await driver.checkpoint(session);
+            }),
+        ),
+      );
+      return { rate: perSecond(timed.ops, timed.ms), latency: summarize(timed.latencies), rawRate: perSecond(raw.ops, raw.ms) };
+    } finally {
+      await writer.close();
+    }
+  },
+};
+
+/** Opens a store holding many sessions, cold: open store, open service, first `get`. Raw: read every journal/row once. */
+export const coldOpen: Scenario = {
+  id: 'cold-open',
+  title: 'cold open → first get',
+  unit: 'sessions/s',
+  requires: ['service', 'reopen'],
+  rawOperation: 'coldOpen',
+  async run(context, subject) {
+    const sessions = context.volumes.coldOpenSessions;
+    const dir = await context.dir('cold-open');
+    const first = await withService(context, subject, dir, async (driver) => (await startMany(driver, sessions, 'cold'))[0]);
+    if (!first) throw new Error('bench: no session was started');
+    const perSession = await (async () => {
+      const store = await subject.open(dir);
+      try {
+        return (await store.read((await firstStream(store)) ?? first)).revision;
+      } finally {
+        await store.close();
+      }
+    })();
+    const raw = await context.raw.measure(subject.raw, `cold-open-${perSession}`, async (family) =>
+      family.coldOpen(await context.dir('raw-cold-open'), sessions, Math.max(1, perSession)),
+    );
+    const start = performance.now();
+    await withService(context, subject, dir, (driver) => driver.get(first));
+    const ms = performance.now() - start;
+    return {
+      rate: perSecond(sessions, ms),
+      latency: { count: 1, p50Ms: ms, p99Ms: ms },
+      rawRate: perSecond(sessions, raw.ms),
+      note: `${sessions.toLocaleString('en-US')} sessions, ${perSession} event(s) each`,
+    };
+  },
+};
+
+/** The first stream of a store, to learn how many events a started session holds. */
+async function firstStream(store: Awaited<ReturnType<StoreSubject['open']>>): Promise<string | undefined> {
+  for await (const { stream } of store.streams({ prefix: 'session-' })) return stream;
+  return undefined;
+}
+
+/** Opens a store and service in a fresh directory and starts `existing` sessions in it (setup). */
+async function openWith(context: ScenarioContext, subject: StoreSubject, existing: number) {
+  const store = await subject.open(await context.dir(`scaling-${existing}`));
+  const driver = await (await service(context)).open(store);
+  await startMany(driver, existing, 'existing');
+  return {
+    driver,
+    close: async () => {
+      await driver.close();
+      await store.close();
+    },
+  };
+}
+
+type Call = 'start' | 'enqueue' | 'claim';
+
+/**
+ * Latencies of start, enqueue and claim on two stores at once, one holding `few` sessions and one `many`,
+ * call by call in alternation so background load falls on both alike.
+ */
+async function callLatencies(context: ScenarioContext, subject: StoreSubject, few: number, many: number): Promise<Record<Call, [Timed, Timed]>> {
+  const calls = context.volumes.scalingCalls;
+  const sides = [await openWith(context, subject, few), await openWith(context, subject, many)] as const;
+  try {
+    const sessions: [string[], string[]] = [[], []];
+    const commands: [string[], string[]] = [[], []];
+    const pair = (op: (side: 0 | 1, i: number) => Promise<unknown>) =>
+      alternate(
+        calls,
+        (i) => timeSequential(1, () => op(0, i)),
+        (i) => timeSequential(1, () => op(1, i)),
+      );
+    const start = await pair(async (side, i) => sessions[side].push(await sides[side].driver.start(`timed-${i}`)));
+    const enqueue = await pair(async (side, i) => commands[side].push(await sides[side].driver.enqueue(sessions[side][i] as string, `command-${i}`)));
+    const claim = await pair((side, i) => sides[side].driver.claim(commands[side][i] as string));
+    return { start, enqueue, claim };
+  } finally {
+    for (const side of sides) await side.close();
+  }
+}
+
+/**
+ * `start`, `enqueue` and `claimCommand` with few and with many sessions in the store: each call should cost
+ * O(events of its own stream). Rates come from median latencies; the limit is the same store with few sessions.
+ */
+export const serviceScaling: Scenario = {
+  id: 'scaling',
+  title: 'service call vs sessions',
+  unit: 'calls/s (p50)',
+  requires: ['service'],
+  rawOperation: 'appendBatches',
+  limitText: 'the same call on the same store holding few sessions',
+  async run(context, subject): Promise<Measurement[]> {
+    const { scalingSmall, scalingLarge } = context.volumes;
+    const measured = await callLatencies(context, subject, scalingSmall, scalingLarge);
+    return (['start', 'enqueue', 'claim'] as const).map((call) => {
+      const few = summarize(measured[call][0].latencies);
+      const many = summarize(measured[call][1].latencies);
+      return {
+        variant: { id: `scaling-${call}`, title: `${call} @ ${scalingLarge.toLocaleString('en-US')} vs ${scalingSmall} sessions` },
+        rate: 1000 / many.p50Ms,
+        latency: many,
+        rawRate: 1000 / few.p50Ms,
+        note: `p50 ${few.p50Ms.toPrecision(3)} ms with ${scalingSmall} sessions`,
+      };
+    });
+  },
+};
