@@ -1,0 +1,120 @@
+import { spawnSync } from 'node:child_process';
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { StorageError, StoreLockedError } from '@sessionfold/core';
+import { fileStore } from './index.js';
+import { ChildOutput, collect, freshDir, randomStream, startChild } from './test-support.fixture.js';
+
+/** The pid of a process that has already exited. */
+function deadPid(): number {
+  const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  return Number(child.stdout);
+}
+
+describe('the writer lock', () => {
+  it('a second writer process gets StoreLockedError naming the holder', async () => {
+    const dir = freshDir();
+    const store = await fileStore({ directory: dir });
+    const child = new ChildOutput(startChild('holder', [dir]));
+    const line = await child.waitFor((l) => l.startsWith('locked ') || l.startsWith('open ') || l.startsWith('error '));
+    expect(line).toBe(`locked ${process.pid}`);
+    await child.exited;
+    await store.close();
+  });
+
+  it('a writer in this process is refused while another process holds the lock, and takes it once that process is killed', async () => {
+    const dir = freshDir();
+    const child = new ChildOutput(startChild('holder', [dir]));
+    await child.waitFor((l) => l.startsWith('open '));
+    const refused = await fileStore({ directory: dir }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(StoreLockedError);
+    expect((refused as StoreLockedError).holderPid).toBe(child.child.pid);
+    expect((refused as StoreLockedError).lockFile).toBe(join(dir, 'LOCK'));
+    await child.kill();
+    // The killed holder left its LOCK behind; its pid is dead, so the lock is stale and taken over.
+    expect(JSON.parse(await readFile(join(dir, 'LOCK'), 'utf8'))).toMatchObject({ pid: child.child.pid });
+    const store = await fileStore({ directory: dir });
+    expect(JSON.parse(await readFile(join(dir, 'LOCK'), 'utf8'))).toMatchObject({ pid: process.pid });
+    await store.close();
+    await expect(stat(join(dir, 'LOCK'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('a second writer in the same process is refused too', async () => {
+    const dir = freshDir();
+    const store = await fileStore({ directory: dir });
+    await expect(fileStore({ directory: dir })).rejects.toMatchObject({ code: 'store_locked', holderPid: process.pid });
+    await store.close();
+    const again = await fileStore({ directory: dir });
+    await again.close();
+  });
+
+  it('a stale lock left by a dead pid is taken over', async () => {
+    const dir = freshDir();
+    await (await fileStore({ directory: dir })).close();
+    const pid = deadPid();
+    await writeFile(join(dir, 'LOCK'), `${JSON.stringify({ pid, token: 'stale' })}\n`);
+    const store = await fileStore({ directory: dir });
+    expect(JSON.parse(await readFile(join(dir, 'LOCK'), 'utf8')).pid).toBe(process.pid);
+    await store.close();
+  });
+
+  it('a read-only store opens while a writer holds the lock, sees its data and refuses writes', async () => {
+    const dir = freshDir();
+    const stream = randomStream();
+    const writer = await fileStore({ directory: dir });
+    await writer.append(stream, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
+    const reader = await fileStore({ directory: dir, readOnly: true });
+    expect((await collect((await reader.read(stream)).events)).map((e) => e.data)).toEqual([1]);
+    for (const write of [
+      () => reader.append(stream, [{ type: 'A', data: 2 }], { expectedRevision: 1 }),
+      () => reader.putBlob(stream, new Uint8Array([1])),
+      () => reader.deleteStream(stream, { expectedRevision: 'any' }),
+    ]) {
+      await expect(write()).rejects.toBeInstanceOf(StorageError);
+    }
+    await reader.close();
+    await writer.close();
+  });
+});
+
+describe('files and paths', () => {
+  it('creates files 0600 and directories 0700', async () => {
+    const dir = join(freshDir(), 'store');
+    const stream = randomStream();
+    const store = await fileStore({ directory: dir });
+    await store.append(stream, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
+    await store.compact(stream, { revision: 1, state: null, identity: { stream, schemaVersion: 1 } });
+    await store.append(stream, [{ type: 'A', data: 2 }], { expectedRevision: 1 });
+    const sha = await store.putBlob(stream, new Uint8Array([9]));
+    const other = randomStream();
+    await store.append(other, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
+    await store.deleteStream(other, { expectedRevision: 1 });
+    const mode = async (path: string) => (await stat(path)).mode & 0o777;
+    for (const path of [dir, join(dir, 'streams'), join(dir, 'blobs'), join(dir, 'owners')]) expect(await mode(path), path).toBe(0o700);
+    for (const path of [
+      join(dir, 'LOCK'),
+      join(dir, 'streams', `${stream}.jsonl`),
+      join(dir, 'streams', `${stream}.snapshot.json`),
+      join(dir, 'blobs', sha),
+      join(dir, 'owners', `${stream}.jsonl`),
+      join(dir, 'tombstones.jsonl'),
+    ]) {
+      expect(await mode(path), path).toBe(0o600);
+    }
+    await store.close();
+  });
+
+  it('refuses stream ids that could name a path outside the directory before touching anything', async () => {
+    const root = freshDir();
+    const dir = join(root, 'store');
+    const store = await fileStore({ directory: dir });
+    for (const stream of ['../escape', 'a/b', '.hidden', '', 'x'.repeat(129), 'a\0b']) {
+      await expect(store.append(stream, [{ type: 'A', data: 1 }], { expectedRevision: 'any' })).rejects.toMatchObject({ code: 'invalid_input' });
+      await expect(store.putBlob(stream, new Uint8Array([1]))).rejects.toMatchObject({ code: 'invalid_input' });
+    }
+    await store.close();
+    await expect(stat(join(root, 'escape.jsonl'))).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(stat(join(dir, 'escape.jsonl'))).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});

@@ -1,0 +1,30 @@
+// Appends batches in a loop to a few streams from several concurrent workers and prints each acknowledged
+// batch as `ack <stream> <worker> <batch> <size> <revision>`. Waits for `go` on stdin before opening the
+// store, so the next child can start up while the previous one still holds the lock.
+import { createInterface } from 'node:readline';
+import { fileStore } from '@sessionfold/store-file';
+
+const [directory, streamList, workerCount] = process.argv.slice(2) as [string, string, string];
+const streams = streamList.split(',');
+const lines = createInterface({ input: process.stdin });
+await new Promise<void>((resolve) => lines.once('line', () => resolve()));
+
+const store = await fileStore({ directory });
+const start = new Map<string, number>();
+for (const stream of streams) start.set(stream, (await store.read(stream)).revision);
+process.stdout.write(`open ${process.pid}\n`);
+
+const nonce = `${process.pid}`;
+async function worker(w: number): Promise<never> {
+  const stream = streams[w % streams.length] as string;
+  for (let batch = 0; ; batch++) {
+    const size = 1 + ((batch + w) % 4);
+    const events = Array.from({ length: size }, (_, i) => ({
+      type: 'Step',
+      data: { run: nonce, w, batch, i, size, pad: 'x'.repeat((batch * 37) % 200) },
+    }));
+    const { revision } = await store.append(stream, events, { expectedRevision: 'any' });
+    process.stdout.write(`ack ${stream} ${w} ${batch} ${size} ${revision}\n`);
+  }
+}
+await Promise.all(Array.from({ length: Number(workerCount) }, (_, w) => worker(w)));
