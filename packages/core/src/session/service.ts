@@ -1,5 +1,4 @@
 import { ConcurrencyError, InvalidInputError } from '../kernel/errors.js';
-import { foldStream } from '../kernel/fold.js';
 import type { AppendResult, EventStore, ExpectedRevision, NewEvent, StreamId } from '../kernel/port.js';
 import { DEFAULT_CONTROL_STATE_KEYS } from './control-state.js';
 import {
@@ -66,6 +65,7 @@ import {
 } from './inputs.js';
 import type { CompletionReceipt, LogEntry, SessionCommand, SessionRecord, SessionStreamState } from './model.js';
 import { SessionProjection } from './projection.js';
+import { StateCache } from './state-cache.js';
 import { applySessionEvent, logEntry, sessionReducer } from './reducer.js';
 import { materialise, receiptRecord, sanitiseFileName, sanitiseMediaType, summaryRecord, type StoredObject } from './view.js';
 
@@ -203,7 +203,9 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     return store.append(stream, batch, { expectedRevision: expected });
   };
 
-  const fold = (stream: StreamId) => foldStream(store, stream, sessionReducer);
+  // Decisions need the whole state of one session; the cache spares re-reading a long stream on every call.
+  const cache = new StateCache(store, sessionReducer);
+  const fold = (stream: StreamId) => cache.load(stream);
 
   /**
    * Decides on the stream's current state and appends at the revision it was decided on. A concurrent
@@ -219,6 +221,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       try {
         const result = await append(stream, decision, folded.exists ? folded.revision : 'no_stream');
         const state = decision.reduce(applySessionEvent, folded.state);
+        cache.remember(stream, { state, revision: result.revision, exists: true, position: result.position });
         return { state, revision: result.revision, events: decision };
       } catch (error) {
         if (!(error instanceof ConcurrencyError)) throw error;
@@ -269,6 +272,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       await ensureReceipt(state.receipt);
       try {
         await store.deleteStream(stream, { expectedRevision: revision });
+        cache.forget(stream);
         return;
       } catch (error) {
         if (!(error instanceof ConcurrencyError)) throw error;
