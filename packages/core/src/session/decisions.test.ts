@@ -14,7 +14,7 @@ function given(...decisions: ((state: SessionStreamState) => Decision)[]): Sessi
   for (const decide of decisions) {
     const events = decide(state);
     if (events instanceof SessionHistoryError) throw events;
-    state = events.reduce(applySessionEvent, state);
+    state = events.reduce((current, event) => applySessionEvent(current, event), state);
   }
   return state;
 }

@@ -35,8 +35,12 @@ export function initialSessionState(sessionId: string): SessionStreamState {
 /**
  * Applies one parsed event. Pure and total: a well-formed event never throws; one that makes no sense
  * in the current state (a lifecycle change before the session exists, an unknown command) changes nothing.
+ * With `keepLog: false` log entries are counted but not kept (the cross-session summaries need no more).
  */
-export function applySessionEvent(state: SessionStreamState, event: SessionEvent): SessionStreamState {
+export function applySessionEvent(state: SessionStreamState, event: SessionEvent, options?: { keepLog?: boolean }): SessionStreamState {
+  // Log events are by far the most frequent in a replay; sharing the untouched chunks by hand costs a
+  // fraction of an immer draft of the log, and they change nothing else.
+  if (event.type === 'TranscriptAppended' || event.type === 'ObjectStaged') return appendToLog(state, event, options?.keepLog ?? true);
   return immer.produce(state, (draft) => {
     const record = draft.record;
     switch (event.type) {
@@ -145,19 +149,6 @@ export function applySessionEvent(state: SessionStreamState, event: SessionEvent
         if (command) command.cancelRequested = true;
         return;
       }
-      case 'TranscriptAppended': {
-        const entry: LogEntry = { boxId: draft.logSize + 1, role: event.data.role, text: event.data.text, at: event.data.at };
-        appendLog(draft, entry);
-        if (draft.firstUserMessage === null && entry.role === 'user-message') {
-          draft.firstUserMessage = [...displayText(entry)].slice(0, FIRST_USER_MESSAGE_LIMIT).join('');
-        }
-        return;
-      }
-      case 'ObjectStaged': {
-        const { at, ...object } = event.data;
-        appendLog(draft, { boxId: draft.logSize + 1, role: 'pending-object', text: object.fileName, at, object });
-        return;
-      }
       default:
         return assertNever(event);
     }
@@ -178,11 +169,30 @@ function trimFailures(record: Draft<LifecycleRecord>, keep: number): void {
   if (record.ingressFailures.length > keep) record.ingressFailures.splice(0, record.ingressFailures.length - keep);
 }
 
-function appendLog(draft: Draft<SessionStreamState>, entry: LogEntry): void {
-  const last = draft.log[draft.log.length - 1];
-  if (last && last.length < LOG_CHUNK_SIZE) last.push(entry);
-  else draft.log.push([entry]);
-  draft.logSize += 1;
+function appendToLog(
+  state: SessionStreamState,
+  event: Extract<SessionEvent, { type: 'TranscriptAppended' | 'ObjectStaged' }>,
+  keepLog: boolean,
+): SessionStreamState {
+  const boxId = state.logSize + 1;
+  let entry: LogEntry;
+  if (event.type === 'TranscriptAppended') {
+    entry = { boxId, role: event.data.role, text: event.data.text, at: event.data.at };
+  } else {
+    const { at, ...object } = event.data;
+    entry = { boxId, role: 'pending-object', text: object.fileName, at, object };
+  }
+  const firstUserMessage =
+    state.firstUserMessage === null && entry.role === 'user-message'
+      ? [...displayText(entry)].slice(0, FIRST_USER_MESSAGE_LIMIT).join('')
+      : state.firstUserMessage;
+  return { ...state, log: keepLog ? appendChunked(state.log, entry) : [], logSize: boxId, firstUserMessage };
+}
+
+function appendChunked(log: LogEntry[][], entry: LogEntry): LogEntry[][] {
+  const last = log[log.length - 1];
+  if (!last || last.length >= LOG_CHUNK_SIZE) return [...log, [entry]];
+  return [...log.slice(0, -1), [...last, entry]];
 }
 
 function assertNever(value: never): never {
@@ -232,7 +242,7 @@ export const sessionReducer: StreamReducer<SessionStreamState> = {
  */
 export const sessionSummaryReducer: StreamReducer<SessionStreamState> = {
   ...sessionReducer,
-  apply: (state, event) => withoutLog(sessionReducer.apply(state, event)),
+  apply: (state, event) => withoutLog(applySessionEvent(state, parseOrCorrupt(parseSessionEvent, event), { keepLog: false })),
   fromSnapshot: (state) => withoutLog(sessionReducer.fromSnapshot(state)),
 };
 

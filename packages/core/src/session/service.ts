@@ -220,7 +220,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       if (decision.length === 0) return { state: folded.state, revision: folded.revision, events: [] };
       try {
         const result = await append(stream, decision, folded.exists ? folded.revision : 'no_stream');
-        const state = decision.reduce(applySessionEvent, folded.state);
+        const state = decision.reduce((current, event) => applySessionEvent(current, event), folded.state);
         cache.remember(stream, { state, revision: result.revision, exists: true, position: result.position });
         return { state, revision: result.revision, events: decision };
       } catch (error) {
