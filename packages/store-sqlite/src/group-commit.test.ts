@@ -135,20 +135,36 @@ describe('GroupCommit', () => {
     const settled = await Promise.allSettled([commits.submit(() => 1), commits.submit(() => 2)]);
     expect(settled.map((result) => result.status)).toEqual(['rejected', 'rejected']);
     expect((settled[0] as PromiseRejectedResult).reason).toBeInstanceOf(StorageError);
-    expect(log).toEqual(['beginImmediate', 'savepoint', 'release', 'savepoint', 'release', 'commit', 'rollback']);
+    expect(log).toEqual(['beginImmediate', 'commit', 'rollback']);
   });
 
-  it('rolls a failing job back to its savepoint and commits the others', async () => {
+  it('rolls a job that may fail after writing back to its own savepoint and commits the others', async () => {
     const { tx, log } = fakeTransactions();
     const commits = new GroupCommit(tx, translate);
     const settled = await Promise.allSettled([
       commits.submit(() => 'first'),
+      commits.submit(
+        () => {
+          throw new InvalidInputError('events', 'refused');
+        },
+        { mayFailAfterWriting: true },
+      ),
+      commits.submit(() => 'third', { mayFailAfterWriting: true }),
+    ]);
+    expect(settled.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(log).toEqual(['beginImmediate', 'savepoint', 'rollbackToSavepoint', 'release', 'savepoint', 'release', 'commit']);
+  });
+
+  it('rolls back instead of committing when every job of a flush failed', async () => {
+    const { tx, log } = fakeTransactions();
+    const commits = new GroupCommit(tx, translate);
+    const settled = await Promise.allSettled([
       commits.submit(() => {
         throw new InvalidInputError('events', 'refused');
       }),
     ]);
-    expect(settled.map((result) => result.status)).toEqual(['fulfilled', 'rejected']);
-    expect(log).toEqual(['beginImmediate', 'savepoint', 'release', 'savepoint', 'rollbackToSavepoint', 'release', 'commit']);
+    expect(settled.map((result) => result.status)).toEqual(['rejected']);
+    expect(log).toEqual(['beginImmediate', 'rollback']);
   });
 
   it('fails the whole flush when a job meets a storage failure, since SQLite may have undone the transaction', async () => {

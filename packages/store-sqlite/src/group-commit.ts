@@ -11,8 +11,20 @@ export interface TransactionControl {
   inTransaction(): boolean;
 }
 
+/** How a job may fail, which decides whether it needs a savepoint of its own. */
+export interface JobOptions {
+  /**
+   * True when the job may throw a port error after it has written something (e.g. it relies on a unique
+   * index to refuse a duplicate). Such a job runs inside a savepoint, so its writes can be undone alone.
+   * A job that does every check before its first write needs none: when it throws, nothing is to undo,
+   * and SQLite copies each page a savepoint touches, which would cost every append in the flush.
+   */
+  mayFailAfterWriting?: boolean;
+}
+
 interface Job {
   work: () => unknown;
+  savepoint: boolean;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -23,10 +35,10 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
  * Commits the writes that are in flight together in one transaction. better-sqlite3 is synchronous, so a
  * commit per write would pay one flush to disk each; instead a write is queued and the queue is flushed on
  * the next microtask, which is after every write issued in the same turn. A lone write therefore still
- * commits at once. Each job runs in its own savepoint, so a job that fails with a port error (a conflict,
- * an invalid input) is rolled back alone; any other failure (I/O, a full disk, the lock) fails the whole
- * flush, since SQLite may already have rolled the transaction back. Callers are answered only after the
- * shared COMMIT returned.
+ * commits at once. A job that fails with a port error (a conflict, an invalid input) fails alone: it threw
+ * before writing, or it ran in its own savepoint and is rolled back to it. Any other failure (I/O, a full
+ * disk, the lock) fails the whole flush, since SQLite may already have rolled the transaction back.
+ * Callers are answered only after the shared COMMIT returned.
  */
 export class GroupCommit {
   readonly #tx: TransactionControl;
@@ -40,9 +52,9 @@ export class GroupCommit {
   }
 
   /** Queues `work` to run inside the next shared write transaction; resolves with its result after the commit. */
-  submit<T>(work: () => T): Promise<T> {
+  submit<T>(work: () => T, options: JobOptions = {}): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.#queue.push({ work, savepoint: options.mayFailAfterWriting === true, resolve: resolve as (value: unknown) => void, reject });
       if (!this.#scheduled) {
         this.#scheduled = true;
         queueMicrotask(() => this.flush());
@@ -76,14 +88,16 @@ export class GroupCommit {
     const outcomes: Outcome[] = [];
     try {
       for (const job of jobs) {
-        if (!lone) tx.savepoint();
+        // A lone job needs no savepoint: if it fails, the whole transaction is rolled back below.
+        const savepoint = job.savepoint && !lone;
+        if (savepoint) tx.savepoint();
         try {
           outcomes.push({ ok: true, value: job.work() });
-          if (!lone) tx.release();
+          if (savepoint) tx.release();
         } catch (error) {
           if (!(error instanceof SessionfoldError)) throw error;
           outcomes.push({ ok: false, error });
-          if (!lone) {
+          if (savepoint) {
             tx.rollbackToSavepoint();
             tx.release();
           }

@@ -1,17 +1,6 @@
 import type { SqliteDatabase, SqliteStatement } from './database.js';
 import { Kind } from './schema.js';
 
-/** A row of `events` as the read statements return it. */
-export interface EventRow {
-  position: number;
-  stream: string;
-  revision: number;
-  type: string;
-  data: string;
-  event_id: string | null;
-  recorded_at: string;
-}
-
 /** Every statement the store runs, prepared once per connection. */
 export interface Statements {
   begin: SqliteStatement;
@@ -24,7 +13,9 @@ export interface Statements {
   /** (stream) → revision, plucked */
   headRevision: SqliteStatement;
   /** (stream, revision) */
-  setHeadRevision: SqliteStatement;
+  insertHead: SqliteStatement;
+  /** (revision, stream) */
+  updateHead: SqliteStatement;
   /** (stream) */
   deleteHead: SqliteStatement;
   /** (stream, eventId) → { revision, position, batch_end } */
@@ -43,9 +34,9 @@ export interface Statements {
   deleteRecordsOfKind: SqliteStatement;
   /** (stream, keepPosition) */
   deleteAllRecords: SqliteStatement;
-  /** (stream, fromRevision, toRevision, maxPosition, limit) → EventRow */
+  /** (stream, fromRevision, toRevision, maxPosition, limit) → EventRow, raw */
   streamPage: SqliteStatement;
-  /** (fromPosition, limit) → EventRow */
+  /** (fromPosition, toPosition, limit) → EventRow, raw */
   feedPage: SqliteStatement;
   /** () → largest position, plucked */
   lastPosition: SqliteStatement;
@@ -67,6 +58,7 @@ export interface Statements {
   deleteBlobOwners: SqliteStatement;
 }
 
+/** The columns of `EventRow`, in its order. */
 const EVENT_COLUMNS = 'position, stream, revision, type, data, event_id, recorded_at';
 
 /** Prepares every statement of the store on `db` (the schema must exist). */
@@ -80,9 +72,8 @@ export function prepareStatements(db: SqliteDatabase): Statements {
     release: db.prepare('RELEASE store_job'),
     rollbackToSavepoint: db.prepare('ROLLBACK TO store_job'),
     headRevision: db.prepare('SELECT revision FROM streams WHERE stream = ?').pluck(),
-    setHeadRevision: db.prepare(
-      'INSERT INTO streams (stream, revision) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET revision = excluded.revision',
-    ),
+    insertHead: db.prepare('INSERT INTO streams (stream, revision) VALUES (?, ?)'),
+    updateHead: db.prepare('UPDATE streams SET revision = ? WHERE stream = ?'),
     deleteHead: db.prepare('DELETE FROM streams WHERE stream = ?'),
     findEventId: db.prepare('SELECT revision, position, batch_end FROM events WHERE stream = ? AND event_id = ?'),
     insertEvent: db.prepare(
@@ -97,8 +88,8 @@ export function prepareStatements(db: SqliteDatabase): Statements {
     streamPage: db.prepare(
       `SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND kind = ${Kind.event} AND revision >= ? AND revision <= ? AND position <= ?
        ORDER BY revision LIMIT ?`,
-    ),
-    feedPage: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE position >= ? ORDER BY position LIMIT ?`),
+    ).raw(),
+    feedPage: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE position >= ? AND position <= ? ORDER BY position LIMIT ?`).raw(),
     lastPosition: db.prepare('SELECT max(position) FROM events').pluck(),
     streamsFrom: db.prepare('SELECT stream, revision FROM streams WHERE stream >= ? ORDER BY stream LIMIT ?'),
     streamsAfter: db.prepare('SELECT stream, revision FROM streams WHERE stream > ? ORDER BY stream LIMIT ?'),

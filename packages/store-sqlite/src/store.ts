@@ -18,8 +18,6 @@ import {
   type AppendResult,
   type EventStore,
   type ExpectedRevision,
-  type JsonValue,
-  type RecordedEvent,
   type Snapshot,
   type StreamId,
   type StreamRead,
@@ -27,8 +25,9 @@ import {
 import { openDatabase, type SqliteDatabase, type SqliteStatement } from './database.js';
 import { sqliteCode, translateError } from './errors.js';
 import { GroupCommit } from './group-commit.js';
+import { Column, PagedEvents, type EventRow } from './paged-events.js';
 import { Kind, checkVersion, migrate } from './schema.js';
-import { prepareStatements, type EventRow, type Statements } from './statements.js';
+import { prepareStatements } from './statements.js';
 
 /** Options of `sqliteStore`. */
 export interface SqliteStoreOptions {
@@ -103,6 +102,10 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
   };
   const run = <T>(work: () => T): T => guard(translate, work);
   const headOf = (stream: StreamId) => (s.headRevision.get(stream) as number | undefined) ?? 0;
+  const setHead = (stream: StreamId, from: number, to: number) => {
+    if (from === 0) s.insertHead.run(stream, to);
+    else s.updateHead.run(to, stream);
+  };
   const insertRecord = (stream: StreamId, kind: number, revision: number, type: string, data: string) =>
     Number(s.insertRecord.run(stream, kind, revision, type, data, recordedAt()).lastInsertRowid);
 
@@ -135,59 +138,61 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
         throw error;
       }
     });
-    s.setHeadRevision.run(stream, end);
+    setHead(stream, head, end);
     return { revision: end, position };
   };
 
-  /** Reads one page of a stream's events with the statement on this connection. */
+  /** Reads one page of a stream's events; the rows are in memory before anything is handed out. */
   const streamPage = (stream: StreamId, from: number, to: number, maxPosition: number) =>
-    collect(s.streamPage, [stream, from, to, maxPosition, PAGE_SIZE]);
+    collect<EventRow>(s.streamPage, [stream, from, to, maxPosition, PAGE_SIZE]);
 
-  async function* streamEvents(
-    stream: StreamId,
-    first: readonly EventRow[],
-    rest: { from: number; head: number; maxPosition: number } | undefined,
-  ): AsyncGenerator<RecordedEvent> {
-    for (const row of first) yield toEvent(row);
-    if (!rest) return;
-    // Later pages run in their own read transactions; the position bound keeps a stream deleted and
-    // recreated meanwhile out, and a gap means it was compacted or deleted while being read.
-    let next = rest.from;
-    while (next <= rest.head) {
-      live();
-      const page = run(() => streamPage(stream, next, rest.head, rest.maxPosition));
-      if (page[0]?.revision !== next) {
-        throw new ConcurrencyError(stream, rest.head, run(() => headOf(stream)));
-      }
-      for (const row of page) {
-        if (row.revision !== next) throw new ConcurrencyError(stream, rest.head, run(() => headOf(stream)));
-        next++;
-        yield toEvent(row);
-      }
-    }
-  }
-
-  async function* feed(from: number, last: number): AsyncGenerator<RecordedEvent> {
+  /**
+   * The pages after the first of a stream read, each in its own read transaction. The position bound keeps
+   * out a stream deleted and recreated meanwhile; a gap means the stream was compacted or deleted while it
+   * was being read, which is reported instead of skipping events.
+   */
+  const laterPages = (stream: StreamId, from: number, head: number, maxPosition: number) => {
     let next = from;
-    while (next <= last) {
+    return (): readonly EventRow[] | undefined => {
+      if (next > head) return undefined;
       live();
-      const page = run(() => collect(s.feedPage, [next, PAGE_SIZE]));
-      for (const row of page) {
-        if (row.position > last) return;
-        yield toEvent(row);
-      }
-      if (page.length < PAGE_SIZE) return;
-      next = (page[page.length - 1] as EventRow).position + 1;
-    }
-  }
+      const page = run(() => streamPage(stream, next, head, maxPosition));
+      page.forEach((row) => {
+        if (row[Column.revision] !== next++) throw new ConcurrencyError(stream, head, run(() => headOf(stream)));
+      });
+      if (page.length === 0) throw new ConcurrencyError(stream, head, run(() => headOf(stream)));
+      return page;
+    };
+  };
+
+  /** The feed from `from` to `last` inclusive, a page at a time. */
+  const feedPages = (from: number, last: number) => {
+    let next = from;
+    return (): readonly EventRow[] | undefined => {
+      if (next > last) return undefined;
+      live();
+      const page = run(() => collect<EventRow>(s.feedPage, [next, last, PAGE_SIZE]));
+      const end = page[page.length - 1];
+      next = end === undefined ? last + 1 : end[Column.position] + 1;
+      return page;
+    };
+  };
 
   return {
-    async append(stream, events, appendOptions) {
-      live();
-      const json = validateAppend(stream, events, appendOptions, config.maxEventBytes);
-      const rows = events.map((event, index): NewRow => ({ type: event.type, data: json[index] as string, eventId: event.eventId ?? null }));
+    append(stream, events, appendOptions) {
+      // Not an async function: an append in a hot loop saves a promise and two turns of the microtask queue.
+      let rows: NewRow[];
+      try {
+        live();
+        const json = validateAppend(stream, events, appendOptions, config.maxEventBytes);
+        rows = events.map((event, index): NewRow => ({ type: event.type, data: json[index] as string, eventId: event.eventId ?? null }));
+      } catch (error) {
+        return Promise.reject(error);
+      }
       const expected = appendOptions.expectedRevision;
-      return commits.submit(() => appendNow(stream, rows, expected));
+      // Later event ids are refused by the unique index after earlier rows went in: those need a savepoint.
+      const mayFailAfterWriting = rows.some((row, index) => index > 0 && row.eventId !== null);
+      return commits.submit(() => appendNow(stream, rows, expected), { mayFailAfterWriting });
     },
 
     async read(stream, readOptions = {}): Promise<StreamRead> {
@@ -200,20 +205,18 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
         s.begin.run();
         try {
           const head = headOf(stream);
-          if (head === 0) return { revision: 0, events: streamEvents(stream, [], undefined) };
+          if (head === 0) return { revision: 0, events: new PagedEvents([]) };
           const record = s.snapshotRecord.get(stream) as { revision: number; data: string } | undefined;
           const snapshot = record && record.revision >= from ? (JSON.parse(record.data) as Snapshot) : undefined;
           const start = snapshot ? snapshot.revision + 1 : from;
           const first = start > head ? [] : streamPage(stream, start, head, Number.MAX_SAFE_INTEGER);
           first.forEach((row, index) => {
-            if (row.revision !== start + index) throw new CorruptionError(path, undefined, `table events: stream ${stream} lacks revision ${start + index}`);
+            if (row[Column.revision] !== start + index) throw missing(path, stream, start + index);
           });
           const reached = start + first.length;
-          if (first.length < PAGE_SIZE && reached <= head) {
-            throw new CorruptionError(path, undefined, `table events: stream ${stream} lacks revision ${reached}`);
-          }
-          const rest = reached <= head ? { from: reached, head, maxPosition: Number(s.lastPosition.get()) } : undefined;
-          return { revision: head, ...(snapshot ? { snapshot } : {}), events: streamEvents(stream, first, rest) };
+          if (first.length < PAGE_SIZE && reached <= head) throw missing(path, stream, reached);
+          const rest = reached <= head ? laterPages(stream, reached, head, Number(s.lastPosition.get())) : undefined;
+          return { revision: head, ...(snapshot ? { snapshot } : {}), events: new PagedEvents(first, rest) };
         } finally {
           s.commit.run();
         }
@@ -225,7 +228,7 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
       validateFrom('fromPosition', readOptions.fromPosition);
       // Bounded by the last position when called, as a snapshot of the feed; a consumer continues from there.
       const last = run(() => Number(s.lastPosition.get() ?? 0));
-      return feed(readOptions.fromPosition ?? 1, last);
+      return new PagedEvents([], feedPages(readOptions.fromPosition ?? 1, last));
     },
 
     async *streams(listOptions = {}) {
@@ -274,7 +277,7 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
         const head = headOf(stream);
         if (head !== 0) throw new ConcurrencyError(stream, 'no_stream', head);
         const position = insertRecord(stream, Kind.snapshot, revision, SNAPSHOT_RECORD, data);
-        s.setHeadRevision.run(stream, revision);
+        setHead(stream, 0, revision);
         return { revision, position };
       });
     },
@@ -357,6 +360,8 @@ function open(config: Config, translate: (error: unknown) => Error): SqliteDatab
     checkVersion(db, config.path);
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${config.synchronous}`);
+    // Savepoints keep copies of the pages they change in a sub-journal; memory is the cheap place for it.
+    db.pragma('temp_store = MEMORY');
     migrate(db, config.path);
     return db;
   } catch (error) {
@@ -374,22 +379,14 @@ function guard<T>(translate: (error: unknown) => Error, work: () => T): T {
 }
 
 /** Runs a statement to completion into an array, so the connection is free again before anything is yielded. */
-function collect<T = EventRow>(statement: SqliteStatement, params: readonly unknown[]): T[] {
+function collect<T>(statement: SqliteStatement, params: readonly unknown[]): T[] {
   const rows: T[] = [];
   for (const row of statement.iterate(...params)) rows.push(row as T);
   return rows;
 }
 
-function toEvent(row: EventRow): RecordedEvent {
-  return {
-    streamId: row.stream,
-    type: row.type,
-    data: JSON.parse(row.data) as JsonValue,
-    ...(row.event_id === null ? {} : { eventId: row.event_id }),
-    revision: row.revision,
-    position: row.position,
-    recordedAt: row.recorded_at,
-  };
+function missing(path: string, stream: StreamId, revision: number): CorruptionError {
+  return new CorruptionError(path, undefined, `table events: stream ${stream} lacks revision ${revision}`);
 }
 
 function knownEventId(stream: StreamId, row: NewRow, index: number, cause?: unknown): InvalidInputError {
