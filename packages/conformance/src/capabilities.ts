@@ -11,7 +11,7 @@ export interface EventStoreCapabilities {
   readonly maxEventBytes?: number;
   /** fast-check runs per property (default 30). The environment variable `SESSIONFOLD_PROPERTY_RUNS` overrides it. */
   readonly numRuns?: number;
-  /** Most commands in one model-based run (default 40). */
+  /** Most commands in one model-based run (default 50). */
   readonly maxCommands?: number;
   /** Whether concurrent calls on one store instance are supported and checked (default true). */
   readonly concurrentAppends?: boolean;
@@ -32,7 +32,7 @@ export interface ResolvedCapabilities {
 export const DEFAULT_CAPABILITIES = Object.freeze({
   maxEventBytes: DEFAULT_MAX_EVENT_BYTES,
   numRuns: 30,
-  maxCommands: 40,
+  maxCommands: 50,
   concurrentAppends: true,
 });
 

@@ -14,6 +14,7 @@ import {
   ReadAllCommand,
   ReadCommand,
   ReopenCommand,
+  RetryCommand,
   RestoreCommand,
   StreamsCommand,
   type ExpectedChoice,
@@ -21,7 +22,8 @@ import {
   type RevisionChoice,
 } from './commands.js';
 
-const stream = fc.constantFrom(...STREAMS);
+// Most commands hit the first stream, so it grows long enough for compactions and retries to matter.
+const stream = fc.oneof({ weight: 4, arbitrary: fc.constant(STREAMS[0]) }, { weight: 3, arbitrary: fc.constantFrom(...STREAMS.slice(1)) });
 
 /** Small JSON values with the awkward cases: unicode, control characters, big and tiny doubles, nesting. */
 const json: fc.Arbitrary<JsonValue> = fc.letrec<{ value: JsonValue }>((tie) => ({
@@ -38,13 +40,22 @@ const json: fc.Arbitrary<JsonValue> = fc.letrec<{ value: JsonValue }>((tie) => (
   ),
 })).value;
 
-const event: fc.Arbitrary<NewEvent> = fc
-  .record({
-    type: fc.oneof({ weight: 20, arbitrary: fc.constantFrom('Started', 'Noted', 'Closed') }, { weight: 1, arbitrary: fc.constant('$reserved') }),
-    data: json,
-    eventId: fc.option(fc.constantFrom('e1', 'e2', 'e3', 'e4'), { nil: undefined, freq: 2 }),
-  })
-  .map(({ eventId, ...rest }) => (eventId === undefined ? rest : { ...rest, eventId }));
+const eventIds = fc.constantFrom('e1', 'e2', 'e3', 'e4', 'e5', 'e6');
+
+/** An event whose id, if any, comes from a small pool, so repeats (retries, clashes) happen often enough. */
+const event = (idsInFour: number): fc.Arbitrary<NewEvent> =>
+  fc
+    .record({
+      type: fc.oneof({ weight: 30, arbitrary: fc.constantFrom('Started', 'Noted', 'Closed') }, { weight: 1, arbitrary: fc.constant('$reserved') }),
+      data: json,
+      eventId: fc.oneof({ weight: 4 - idsInFour, arbitrary: fc.constant(undefined) }, { weight: idsInFour, arbitrary: eventIds }),
+    })
+    .map(({ eventId, ...rest }) => (eventId === undefined ? rest : { ...rest, eventId }));
+
+/** A batch: the first event carries an id half of the time, later ones a quarter of the time. */
+const batch: fc.Arbitrary<NewEvent[]> = fc
+  .tuple(event(2), fc.array(event(1), { maxLength: 3 }))
+  .map(([first, rest]) => [first, ...rest]);
 
 const expected: fc.Arbitrary<ExpectedChoice> = fc.oneof(
   { weight: 6, arbitrary: fc.constant<ExpectedChoice>('current') },
@@ -70,24 +81,25 @@ const blobName = fc.constantFrom('empty', 'small', 'large');
 /** The commands of a model run; reopen is generated only when the store can reopen. */
 export function commandArbitrary(caps: ResolvedCapabilities): fc.Arbitrary<Iterable<fc.AsyncCommand<ModelSide, RealSide>>> {
   const append = fc
-    .tuple(stream, fc.array(event, { minLength: 1, maxLength: 3 }), expected)
+    .tuple(stream, batch, expected)
     .map(([s, events, e]) => new AppendCommand(s, events, e));
+  const compact = fc
+    .tuple(stream, revisionChoice, json, fc.oneof({ weight: 8, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: stream }))
+    .map(([s, revision, state, identity]) => new CompactCommand(s, revision, state, identity ?? s));
   const commands: Array<fc.Arbitrary<fc.AsyncCommand<ModelSide, RealSide>>> = [
-    append,
-    append,
-    append,
-    append,
+    ...Array.from({ length: 8 }, () => append),
     fc.tuple(stream, fc.option(fc.integer({ min: 0, max: 8 }), { nil: undefined })).map(([s, from]) => new ReadCommand(s, from)),
     feedStart.map((from) => new ReadAllCommand(from)),
     fc.option(fc.constantFrom('', 's', 's_', 's-', 'S', 'x'), { nil: undefined }).map((prefix) => new StreamsCommand(prefix)),
-    fc
-      .tuple(stream, revisionChoice, json, fc.oneof({ weight: 6, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: stream }))
-      .map(([s, revision, state, identity]) => new CompactCommand(s, revision, state, identity ?? s)),
+    compact,
+    compact,
     fc.tuple(stream, fc.integer({ min: 1, max: 8 }), json).map(([s, revision, state]) => new RestoreCommand(s, revision, state)),
     fc.tuple(stream, expected).map(([s, e]) => new DeleteCommand(s, e)),
     fc.tuple(stream, blobName).map(([s, blob]) => new PutBlobCommand(s, blob)),
     fc.oneof(blobName, fc.constant('never')).map((blob) => new GetBlobCommand(blob)),
     stream.map((s) => new BlobsCommand(s)),
+    fc.nat({ max: 5 }).map((back) => new RetryCommand(back)),
+    fc.nat({ max: 5 }).map((back) => new RetryCommand(back)),
     fc.constantFrom(0, 1).map((consumer) => new CatchUpCommand(consumer)),
   ];
   if (caps.reopen) commands.push(fc.constant(new ReopenCommand()));

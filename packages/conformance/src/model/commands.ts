@@ -71,32 +71,63 @@ export class AppendCommand extends StoreCommand {
 
   async run(model: ModelSide, real: RealSide): Promise<void> {
     const expectedRevision = await resolveExpected(model.store, this.stream, this.expected);
-    const before = await readStream(model.store, this.stream);
-    const known = new Set(before.events.flatMap((e) => (e.eventId === undefined ? [] : [e.eventId])));
-    const firstKnown = this.events[0]?.eventId !== undefined && known.has(this.events[0].eventId);
-    const laterKnown = this.events.some((e, i) => i > 0 && e.eventId !== undefined && known.has(e.eventId));
-    const m = await settle(() => model.store.append(this.stream, this.events, { expectedRevision }));
-    const r = await settle(() => real.store.append(this.stream, this.events, { expectedRevision }));
-    // The port does not order the check of a known later eventId against the revision check: either error will do.
-    const ids = this.events.flatMap((e) => (e.eventId === undefined ? [] : [e.eventId]));
-    const wellFormed = new Set(ids).size === ids.length && this.events.every((e) => !e.type.startsWith('$'));
-    const eitherError = wellFormed && !firstKnown && laterKnown && !revisionMatches(expectedRevision, before.revision);
-    if (eitherError && !m.ok && !r.ok) {
-      const conflict = { error: 'ConcurrencyError', code: 'concurrency_conflict', stream: this.stream, expected: expectedRevision, actual: before.revision };
-      const invalid = { error: 'InvalidInputError', code: 'invalid_input' };
-      expect([conflict, invalid], String(this)).toContainEqual(errorShape(r.error));
-      expect(m.error).toBeInstanceOf(InvalidInputError);
-      return;
-    }
-    const shape = async (outcome: typeof m, store: EventStore) =>
-      outcome.ok ? { ok: await appendResultShape(outcome.value, store) } : outcomeShape(outcome);
-    expect(await shape(r, real.store), String(this)).toEqual(await shape(m, model.store));
+    await appendOnBoth(model, real, this.stream, this.events, expectedRevision, String(this));
   }
 
   toString(): string {
     const events = this.events.map((e) => `${e.type}${e.eventId === undefined ? '' : `#${e.eventId}`} ${short(e.data)}`);
     return `append(${this.stream}, [${events.join(', ')}], expected=${showExpected(this.expected)})`;
   }
+}
+
+/** Sends an earlier append again exactly as it was sent (stale expected revision included), like a client retrying. */
+export class RetryCommand extends StoreCommand {
+  constructor(readonly back: number) {
+    super();
+  }
+
+  async run(model: ModelSide, real: RealSide): Promise<void> {
+    const earlier = model.sent[model.sent.length - 1 - (this.back % Math.max(model.sent.length, 1))];
+    if (!earlier) return;
+    const label = `${this} = append(${earlier.stream}, ${short(earlier.events.map((e) => e.eventId ?? e.type))}, expected=${earlier.expectedRevision})`;
+    await appendOnBoth(model, real, earlier.stream, earlier.events, earlier.expectedRevision, label);
+  }
+
+  toString(): string {
+    return this.back === 0 ? 'retry(the last append)' : `retry(the append ${this.back} before the last)`;
+  }
+}
+
+/** Appends on both sides and compares; records the append so it can be retried. */
+async function appendOnBoth(
+  model: ModelSide,
+  real: RealSide,
+  stream: string,
+  events: readonly NewEvent[],
+  expectedRevision: ExpectedRevision,
+  label: string,
+): Promise<void> {
+  model.sent.push({ stream, events, expectedRevision });
+  const before = await readStream(model.store, stream);
+  const known = new Set(before.events.flatMap((e) => (e.eventId === undefined ? [] : [e.eventId])));
+  const firstKnown = events[0]?.eventId !== undefined && known.has(events[0].eventId);
+  const laterKnown = events.some((e, i) => i > 0 && e.eventId !== undefined && known.has(e.eventId));
+  const m = await settle(() => model.store.append(stream, events, { expectedRevision }));
+  const r = await settle(() => real.store.append(stream, events, { expectedRevision }));
+  // The port does not order the check of a known later eventId against the revision check: either error will do.
+  const ids = events.flatMap((e) => (e.eventId === undefined ? [] : [e.eventId]));
+  const wellFormed = new Set(ids).size === ids.length && events.every((e) => !e.type.startsWith('$'));
+  const eitherError = wellFormed && !firstKnown && laterKnown && !revisionMatches(expectedRevision, before.revision);
+  if (eitherError && !m.ok && !r.ok) {
+    const conflict = { error: 'ConcurrencyError', code: 'concurrency_conflict', stream, expected: expectedRevision, actual: before.revision };
+    const invalid = { error: 'InvalidInputError', code: 'invalid_input' };
+    expect([conflict, invalid], label).toContainEqual(errorShape(r.error));
+    expect(m.error).toBeInstanceOf(InvalidInputError);
+    return;
+  }
+  const shape = async (outcome: typeof m, store: EventStore) =>
+    outcome.ok ? { ok: await appendResultShape(outcome.value, store) } : outcomeShape(outcome);
+  expect(await shape(r, real.store), label).toEqual(await shape(m, model.store));
 }
 
 /** read(stream, { fromRevision }). */

@@ -18,7 +18,7 @@ export function describeModelRuns(ctx: SuiteContext): void {
       `random command sequences agree with the reference model (${caps.numRuns} runs${caps.reopen ? ', with reopen' : ''})`,
       async () => {
         const property = fc.asyncProperty(commandArbitrary(caps), async (commands) => {
-          const model: ModelSide = { store: memoryStore({ maxEventBytes: caps.maxEventBytes }) };
+          const model: ModelSide = { store: memoryStore({ maxEventBytes: caps.maxEventBytes }), sent: [] };
           const real: RealSide = { store: await ctx.makeStore(), consumers: [new FeedConsumer(), new FeedConsumer()], reopen: caps.reopen };
           const run = await settle(async () => {
             expect(await listStreams(real.store), 'a new store lists no streams').toEqual([]);

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import type { EventStore } from '@sessionfold/core';
+import type { EventStore, ExpectedRevision, NewEvent } from '@sessionfold/core';
 import { FeedConsumer, viewsFromReads } from '../feed-consumer.js';
 import { listBlobs, listStreams, readStream } from '../support.js';
 import { feedWithRanks, recordShape } from './outcome.js';
@@ -7,6 +7,8 @@ import { feedWithRanks, recordShape } from './outcome.js';
 /** The reference side of a model run: the in-memory store. */
 export interface ModelSide {
   store: EventStore;
+  /** Every append sent so far, as sent, so a later command can retry one. */
+  readonly sent: Array<{ stream: string; events: readonly NewEvent[]; expectedRevision: ExpectedRevision }>;
 }
 
 /** The store under test, plus change-feed consumers that keep their place across commands. */
