@@ -30,8 +30,11 @@ export interface DecisionOptions {
 const iso = (now: Date) => now.toISOString();
 const keysOf = (options: DecisionOptions | undefined) => options?.controlStateKeys ?? DEFAULT_CONTROL_STATE_KEYS;
 
+// A completed session's stream only waits for its deletion (its receipt is what remains), so nothing
+// may change it any more: to callers it is already gone.
 function existing(state: SessionStreamState): LifecycleRecord | SessionHistoryError {
-  return state.record ?? SessionHistoryError.notFound();
+  if (!state.record || state.record.phase === 'complete') return SessionHistoryError.notFound();
+  return state.record;
 }
 
 function versioned(state: SessionStreamState, expectedVersion: number): LifecycleRecord | SessionHistoryError {

@@ -82,7 +82,7 @@ describe('folding session streams', () => {
         expect(incremental).toEqual(all.state);
         expect((await foldStream(single, STREAM, sessionReducer)).state).toEqual(all.state);
       }),
-      { numRuns: 150 },
+      { numRuns: 100 },
     );
   });
 
@@ -101,7 +101,7 @@ describe('folding session streams', () => {
         await compactStream(plain, STREAM, sessionReducer);
         expect(await foldStream(plain, STREAM, sessionReducer)).toEqual(before);
       }),
-      { numRuns: 150 },
+      { numRuns: 100 },
     );
   });
 });
@@ -235,7 +235,7 @@ describe('random sequences of service calls', () => {
         expect(await fresh.list()).toEqual(await history.list());
         expect(await fresh.commandHeads()).toEqual(await history.commandHeads());
       }),
-      { numRuns: 60 },
+      { numRuns: 40 },
     );
   });
 });

@@ -394,6 +394,11 @@ describe('SessionHistory: completion', () => {
     expect(await streamNames(inner)).toEqual(['catalog', sessionStream(record.id)]);
     expect((await foldStream(inner, sessionStream(record.id), sessionReducer)).state.record?.phase).toBe('complete');
 
+    // Until the delete happens the stream is gone for every change, and listed once, through its receipt.
+    expect((await history.list()).map((listed) => listed.id)).toEqual(['D1']);
+    await expect(history.stop(record.id)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(history.appendTranscript(record.id, { role: 'user-message', text: 'late' })).rejects.toMatchObject({ code: 'not_found' });
+
     failDelete = false;
     const reopened = await openSessionHistory({ store });
     expect(await streamNames(inner)).toEqual(['catalog']);

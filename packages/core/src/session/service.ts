@@ -340,10 +340,15 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
         run(async () => {
           await projection.catchUp();
           const records: SessionRecord[] = [];
+          const receipts = projection.catalog().state.receipts;
+          const archived = new Set(receipts.map((receipt) => receipt.sessionObjectId));
           for (const [, projected] of projection.sessions()) {
-            if (projected.state.record) records.push(summaryRecord(projected.state.record, projected.state));
+            const { record, receipt } = projected.state;
+            // A completed stream awaiting deletion is listed through its receipt once that is recorded.
+            if (!record || (record.phase === 'complete' && receipt && archived.has(receipt.sessionObjectId))) continue;
+            records.push(summaryRecord(record, projected.state));
           }
-          for (const receipt of projection.catalog().state.receipts) records.push(receiptRecord(receipt, true));
+          for (const receipt of receipts) records.push(receiptRecord(receipt, true));
           const kept = phase === undefined ? records : records.filter((record) => record.phase === phase);
           // A stable sort keeps sessions (by stream name) ahead of receipts when times tie.
           return kept.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
