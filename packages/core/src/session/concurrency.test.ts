@@ -1,9 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { compactStream, foldStream } from '../kernel/fold.js';
-import { memoryStore } from '../kernel/index.js';
+import { memoryStore, type EventStore } from '../kernel/index.js';
+import { openSessionHistory } from './service.js';
 import { sessionIdForStart, sessionStream } from './ids.js';
 import { sessionReducer } from './reducer.js';
 import { interleavingStore, openTestHistory, startConversation, streamNames } from './test-support.fixture.js';
+
+async function lastPosition(store: EventStore): Promise<number> {
+  let position = 0;
+  for await (const record of store.readAll()) position = record.position;
+  return position;
+}
 
 const START = { startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' };
 
@@ -172,6 +179,35 @@ describe('SessionHistory across processes', () => {
     expect(await reopened.commandHeads()).toEqual(before.heads);
     expect(await reopened.claimCommand(command.id)).toMatchObject({ status: 'processing' });
     expect((await foldStream(store, sessionStream(record.id), sessionReducer)).revision).toBe(4);
+  });
+
+  it('a gap in the change feed makes the projection read the stream itself', async () => {
+    const inner = memoryStore();
+    let hidden: number | undefined;
+    const store = {
+      ...inner,
+      readAll: (options?: { fromPosition?: number }) =>
+        (async function* () {
+          for await (const record of inner.readAll(options)) if (record.position !== hidden) yield record;
+        })(),
+    };
+    const { history: writer } = await openTestHistory({ store: inner });
+    const { history: reader } = await openTestHistory({ store });
+    const record = await startConversation(writer, 'gap');
+    expect(await reader.list()).toHaveLength(1);
+    const command = (await writer.enqueue(record.id, { idempotencyId: 'm', kind: 'message' })).value;
+    // The reader never sees the enqueue in the feed: it learns of it only through the revision gap.
+    hidden = await lastPosition(inner);
+    await writer.checkpoint(record.id, { expectedVersion: 1, state: { pendingTurn: true } });
+
+    expect((await reader.commandHeads()).map((head) => head.id)).toEqual([command.id]);
+    expect((await reader.list())[0]).toMatchObject({ version: 2, state: { pendingTurn: true } });
+  });
+
+  it('refuses options that are not a store, a clock or a key list', async () => {
+    await expect(openSessionHistory({} as never)).rejects.toMatchObject({ code: 'invalid_request', message: 'store: expected an EventStore' });
+    await expect(openSessionHistory({ store: memoryStore(), controlStateKeys: ['a', 1] as never })).rejects.toMatchObject({ code: 'invalid_request' });
+    await expect(openSessionHistory({ store: memoryStore(), clock: 'now' as never })).rejects.toMatchObject({ code: 'invalid_request' });
   });
 
   it('list orders records by most recent update first', async () => {

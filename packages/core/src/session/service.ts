@@ -162,6 +162,11 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   if (typeof options !== 'object' || options === null || typeof options.store?.append !== 'function') {
     throw SessionHistoryError.invalid('store: expected an EventStore', 'store');
   }
+  if (options.clock !== undefined && typeof options.clock !== 'function') throw SessionHistoryError.invalid('clock: expected a function returning a Date', 'clock');
+  const keyList: unknown = options.controlStateKeys;
+  if (keyList !== undefined && (!Array.isArray(keyList) || keyList.some((key) => typeof key !== 'string' || key === '__proto__'))) {
+    throw SessionHistoryError.invalid('controlStateKeys: expected an array of key names', 'controlStateKeys');
+  }
   const store = options.store;
   const clock = options.clock ?? (() => new Date());
   const keys = Object.freeze([...(options.controlStateKeys ?? DEFAULT_CONTROL_STATE_KEYS)]);
