@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { compactStream, foldStream } from '../kernel/fold.js';
-import { memoryStore, type EventStore } from '../kernel/index.js';
+import { ConcurrencyError, memoryStore, type EventStore } from '../kernel/index.js';
 import { openSessionHistory } from './service.js';
 import { sessionIdForStart, sessionStream } from './ids.js';
 import { sessionReducer } from './reducer.js';
@@ -202,6 +202,28 @@ describe('SessionHistory across processes', () => {
 
     expect((await reader.commandHeads()).map((head) => head.id)).toEqual([command.id]);
     expect((await reader.list())[0]).toMatchObject({ version: 2, state: { pendingTurn: true } });
+  });
+
+  it('retries after concurrent appends a bounded number of times, then reports a conflict', async () => {
+    const inner = memoryStore();
+    const { history: setup } = await openTestHistory({ store: inner });
+    const record = await startConversation(setup, 'busy');
+    let appends = 0;
+    const store: EventStore = {
+      ...inner,
+      append: async (stream) => {
+        appends++;
+        throw new ConcurrencyError(stream, 1, 2);
+      },
+    };
+    const { history } = await openTestHistory({ store });
+
+    await expect(history.appendTranscript(record.id, { role: 'user-message', text: 'x' })).rejects.toMatchObject({
+      code: 'state_conflict',
+      message: 'Session changed concurrently too many times; try again.',
+    });
+    expect(appends).toBeGreaterThan(1);
+    expect(appends).toBeLessThanOrEqual(25);
   });
 
   it('refuses options that are not a store, a clock or a key list', async () => {
