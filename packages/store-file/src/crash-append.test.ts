@@ -3,7 +3,7 @@ import type { RecordedEvent, StreamId } from '@sessionfold/core';
 import { fileStore } from './index.js';
 import { ChildOutput, ChildPool, eventsOf, freshDir, random, randomStream, startChild } from './test-support.fixture.js';
 
-const KILLS = Number(process.env.SESSIONFOLD_CRASH_KILLS ?? 60);
+const KILLS = Number(process.env.SESSIONFOLD_CRASH_KILLS ?? 58);
 
 interface Ack {
   stream: StreamId;

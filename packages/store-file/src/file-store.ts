@@ -59,6 +59,8 @@ export interface FileStoreOptions {
 const EMPTY: AsyncIterable<RecordedEvent> = { [Symbol.asyncIterator]: async function* () {} };
 /** Journals scanned at once when opening: enough to overlap reads with hashing, few enough descriptors. */
 const OPEN_CONCURRENCY = 8;
+/** Journal write descriptors kept open; the least recently flushed idle ones are closed beyond this. */
+const MAX_OPEN_JOURNALS = 256;
 
 /**
  * Opens (creating if needed) a file store in `options.directory`: checksummed JSONL journals, snapshot files
@@ -105,6 +107,8 @@ class FileStore implements EventStore {
   readonly #ctx: StoreContext;
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #readerCloses = new Set<() => void>();
+  /** Streams with an open journal descriptor, least recently flushed first. */
+  readonly #openJournals = new Set<StreamEntry>();
   #positions = new Positions(0);
   #tombstones: RecordLog;
   #closed = false;
@@ -130,6 +134,7 @@ class FileStore implements EventStore {
       poison: () => {
         this.#poisoned = true;
       },
+      touched: (entry) => this.#touched(entry),
     };
   }
 
@@ -394,6 +399,20 @@ class FileStore implements EventStore {
     }
     for (const close of this.#readerCloses) close();
     await this.#lock?.release().catch(() => undefined);
+  }
+
+  #touched(entry: StreamEntry): void {
+    this.#openJournals.delete(entry);
+    this.#openJournals.add(entry);
+    if (this.#openJournals.size <= MAX_OPEN_JOURNALS) return;
+    for (const old of this.#openJournals) {
+      if (this.#openJournals.size <= MAX_OPEN_JOURNALS) break;
+      if (!old.hasOpenFile) this.#openJournals.delete(old);
+      else if (old.idle && old !== entry) {
+        this.#openJournals.delete(old);
+        void old.closeFile();
+      }
+    }
   }
 
   #assertOpen(): void {

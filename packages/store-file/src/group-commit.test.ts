@@ -143,4 +143,36 @@ describe('group commit', () => {
     expect((await eventsOf(store, stream)).length).toBe(1);
     await store.close();
   });
+
+  it('keeps the number of open journal descriptors bounded however many streams are written', async () => {
+    let open = 0;
+    let most = 0;
+    const writers = new Set<number>();
+    const fs: Partial<FileSystem> = {
+      open: async (path, flags, mode) => {
+        const fd = await nodeFileSystem.open(path, flags, mode);
+        if (path.endsWith('.jsonl') && flags !== 'r') {
+          writers.add(fd);
+          most = Math.max(most, ++open);
+        }
+        return fd;
+      },
+      close: async (fd) => {
+        if (writers.delete(fd)) open--;
+        await nodeFileSystem.close(fd);
+      },
+    };
+    const dir = freshDir();
+    const store = await fileStore({ directory: dir, fs });
+    const streams = Array.from({ length: 400 }, (_, i) => randomStream(`n${i}`));
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < streams.length; i += 50) {
+        await Promise.all(streams.slice(i, i + 50).map((s) => store.append(s, [{ type: 'A', data: round }], { expectedRevision: round })));
+      }
+    }
+    expect(most).toBeLessThanOrEqual(256 + 50);
+    expect((await collect(store.streams())).length).toBe(400);
+    await store.close();
+    expect(open).toBe(0);
+  });
 });

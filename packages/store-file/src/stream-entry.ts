@@ -25,6 +25,8 @@ export interface StoreContext {
   assertWritable(): void;
   /** Marks the store as refusing writes until reopened. */
   poison(): void;
+  /** Called on every flush, so the store can keep the number of open journal descriptors bounded. */
+  touched(entry: StreamEntry): void;
 }
 
 /** Position and time of a `$snapshot` or `$deleted` change. */
@@ -141,6 +143,16 @@ export class StreamEntry {
     }
   }
 
+  /** True when nothing is queued, flushing or running exclusively: its descriptor may be closed. */
+  get idle(): boolean {
+    return this.#flushing === undefined && this.#exclusive === undefined && this.#queue.length === 0;
+  }
+
+  /** True while the journal has a write descriptor open. */
+  get hasOpenFile(): boolean {
+    return this.#fd !== undefined;
+  }
+
   /** Waits for queued appends to settle. */
   async drain(): Promise<void> {
     while (this.#flushing) await this.#flushing;
@@ -208,6 +220,7 @@ export class StreamEntry {
       try {
         this.#ctx.assertWritable();
         created = await this.#openForWrite();
+        this.#ctx.touched(this);
         const fd = this.#fd as number;
         if (this.#dirty) {
           await fs.ftruncate(fd, this.journal.length);
