@@ -97,4 +97,35 @@ describe('a tiny run', () => {
     expect(table).toHaveLength(report.rows.length + 2);
     expect(formatReport(report)).toContain('ratio = rate / raw rate');
   });
+
+  it('runs durable stores end to end and keeps every row in the table shape', async () => {
+    const durable = SUBJECTS.filter((entry) => entry.name === 'file' || entry.name === 'sqlite');
+    const report = await runBench({
+      mode: 'tiny',
+      volumes: TINY,
+      isolate: false,
+      subjects: durable,
+      scenarios: ['append-1', 'append-64-one-stream', 'replay', 'service-round-trip'],
+    });
+    expect(report.rows.map((r) => `${r.scenario}/${r.store}`)).toEqual([
+      'append-1/file',
+      'append-1/sqlite',
+      'append-64-one-stream/file',
+      'append-64-one-stream/sqlite',
+      'replay/file',
+      'replay/sqlite',
+      'service-round-trip/file',
+      'service-round-trip/sqlite',
+    ]);
+    for (const r of report.rows) {
+      expect(['ok', 'n/a', 'error']).toContain(r.status);
+      if (r.status === 'ok') {
+        expect(r.rate).toBeGreaterThan(0);
+        expect(r.ratio).toBeGreaterThan(0);
+        expect(r.limit.length).toBeGreaterThan(0);
+      } else {
+        expect(r.note).toMatch(/^(n\/a|error)/);
+      }
+    }
+  });
 });

@@ -76,22 +76,22 @@ export async function timeSequential(n: number, op: (i: number) => Promise<unkno
 }
 
 /**
- * Keeps `workers` calls in flight: worker w runs `op(w, k)` for its k-th call until `total` calls have started.
- * Latency is measured per call.
+ * Keeps `workers` calls in flight: worker w runs `op(w, k, index)` for its k-th call (`index` counts every
+ * call started, 0 to total − 1) until `total` calls have started. Latency is measured per call.
  */
 export async function timeInFlight(
   total: number,
   workers: number,
-  op: (worker: number, call: number) => Promise<unknown>,
+  op: (worker: number, call: number, index: number) => Promise<unknown>,
 ): Promise<Timed> {
   const latencies: number[] = [];
   let started = 0;
   const start = performance.now();
   const worker = async (w: number) => {
     for (let k = 0; started < total; k++) {
-      started++;
+      const index = started++;
       const t = performance.now();
-      await op(w, k);
+      await op(w, k, index);
       latencies.push(performance.now() - t);
     }
   };

@@ -1,6 +1,6 @@
 import { measureRead, measureReadInChild, type ReadMode, type ReadResult } from '../read-measure.js';
 import { fillStream, withStore, type Scenario, type ScenarioContext } from '../scenario.js';
-import { perSecond } from '../stats.js';
+import { perSecond, timeInFlight } from '../stats.js';
 import type { StoreSubject } from '../stores.js';
 
 /** Writes with `fill`, then measures `mode` — in a child process when the store can be reopened and isolation is on. */
@@ -62,7 +62,9 @@ export const readAllStreams: Scenario = {
       subject,
       'read-all',
       async (store) => {
-        for (let s = 0; s < streams; s++) await fillStream(store, `all-${s}`, per, fillBatch);
+        // Setup: streams are filled 64 at a time where the store allows concurrent appends.
+        const workers = subject.lacks.concurrentAppends ? 1 : Math.min(64, streams);
+        await timeInFlight(streams, workers, (_worker, _call, index) => fillStream(store, `all-${index}`, per, fillBatch));
       },
       { kind: 'readAll' },
     );

@@ -13,11 +13,10 @@ async function service(context: ScenarioContext): Promise<SessionService> {
 /** Starts `count` sessions with 64 calls in flight (setup, untimed); resolves to their ids. */
 async function startMany(driver: SessionDriver, count: number, prefix: string): Promise<string[]> {
   const ids = new Array<string>(count);
-  await timeInFlight(count, Math.min(64, count), async (worker, call) => {
-    const index = call * Math.min(64, count) + worker;
-    if (index < count) ids[index] = await driver.start(`${prefix}-${index}`);
+  await timeInFlight(count, Math.min(64, count), async (_worker, _call, index) => {
+    ids[index] = await driver.start(`${prefix}-${index}`);
   });
-  return ids.filter((id): id is string => typeof id === 'string');
+  return ids;
 }
 
 /** Opens store + service in `dir`, runs `body`, closes both. */
