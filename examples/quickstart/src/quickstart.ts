@@ -1,0 +1,82 @@
+import { isDeepStrictEqual } from 'node:util';
+import { foldStream, materialise, openSessionHistory, sessionReducer, sessionStream, type SessionRecord } from '@sessionfold/core';
+import { fileStore } from '@sessionfold/store-file';
+
+/** What the walk-through proved, for its caller (and its test) to check. */
+export interface QuickstartResult {
+  sessionId: string;
+  sessionObjectId: string;
+  /** The record as the live service returned it before completion. */
+  live: SessionRecord;
+  /** The same record rebuilt by folding the journal read back from disk. */
+  replayed: SessionRecord;
+  identical: boolean;
+  /** Session object ids of the completion receipts found after reopening the directory. */
+  receipts: string[];
+}
+
+/**
+ * Takes one session through its whole life on a file store in `directory`, printing each step through `say`,
+ * then reopens the directory and rebuilds the record from the journal on disk.
+ */
+export async function runQuickstart(directory: string, say: (line: string) => void = console.log): Promise<QuickstartResult> {
+  const runKey = `quickstart-${new Date().toISOString()}`;
+  let store = await fileStore({ directory });
+  let history = await openSessionHistory({ store });
+
+  const { value: started } = await history.start({ idempotencyId: runKey, startedAt: new Date().toISOString(), sessionType: 'conversation' });
+  const id = started.id;
+  const sessionObjectId = `archive-${id.slice(0, 8)}`;
+  say(`1. started session ${id} (phase ${started.phase}, version ${started.version})`);
+
+  await history.appendTranscript(id, { role: 'user-message', text: 'Summarise our meeting notes, please.' });
+  await history.appendTranscript(id, { role: 'assistant-message', text: 'Here is the summary: three decisions, two open questions.' });
+  say('2. appended two transcript lines (user, assistant)');
+
+  const { value: queued } = await history.enqueue(id, { idempotencyId: 'reply-1', kind: 'message', payload: { text: 'Send the summary by mail' } });
+  const claimed = await history.claimCommand(queued.id);
+  const done = await history.completeCommand(queued.id, { outcome: { sent: true } });
+  say(`3. command #${queued.sequence} "${queued.kind}": ${queued.status} → ${claimed.status} → ${done.status}`);
+
+  const checkpointed = await history.checkpoint(id, {
+    expectedVersion: started.version,
+    state: { ...started.state, pendingTurn: false, roundsUsed: 1 },
+    userActivity: true,
+  });
+  say(`4. checkpointed the control state (version ${started.version} → ${checkpointed.version})`);
+
+  // The archive object the session will be filed under once ingress succeeds.
+  const requested = await history.requestIngress(id, { expectedVersion: checkpointed.version, state: { ...checkpointed.state, sessionObjectId } });
+  const attempt1 = await history.startIngress(id, { expectedVersion: requested.version, provenanceId: `run:${runKey}` });
+  const failed = await history.failIngress(id, { expectedVersion: attempt1.version, stage: 'upload', code: 'timeout', message: 'archive did not answer' });
+  say(`5. ingress attempt 1 failed (${failed.ingressFailures.length} failure kept); next attempt due at ${failed.ingressNextAttemptAt}`);
+  const attempt2 = await history.startIngress(id, { expectedVersion: failed.version, provenanceId: `run:${runKey}` });
+  say(`6. ingress attempt 2 started (phase ${attempt2.phase}, version ${attempt2.version})`);
+
+  const live = await history.get(id);
+  await history.close();
+  await store.close();
+  store = await fileStore({ directory, readOnly: true });
+  const folded = await foldStream(store, sessionStream(id), sessionReducer);
+  const lifecycle = folded.state.record;
+  if (!lifecycle) throw new Error(`the journal of ${id} holds no lifecycle record`);
+  const replayed = materialise(lifecycle, folded.state);
+  const identical = isDeepStrictEqual(live, replayed);
+  say(`7. reopened ${directory} read-only and replayed ${folded.revision} events: the record is ${identical ? 'identical' : 'DIFFERENT'}`);
+  await store.close();
+
+  store = await fileStore({ directory });
+  history = await openSessionHistory({ store });
+  const completed = await history.completeIngress(id, { expectedVersion: attempt2.version });
+  say(`8. completed (phase ${completed.phase}): its receipt is in the catalog and its journal is gone`);
+  await history.close();
+  await store.close();
+
+  store = await fileStore({ directory });
+  history = await openSessionHistory({ store });
+  const receipts = (await history.list()).filter((record) => record.phase === 'complete').map((record) => record.id);
+  say(`9. reopened ${directory}: ${receipts.length} completion receipt(s) on disk, including ${sessionObjectId}: ${receipts.includes(sessionObjectId)}`);
+  await history.close();
+  await store.close();
+  return { sessionId: id, sessionObjectId, live, replayed, identical, receipts };
+}
