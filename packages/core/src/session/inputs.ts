@@ -100,7 +100,7 @@ export type RecordCompletion = z.output<typeof recordCompletionSchema>;
 export const newObjectSchema = z.object({
   fileName: z.string().nullable().optional(),
   mediaType: z.string(),
-  bytes: z.instanceof(Uint8Array),
+  bytes: z.custom<Uint8Array>((value) => value instanceof Uint8Array, { message: 'expected a Uint8Array (or Buffer)' }),
 });
 export type NewObjectInput = z.input<typeof newObjectSchema>;
 
