@@ -13,6 +13,7 @@ export default [
   project('store-file', 'packages/store-file', 120_000),
   project('store-sqlite', 'packages/store-sqlite', 120_000),
   project('conformance', 'packages/conformance'),
+  project('cross-store', 'packages/cross-store', 300_000),
   project('bench', 'packages/bench'),
   project('quickstart', 'examples/quickstart'),
 ];
