@@ -32,3 +32,12 @@ export function translateError(error: unknown, path: string, busyTimeoutMs: numb
   }
   return new StorageError(`@sessionfold/store-sqlite: ${path}: ${detail} (${code})`, { cause: error });
 }
+
+/** Runs `work`, translating whatever it throws with `translate`. */
+export function guarded<T>(translate: (error: unknown) => Error, work: () => T): T {
+  try {
+    return work();
+  } catch (error) {
+    throw translate(error);
+  }
+}

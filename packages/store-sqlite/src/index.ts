@@ -1,1 +1,2 @@
-export { sqliteStore, type SqliteStoreOptions } from './store.js';
+export { sqliteStore } from './store.js';
+export type { SqliteStoreOptions } from './options.js';

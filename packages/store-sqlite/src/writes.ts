@@ -1,0 +1,124 @@
+import {
+  ConcurrencyError,
+  DELETED_RECORD,
+  InvalidInputError,
+  SNAPSHOT_RECORD,
+  revisionMatches,
+  type AppendResult,
+  type ExpectedRevision,
+  type StreamId,
+} from '@sessionfold/core';
+import { sqliteCode } from './errors.js';
+import { Kind } from './schema.js';
+import type { Statements } from './statements.js';
+
+/** An event ready for its row: data already serialized by validation. */
+export interface NewRow {
+  type: string;
+  data: string;
+  eventId: string | null;
+}
+
+/**
+ * The store's writes, each run inside the shared write transaction of a group commit. Every check comes
+ * before the first write, so a write that fails with a port error has nothing to undo; the exception is an
+ * append whose later event ids are refused by the unique index, which the caller runs in a savepoint.
+ */
+export interface Writes {
+  append(stream: StreamId, rows: readonly NewRow[], expected: ExpectedRevision): AppendResult;
+  compact(stream: StreamId, revision: number, snapshotJson: string): void;
+  restore(stream: StreamId, revision: number, snapshotJson: string): AppendResult;
+  delete(stream: StreamId, expected: ExpectedRevision): void;
+  putBlob(stream: StreamId, sha256: string, bytes: Buffer): string;
+}
+
+/** The writes over prepared statements `s`; `recordedAt` gives the commit time of the current transaction. */
+export function createWrites(s: Statements, recordedAt: () => string): Writes {
+  const headOf = (stream: StreamId) => (s.headRevision.get(stream) as number | undefined) ?? 0;
+  const setHead = (stream: StreamId, from: number, to: number) => {
+    if (from === 0) s.insertHead.run(stream, to);
+    else s.updateHead.run(to, stream);
+  };
+  // Positions are rowids, and SQLite hands out max + 1: a record goes in before the rows it replaces are
+  // deleted, so the largest position never goes back and a feed reader never sees a position twice.
+  const insertRecord = (stream: StreamId, kind: number, revision: number, type: string, data: string) =>
+    Number(s.insertRecord.run(stream, kind, revision, type, data, recordedAt()).lastInsertRowid);
+
+  return {
+    append(stream, rows, expected) {
+      const firstId = (rows[0] as NewRow).eventId;
+      if (firstId !== null) {
+        const earlier = s.findEventId.get(stream, firstId) as { revision: number; position: number; batch_end: number } | undefined;
+        // A retry: answer as the first time. The batch's rows are consecutive in revision and position.
+        if (earlier) return { revision: earlier.batch_end, position: earlier.position + earlier.batch_end - earlier.revision };
+      }
+      const head = headOf(stream);
+      if (!revisionMatches(expected, head)) {
+        // An id already in the stream is the caller's mistake whatever the revision: report that first.
+        rows.forEach((row, index) => {
+          if (index > 0 && row.eventId !== null && s.findEventId.get(stream, row.eventId) !== undefined) throw knownEventId(stream, row, index);
+        });
+        throw new ConcurrencyError(stream, expected, head);
+      }
+      const end = head + rows.length;
+      const at = recordedAt();
+      let position = 0;
+      rows.forEach((row, index) => {
+        try {
+          const batchEnd = row.eventId === null ? null : end;
+          position = Number(s.insertEvent.run(stream, head + index + 1, row.type, row.data, row.eventId, batchEnd, at).lastInsertRowid);
+        } catch (error) {
+          if (row.eventId !== null && sqliteCode(error) === 'SQLITE_CONSTRAINT_UNIQUE' && String(error).includes('event_id')) {
+            throw knownEventId(stream, row, index, error);
+          }
+          throw error;
+        }
+      });
+      setHead(stream, head, end);
+      return { revision: end, position };
+    },
+
+    compact(stream, revision, snapshotJson) {
+      const head = headOf(stream);
+      if (head === 0) throw new InvalidInputError('stream', `stream ${stream} does not exist`);
+      if (revision > head) throw new InvalidInputError('snapshot.revision', `revision ${revision} is past the stream's revision ${head}`);
+      const current = s.snapshotRecord.get(stream) as { revision: number } | undefined;
+      if (current && revision < current.revision) {
+        throw new InvalidInputError('snapshot.revision', `revision ${revision} is older than the stored snapshot's ${current.revision}`);
+      }
+      const position = insertRecord(stream, Kind.snapshot, revision, SNAPSHOT_RECORD, snapshotJson);
+      s.deleteEventsThrough.run(stream, revision);
+      s.deleteRecordsOfKind.run(stream, Kind.snapshot, position);
+    },
+
+    restore(stream, revision, snapshotJson) {
+      const head = headOf(stream);
+      if (head !== 0) throw new ConcurrencyError(stream, 'no_stream', head);
+      const position = insertRecord(stream, Kind.snapshot, revision, SNAPSHOT_RECORD, snapshotJson);
+      setHead(stream, 0, revision);
+      return { revision, position };
+    },
+
+    delete(stream, expected) {
+      const head = headOf(stream);
+      if (!revisionMatches(expected, head)) throw new ConcurrencyError(stream, expected, head);
+      if (head === 0) return;
+      const position = insertRecord(stream, Kind.deleted, head, DELETED_RECORD, 'null');
+      s.deleteAllEvents.run(stream);
+      s.deleteAllRecords.run(stream, position);
+      s.deleteHead.run(stream);
+      s.deleteOrphanBlobs.run(stream, stream);
+      s.deleteBlobOwners.run(stream);
+    },
+
+    putBlob(stream, sha256, bytes) {
+      s.insertBlob.run(sha256, bytes);
+      s.insertBlobOwner.run(stream, sha256);
+      return sha256;
+    },
+  };
+}
+
+function knownEventId(stream: StreamId, row: NewRow, index: number, cause?: unknown): InvalidInputError {
+  return new InvalidInputError(`events[${index}].eventId`, `${JSON.stringify(row.eventId)} is already in stream ${stream}`, { cause });
+}
