@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConcurrencyError } from '@sessionfold/core';
-import { appendTypes, readFeed, readStream, streamId, type SuiteContext } from '../support.js';
+import { FeedConsumer, viewsFromReads } from '../feed-consumer.js';
+import { appendTypes, readFeed, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
 
 const settle = <T>(promises: Array<Promise<T>>) => Promise.allSettled(promises);
 
@@ -56,6 +57,33 @@ export function describeConcurrencyRules(ctx: SuiteContext): void {
         expect(mine.map((r) => r.revision)).toEqual([1, 2]);
         expect(mine[1]!.position).toBe(results[streams.indexOf(s)]!.position);
       }
+    });
+  
+    it('a consumer reading the feed while appends are in flight never misses one [capability: concurrentAppends]', async (t) => {
+      t.skip(!ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
+      const { store } = await ctx.fresh();
+      const streams = Array.from({ length: 6 }, () => streamId());
+      const consumer = new FeedConsumer();
+      let writing = true;
+      const reader = (async () => {
+        while (writing) {
+          await consumer.catchUp(store);
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      })();
+      try {
+        for (let round = 0; round < 6; round++) {
+          await Promise.all(
+            streams.map((s, i) => appendTypes(store, s, Array.from({ length: 1 + ((i + round) % 3) }, (_, n) => `R${round}-${n}`))),
+          );
+          if (round === 3) await store.compact(streams[0]!, snapshotOf(streams[0]!, 2));
+        }
+      } finally {
+        writing = false;
+        await reader;
+      }
+      await consumer.catchUp(store);
+      expect(consumer.views()).toEqual(await viewsFromReads(store));
     });
   });
 }
