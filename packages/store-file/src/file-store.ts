@@ -130,7 +130,7 @@ class FileStore implements EventStore {
         return store.#positions;
       },
       clock,
-      assertWritable: () => this.#assertWritable(),
+      assertNotPoisoned: () => this.#assertNotPoisoned(),
       poison: () => {
         this.#poisoned = true;
       },
@@ -285,7 +285,7 @@ class FileStore implements EventStore {
         identity: { stream, schemaVersion: snapshot.identity.schemaVersion },
       };
       await entry.exclusive(async () => {
-        this.#assertWritable();
+        this.#assertNotPoisoned();
         if (entry.revision === 0) throw new InvalidInputError('stream', `stream ${stream} does not exist`);
         if (kept.revision > entry.revision) {
           throw new InvalidInputError('snapshot.revision', `revision ${kept.revision} is past the stream's revision ${entry.revision}`);
@@ -310,7 +310,7 @@ class FileStore implements EventStore {
       const entry = this.#entry(stream);
       const kept: Snapshot = { revision: snapshot.revision, state: snapshot.state, identity: { stream, schemaVersion: snapshot.identity.schemaVersion } };
       return entry.exclusive(async () => {
-        this.#assertWritable();
+        this.#assertNotPoisoned();
         if (entry.revision !== 0) throw new ConcurrencyError(stream, 'no_stream', entry.revision);
         const mark = await this.#writeSnapshot(entry, kept, async () => undefined);
         entry.journal.lastRevision = kept.revision;
@@ -333,7 +333,7 @@ class FileStore implements EventStore {
         return;
       }
       await entry.exclusive(async () => {
-        this.#assertWritable();
+        this.#assertNotPoisoned();
         const actual = entry.revision;
         if (!revisionMatches(expected, actual)) throw new ConcurrencyError(stream, expected, actual);
         if (actual === 0) return;
@@ -422,6 +422,11 @@ class FileStore implements EventStore {
   #assertWritable(): void {
     this.#assertOpen();
     if (this.#readOnly) throw new StorageError(`@sessionfold/store-file: ${this.#layout.directory} was opened read-only.`);
+    this.#assertNotPoisoned();
+  }
+
+  /** Checked again when a queued write runs: a write accepted before `close` still completes, but not after a failed sync. */
+  #assertNotPoisoned(): void {
     if (this.#poisoned) {
       throw new StorageError(`@sessionfold/store-file: a write to ${this.#layout.directory} failed to sync; reopen the store.`, { poisoned: true });
     }

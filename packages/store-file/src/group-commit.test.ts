@@ -175,4 +175,16 @@ describe('group commit', () => {
     await store.close();
     expect(open).toBe(0);
   });
+
+  it('an append accepted before close still completes and is durable', async () => {
+    const dir = freshDir();
+    const stream = randomStream();
+    const store = await fileStore({ directory: dir });
+    const appended = store.append(stream, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
+    await store.close();
+    expect((await appended).revision).toBe(1);
+    const reopened = await fileStore({ directory: dir });
+    expect((await eventsOf(reopened, stream)).map((e) => e.data)).toEqual([1]);
+    await reopened.close();
+  });
 });

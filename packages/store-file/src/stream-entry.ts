@@ -21,8 +21,8 @@ export interface StoreContext {
   readonly layout: Layout;
   readonly positions: Positions;
   readonly clock: () => Date;
-  /** Throws unless the store accepts writes (open, not read-only, not poisoned). */
-  assertWritable(): void;
+  /** Throws a poisoned `StorageError` once a sync has failed. */
+  assertNotPoisoned(): void;
   /** Marks the store as refusing writes until reopened. */
   poison(): void;
   /** Called on every flush, so the store can keep the number of open journal descriptors bounded. */
@@ -90,7 +90,7 @@ export class StreamEntry {
   append(events: readonly NewEvent[], dataJson: readonly string[], expected: ExpectedRevision): Promise<AppendResult> {
     if (this.#exclusive) return this.#exclusive.then(() => this.append(events, dataJson, expected));
     try {
-      this.#ctx.assertWritable();
+      this.#ctx.assertNotPoisoned();
       const firstId = (events[0] as NewEvent).eventId;
       if (firstId !== undefined) {
         const committed = this.journal.eventIds.get(firstId);
@@ -218,7 +218,7 @@ export class StreamEntry {
     let created = false;
     try {
       try {
-        this.#ctx.assertWritable();
+        this.#ctx.assertNotPoisoned();
         created = await this.#openForWrite();
         this.#ctx.touched(this);
         const fd = this.#fd as number;
