@@ -1,24 +1,38 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
 import { sqliteStore } from './index.js';
 import { freshDir } from './test-support.fixture.js';
 
-it('the README example runs as written', async () => {
-  const directory = freshDir();
-  const log: unknown[] = [];
-  const console = { log: (...values: unknown[]) => log.push(values) };
-  // #region readme
-  const store = sqliteStore({ path: join(directory, 'sessions.db') });
-  await store.append('session-1', [{ type: 'Started', data: { by: 'ada' } }], { expectedRevision: 'no_stream' });
-  await store.append('session-1', [{ type: 'Noted', data: { text: 'hello' }, eventId: 'note-1' }], { expectedRevision: 1 });
-  const { revision, events } = await store.read('session-1');
-  for await (const event of events) console.log(event.revision, event.type);
-  console.log('at revision', revision);
-  await store.close();
-  // #endregion readme
-  expect(log).toEqual([
-    [1, 'Started'],
-    [2, 'Noted'],
-    ['at revision', 2],
-  ]);
+describe('the README example', () => {
+  it('runs as written', async () => {
+    const dataDirectory = freshDir();
+    const log: unknown[] = [];
+    const console = { log: (...values: unknown[]) => log.push(values) };
+    // #region readme
+    const store = sqliteStore({ path: join(dataDirectory, 'sessions.db') });
+    await store.append('session-1', [{ type: 'Started', data: { by: 'ada' } }], { expectedRevision: 'no_stream' });
+    await store.append('session-1', [{ type: 'Noted', data: { text: 'hello' }, eventId: 'note-1' }], { expectedRevision: 1 });
+    const { revision, events } = await store.read('session-1');
+    for await (const event of events) console.log(event.revision, event.type);
+    console.log('at revision', revision);
+    await store.close();
+    // #endregion readme
+    expect(log).toEqual([
+      [1, 'Started'],
+      [2, 'Noted'],
+      ['at revision', 2],
+    ]);
+  });
+
+  it('is the code of this test, word for word', () => {
+    const here = readFileSync(fileURLToPath(import.meta.url), 'utf8');
+    const region = /\/\/ #region readme\n([\s\S]*?)\n\s*\/\/ #endregion readme/.exec(here)?.[1] ?? '';
+    const readme = readFileSync(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8');
+    const block = /```ts\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
+    const lines = (text: string) => text.split('\n').map((line) => line.trim()).filter((line) => line.length > 0 && !line.startsWith('import '));
+    expect(lines(region).length).toBeGreaterThan(0);
+    expect(lines(block)).toEqual(lines(region));
+  });
 });
