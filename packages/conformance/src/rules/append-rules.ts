@@ -62,7 +62,7 @@ export function describeAppendRules(ctx: SuiteContext): void {
       const { events: read } = await readStream(store, s);
       expect(read.map(stored)).toEqual([expectedStored(s, events[0]!, 1), expectedStored(s, events[1]!, 2)]);
       expect(read[1]!.position).toBe(result.position);
-      expect(read[1]!).not.toHaveProperty('eventId');
+      expect(read[1]!.eventId).toBeUndefined();
       for (const event of read) {
         expect(event.recordedAt).toMatch(ISO_UTC);
         expect(Number.isNaN(Date.parse(event.recordedAt))).toBe(false);
