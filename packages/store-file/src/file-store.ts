@@ -85,6 +85,13 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
       throw new StorageError(`@sessionfold/store-file: could not create ${layout.directory}.`, { cause });
     }
     lock = await acquireLock(fsl, layout.directory);
+  } else {
+    // A read-only view of a directory that is not there is almost always a wrong path: say so.
+    try {
+      await fsl.lstat(layout.directory);
+    } catch (cause) {
+      throw new StorageError(`@sessionfold/store-file: cannot open ${layout.directory} read-only.`, { cause });
+    }
   }
   try {
     const store = new FileStore(fsl, layout, readOnly, options.clock ?? (() => new Date()), maxEventBytes, lock);

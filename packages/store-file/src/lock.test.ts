@@ -78,6 +78,24 @@ describe('the writer lock', () => {
   });
 });
 
+describe('read-only', () => {
+  it('a read-only open of a missing directory fails and creates nothing', async () => {
+    const dir = join(freshDir(), 'missing');
+    await expect(fileStore({ directory: dir, readOnly: true })).rejects.toBeInstanceOf(StorageError);
+    await expect(stat(dir)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('lock files left by a process killed while taking the lock are cleaned up by the next writer', async () => {
+    const dir = freshDir();
+    await (await fileStore({ directory: dir })).close();
+    const pid = deadPid();
+    const leftovers = [join(dir, `.LOCK.${pid}.0123abcd.tmp`), join(dir, `.LOCK.stale.${pid}.0123abcd`)];
+    for (const path of leftovers) await writeFile(path, '{}');
+    await (await fileStore({ directory: dir })).close();
+    for (const path of leftovers) await expect(stat(path)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
+
 describe('files and paths', () => {
   it('creates files 0600 and directories 0700', async () => {
     const dir = join(freshDir(), 'store');

@@ -1,7 +1,7 @@
 import { StorageError, StoreLockedError } from '@sessionfold/core';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { errorCode, syncDir, unlinkIfPresent, writeAll, type FileSystem } from './fs-layer.js';
+import { errorCode, listDir, syncDir, unlinkIfPresent, writeAll, type FileSystem } from './fs-layer.js';
 
 /** The exclusive writer lock of a store directory; `release` removes it only if it is still ours. */
 export interface WriterLock {
@@ -31,6 +31,7 @@ export async function acquireLock(fsl: FileSystem, directory: string): Promise<W
       try {
         await fsl.link(temp, path);
         await syncDir(fsl, directory);
+        await removeDeadLockTemporaries(fsl, directory);
         return { path, release: () => releaseLock(fsl, directory, path, token) };
       } catch (error) {
         if (errorCode(error) !== 'EEXIST') throw new StorageError(`Could not create ${path}.`, { cause: error });
@@ -58,6 +59,15 @@ export async function acquireLock(fsl: FileSystem, directory: string): Promise<W
     throw new StoreLockedError(path, undefined);
   } finally {
     await unlinkIfPresent(fsl, temp).catch(() => undefined);
+  }
+}
+
+/** Lock files of processes killed while taking or taking over the lock; a live process's are left alone. */
+async function removeDeadLockTemporaries(fsl: FileSystem, directory: string): Promise<void> {
+  for (const name of await listDir(fsl, directory)) {
+    const match = /^\.LOCK\.(?:stale\.)?(\d+)\.[0-9a-f]+(?:\.tmp)?$/.exec(name);
+    if (!match || Number(match[1]) === process.pid || isAlive(Number(match[1]))) continue;
+    await unlinkIfPresent(fsl, join(directory, name)).catch(() => undefined);
   }
 }
 
