@@ -2,11 +2,15 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
 // One long-lived python3 answers every request, so a property test costs a pipe round trip per case.
-// A JS number maps to a Python int when it is a safe integer and to a float otherwise, as the writer documents.
+// A JS number maps to a Python int when it is a safe integer other than -0 and to a float otherwise, as the
+// writer documents; JSON.stringify writes -0 as 0, so -0 travels as a marker string.
+const NEGATIVE_ZERO = '\u0000negative zero\u0000';
 const WORKER = `
 import json, sys
 LIMIT = 2 ** 53 - 1
+NEGATIVE_ZERO = '\\u0000negative zero\\u0000'
 def as_js(v):
+    if v == NEGATIVE_ZERO: return -0.0
     if isinstance(v, bool): return v
     if isinstance(v, int): return v if -LIMIT <= v <= LIMIT else float(v)
     if isinstance(v, list): return [as_js(x) for x in v]
@@ -44,7 +48,7 @@ export function startPythonDumps(): PythonDumps {
           if (answer.ok !== undefined) resolve(answer.ok);
           else reject(new Error(`python3: ${answer.error ?? 'no answer'} ${stderr}`));
         });
-        child.stdin.write(`${JSON.stringify(value)}\n`);
+        child.stdin.write(`${JSON.stringify(value, (_key, item: unknown) => (Object.is(item, -0) ? NEGATIVE_ZERO : item))}\n`);
       });
     },
     async close() {

@@ -42,7 +42,7 @@ describe('pythonJsonDumps', () => {
   it('writes safe integers as Python ints and every other number as Python prints a float', async () => {
     const cases: [number, string][] = [
       [0, '0'],
-      [-0, '0'],
+      [-0, '-0.0'],
       [-17, '-17'],
       [Number.MAX_SAFE_INTEGER, '9007199254740991'],
       [2 ** 53, '9007199254740992.0'],
@@ -59,6 +59,7 @@ describe('pythonJsonDumps', () => {
       [1.7976931348623157e308, '1.7976931348623157e+308'],
     ];
     for (const [value, text] of cases) expect(pythonJsonNumber(value)).toBe(text);
+    expect(Object.is(JSON.parse(pythonJsonNumber(-0)), -0)).toBe(true);
     await matchesPython(cases.map(([value]) => value));
   });
 

@@ -76,12 +76,13 @@ export function pythonJsonString(text: string): string {
 }
 
 /**
- * A number as Python writes it. Safe integers are Python ints (`-0` is written `0`); every other finite
- * number is a Python float, in `repr` form: shortest round-trip digits, exponent when < 1e-4 or >= 1e16.
+ * A number as Python writes it. Safe integers are Python ints; every other finite number (`-0` included) is
+ * a Python float, in `repr` form: shortest round-trip digits, exponent when < 1e-4 or >= 1e16.
  */
 export function pythonJsonNumber(value: number): string {
   if (!Number.isFinite(value)) throw new TypeError(`${String(value)} is not a JSON number.`);
-  if (Number.isSafeInteger(value)) return String(value === 0 ? 0 : value);
+  if (Object.is(value, -0)) return '-0.0'; // Python ints have no negative zero; its float keeps the sign, as JSON.parse does
+  if (Number.isSafeInteger(value)) return String(value);
   const [mantissa = '', exponentText = '0'] = value.toExponential().split('e');
   const negative = mantissa.startsWith('-');
   const digits = mantissa.replace('-', '').replace('.', '');
