@@ -35,9 +35,9 @@ import { scanJournal } from './journal-scan.js';
 import { Layout } from './layout.js';
 import { acquireLock, type WriterLock } from './lock.js';
 import { Positions } from './positions.js';
-import { readRecordLog, RecordLog } from './record-log.js';
 import { readSnapshotFile, writeSnapshotFile } from './snapshot-file.js';
 import { StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
+import { Tombstones } from './tombstones.js';
 
 /** Options of `fileStore`. */
 export interface FileStoreOptions {
@@ -117,7 +117,8 @@ class FileStore implements EventStore {
   /** Streams with an open journal descriptor, least recently flushed first. */
   readonly #openJournals = new Set<StreamEntry>();
   #positions = new Positions(0);
-  #tombstones: RecordLog;
+  /** Set by `open()`. */
+  #tombstones!: Tombstones;
   #closed = false;
   #poisoned = false;
 
@@ -128,7 +129,6 @@ class FileStore implements EventStore {
     this.#maxEventBytes = maxEventBytes;
     this.#lock = lock;
     this.#blobs = new BlobStore(fsl, layout);
-    this.#tombstones = new RecordLog(fsl, layout.tombstones);
     const store = this;
     this.#ctx = {
       fs: fsl,
@@ -149,21 +149,8 @@ class FileStore implements EventStore {
   async open(): Promise<void> {
     const repair = !this.#readOnly;
     if (repair) await this.#removeTemporaries();
-    let maxPosition = 0;
-    const tombstones = new Map<StreamId, ChangeMark>();
-    const log = await readRecordLog(this.#fs, this.#layout.tombstones, repair);
-    if (log) {
-      this.#tombstones = log.log;
-      for (const record of log.records) {
-        const { stream, revision, position, recordedAt } = (record.value ?? {}) as Record<string, unknown>;
-        if (typeof stream !== 'string' || typeof revision !== 'number' || typeof position !== 'number' || typeof recordedAt !== 'string') {
-          throw new CorruptionError(this.#layout.tombstones, record.line, 'not a tombstone record');
-        }
-        validateStreamId(stream);
-        tombstones.set(stream, { revision, position, recordedAt });
-        maxPosition = Math.max(maxPosition, position);
-      }
-    }
+    this.#tombstones = await Tombstones.load(this.#fs, this.#layout.tombstones, repair);
+    let maxPosition = this.#tombstones.maxPosition;
     await this.#blobs.load(repair);
 
     const names = new Map<StreamId, { journal: boolean; snapshot: boolean }>();
@@ -187,7 +174,7 @@ class FileStore implements EventStore {
     };
     await Promise.all(Array.from({ length: OPEN_CONCURRENCY }, worker));
 
-    for (const [stream, mark] of tombstones) {
+    for (const [stream, mark] of this.#tombstones.marks) {
       const entry = this.#entry(stream);
       const contentMax = Math.max(entry.snapshot?.position ?? 0, entry.journal.maxPosition);
       const leftovers = entry.journalExists || entry.snapshot !== undefined;
@@ -348,7 +335,7 @@ class FileStore implements EventStore {
         try {
           const mark: ChangeMark = { revision: actual, position, recordedAt: this.#ctx.clock().toISOString() };
           try {
-            await this.#tombstones.append([JSON.stringify({ stream, ...mark })]);
+            await this.#tombstones.add(stream, mark);
           } catch (error) {
             if (error instanceof StorageError && error.poisoned) this.#poisoned = true;
             throw error;
