@@ -37,8 +37,8 @@ export function describeReadRules(ctx: SuiteContext): void {
       const { store } = await ctx.fresh();
       const s = streamId();
       await appendTypes(store, s, ['A', 'B', 'C', 'D', 'E']);
-      const snapshot = snapshotOf(s, 3, { folded: ['A', 'B', 'C'] });
-      await store.compact(s, snapshot);
+      const snapshot = snapshotOf(s, 3, { folded: ['A', 'B', 'C'], balance: 0 });
+      await store.compact(s, { ...snapshot, state: { folded: ['A', 'B', 'C'], balance: -0 } });
       for (const from of [undefined, 1, 2, 3]) {
         const read = await readStream(store, s, from);
         expect(read.snapshot, `fromRevision ${from}`).toEqual(snapshot);

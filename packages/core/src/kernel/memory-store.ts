@@ -76,7 +76,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
   return {
     async append(stream, events, appendOptions) {
       open();
-      validateAppend(stream, events, appendOptions, maxEventBytes);
+      const serialized = validateAppend(stream, events, appendOptions, maxEventBytes);
       const state = streams.get(stream);
       const first = events[0] as NewEvent;
       const earlier = first.eventId === undefined ? undefined : state?.eventIds.get(first.eventId);
@@ -95,7 +95,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       const recorded = events.map((event, index): RecordedEvent => ({
         streamId: stream,
         type: event.type,
-        data: cloneJson(event.data),
+        data: JSON.parse(serialized[index] as string) as JsonValue,
         ...(event.eventId === undefined ? {} : { eventId: event.eventId }),
         revision: actual + index + 1,
         position: lastPosition + index + 1,
@@ -153,7 +153,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       if (state.snapshot && snapshot.revision < state.snapshot.revision) {
         throw new InvalidInputError('snapshot.revision', `revision ${snapshot.revision} is older than the stored snapshot's ${state.snapshot.revision}`);
       }
-      const kept = cloneJson(snapshot);
+      const kept = throughJson(snapshot);
       state.snapshot = kept;
       const dropped = state.events.filter((event) => event.revision <= kept.revision);
       state.events = state.events.filter((event) => event.revision > kept.revision);
@@ -169,7 +169,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       validateSnapshot(stream, snapshot);
       const actual = revisionOf(stream);
       if (actual !== 0) throw new ConcurrencyError(stream, 'no_stream', actual);
-      const kept = cloneJson(snapshot);
+      const kept = throughJson(snapshot);
       streams.set(stream, { revision: kept.revision, snapshot: kept, events: [], eventIds: new Map() });
       const record = feedRecord(stream, SNAPSHOT_RECORD, kept.revision, cloneJson(kept) as unknown as JsonValue);
       feed.push(record);
@@ -222,4 +222,9 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       closed = true;
     },
   };
+}
+
+/** A copy as a store that keeps JSON text would give it back (so `-0` reads as `0`, like every persistent store). */
+function throughJson<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
 }
