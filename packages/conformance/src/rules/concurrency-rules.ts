@@ -85,5 +85,31 @@ export function describeConcurrencyRules(ctx: SuiteContext): void {
       await consumer.catchUp(store);
       expect(consumer.views()).toEqual(await viewsFromReads(store));
     });
+  
+    it('compacting a stream while appends to it are in flight loses nothing [capability: concurrentAppends]', async (t) => {
+      t.skip(!ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
+      const harness = await ctx.fresh();
+      const s = streamId();
+      await appendTypes(harness.store, s, ['A', 'B', 'C', 'D']);
+      const consumer = new FeedConsumer();
+      await consumer.catchUp(harness.store);
+      const appends = Array.from({ length: 10 }, (_, i) => appendTypes(harness.store, s, [`X${i}`]));
+      const compaction = harness.store.compact(s, snapshotOf(s, 3));
+      await Promise.all([...appends, compaction]);
+      const check = async () => {
+        const read = await readStream(harness.store, s);
+        expect(read.revision).toBe(14);
+        expect(read.snapshot).toEqual(snapshotOf(s, 3));
+        expect(read.events.map((e) => e.revision)).toEqual([4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+        expect(read.events.map((e) => e.type).sort()).toEqual(['D', ...Array.from({ length: 10 }, (_, i) => `X${i}`)].sort());
+        await consumer.catchUp(harness.store);
+        expect(consumer.views()).toEqual(await viewsFromReads(harness.store));
+      };
+      await check();
+      if (ctx.caps.reopen) {
+        await harness.reopen();
+        await check();
+      }
+    });
   });
 }
