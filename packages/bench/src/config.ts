@@ -63,7 +63,7 @@ export const FULL: Volumes = {
   scalingSmall: 10,
   scalingLarge: 10_000,
   scalingCalls: 300,
-  fillBatch: 1_000,
+  fillBatch: 5_000,
 };
 
 /** Tiny volumes for unit tests of the harness: exercises every code path in a second or two. */
