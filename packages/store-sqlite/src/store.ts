@@ -50,9 +50,16 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
       beginImmediate: () => {
         s.beginImmediate.run();
         commitTime = undefined;
+        writes.reset();
       },
-      commit: () => void s.commit.run(),
-      rollback: () => void s.rollback.run(),
+      commit: () => {
+        writes.beforeCommit();
+        s.commit.run();
+      },
+      rollback: () => {
+        writes.reset();
+        s.rollback.run();
+      },
       savepoint: () => void s.savepoint.run(),
       release: () => void s.release.run(),
       rollbackToSavepoint: () => void s.rollbackToSavepoint.run(),

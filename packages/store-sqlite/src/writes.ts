@@ -25,6 +25,10 @@ export interface NewRow {
  * append whose later event ids are refused by the unique index, which the caller runs in a savepoint.
  */
 export interface Writes {
+  /** Call when a write transaction begins or is rolled back: forgets the heads of the last transaction. */
+  reset(): void;
+  /** Call just before COMMIT: stores the new heads of the streams this transaction moved. */
+  beforeCommit(): void;
   append(stream: StreamId, rows: readonly NewRow[], expected: ExpectedRevision): AppendResult;
   compact(stream: StreamId, revision: number, snapshotJson: string): void;
   restore(stream: StreamId, revision: number, snapshotJson: string): AppendResult;
@@ -34,10 +38,20 @@ export interface Writes {
 
 /** The writes over prepared statements `s`; `recordedAt` gives the commit time of the current transaction. */
 export function createWrites(s: Statements, recordedAt: () => string): Writes {
-  const headOf = (stream: StreamId) => (s.headRevision.get(stream) as number | undefined) ?? 0;
-  const setHead = (stream: StreamId, from: number, to: number) => {
-    if (from === 0) s.insertHead.run(stream, to);
-    else s.updateHead.run(to, stream);
+  // The heads of the streams this transaction touched: the stored one and the current one. Appends that
+  // share a commit often hit one stream; its `streams` row is then read once and written once, at COMMIT.
+  // Only valid under the write lock of one transaction, hence `reset` at its start and on rollback.
+  const heads = new Map<StreamId, { stored: number; current: number }>();
+  const headOf = (stream: StreamId) => {
+    const known = heads.get(stream);
+    if (known) return known.current;
+    const stored = (s.headRevision.get(stream) as number | undefined) ?? 0;
+    heads.set(stream, { stored, current: stored });
+    return stored;
+  };
+  const setHead = (stream: StreamId, revision: number) => {
+    headOf(stream);
+    (heads.get(stream) as { current: number }).current = revision;
   };
   // Positions are rowids, and SQLite hands out max + 1: a record goes in before the rows it replaces are
   // deleted, so the largest position never goes back and a feed reader never sees a position twice.
@@ -45,6 +59,20 @@ export function createWrites(s: Statements, recordedAt: () => string): Writes {
     Number(s.insertRecord.run(stream, kind, revision, type, data, recordedAt()).lastInsertRowid);
 
   return {
+    reset() {
+      heads.clear();
+    },
+
+    beforeCommit() {
+      for (const [stream, { stored, current }] of heads) {
+        if (current === stored) continue;
+        if (stored === 0) s.insertHead.run(stream, current);
+        else if (current === 0) s.deleteHead.run(stream);
+        else s.updateHead.run(current, stream);
+      }
+      heads.clear();
+    },
+
     append(stream, rows, expected) {
       const firstId = (rows[0] as NewRow).eventId;
       if (firstId !== null) {
@@ -74,7 +102,7 @@ export function createWrites(s: Statements, recordedAt: () => string): Writes {
           throw error;
         }
       });
-      setHead(stream, head, end);
+      setHead(stream, end);
       return { revision: end, position };
     },
 
@@ -95,7 +123,7 @@ export function createWrites(s: Statements, recordedAt: () => string): Writes {
       const head = headOf(stream);
       if (head !== 0) throw new ConcurrencyError(stream, 'no_stream', head);
       const position = insertRecord(stream, Kind.snapshot, revision, SNAPSHOT_RECORD, snapshotJson);
-      setHead(stream, 0, revision);
+      setHead(stream, revision);
       return { revision, position };
     },
 
@@ -106,7 +134,7 @@ export function createWrites(s: Statements, recordedAt: () => string): Writes {
       const position = insertRecord(stream, Kind.deleted, head, DELETED_RECORD, 'null');
       s.deleteAllEvents.run(stream);
       s.deleteAllRecords.run(stream, position);
-      s.deleteHead.run(stream);
+      setHead(stream, 0);
       s.deleteOrphanBlobs.run(stream, stream);
       s.deleteBlobOwners.run(stream);
     },
