@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
+import { InvalidInputError } from '@sessionfold/core';
 import { appendTypes, expectConflict, expectInvalid, listStreams, observe, readFeed, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
 
 /** Listing streams, compacting, restoring and deleting them. */
@@ -30,6 +31,24 @@ export function describeStreamRules(ctx: SuiteContext): void {
       expect(await names(`${base}zz`)).toEqual([]);
       expect((await names('')).length).toBe(6);
     });
+
+    it.each(['../', '/', '.', '*', '%', '?', 'a/..'])(
+      'a prefix no stream id can start with (%j) lists nothing, or is refused as InvalidInputError',
+      async (prefix) => {
+        const { store } = await ctx.fresh();
+        await appendTypes(store, streamId('a'), ['E']);
+        const outcome = await listStreams(store, prefix).then(
+          (listed) => ({ listed }),
+          (error: unknown) => ({ error }),
+        );
+        if ('error' in outcome) {
+          expect(outcome.error).toBeInstanceOf(InvalidInputError);
+          expect((outcome.error as InvalidInputError).code).toBe('invalid_input');
+        } else {
+          expect(outcome.listed).toEqual([]);
+        }
+      },
+    );
 
     it('deleted streams are not listed; compacted and restored streams are', async () => {
       const { store } = await ctx.fresh();
