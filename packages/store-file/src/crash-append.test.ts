@@ -4,6 +4,8 @@ import { fileStore } from './index.js';
 import { ChildOutput, ChildPool, eventsOf, freshDir, random, randomStream, startChild } from './test-support.fixture.js';
 
 const KILLS = Number(process.env.SESSIONFOLD_CRASH_KILLS ?? 58);
+/** Kills per store directory: recovery is exercised again and again, while journals stay small enough to re-check in full each time. */
+const KILLS_PER_DIRECTORY = 10;
 
 interface Ack {
   stream: StreamId;
@@ -68,15 +70,20 @@ describe('SIGKILL while appending', () => {
     const seed = Number(process.env.SESSIONFOLD_CRASH_SEED ?? Math.floor(Math.random() * 2 ** 31));
     console.log(`crash-append seed ${seed} (SESSIONFOLD_CRASH_SEED to repeat)`);
     const rand = random(seed);
-    const dir = freshDir();
-    const streams = [randomStream('a'), randomStream('b')];
-    const pool = new ChildPool(() => new ChildOutput(startChild('appender', [dir, streams.join(','), '4'])), 3);
-    const acks: Ack[] = [];
+    const pool = new ChildPool(() => new ChildOutput(startChild('appender', [])), 3);
+    let dir = '';
+    let streams: StreamId[] = [];
+    let acks: Ack[] = [];
     let acked = 0;
     try {
       for (let kill = 0; kill < KILLS; kill++) {
+        if (kill % KILLS_PER_DIRECTORY === 0) {
+          dir = freshDir();
+          streams = [randomStream('a'), randomStream('b')];
+          acks = [];
+        }
         const current = pool.take();
-        current.child.stdin?.write('go\n');
+        current.child.stdin?.write(`go ${dir} ${streams.join(',')} 4\n`);
         const open = await current.waitFor((line) => line.startsWith('open ') || line.startsWith('ack '));
         const run = open.split(' ')[1] as string;
         await current.waitFor((line) => line.startsWith('ack '));

@@ -1,17 +1,15 @@
 // Appends batches in a loop to a few streams from several concurrent workers and prints each acknowledged
-// batch as `ack <stream> <worker> <batch> <size> <revision>`. Waits for `go` on stdin before opening the
-// store, so the next child can start up while the previous one still holds the lock.
+// batch as `ack <stream> <worker> <batch> <size> <revision>`. Waits for `go <directory> <streams> <workers>`
+// on stdin before opening the store, so the next child can load while the previous one holds the lock.
 import { createInterface } from 'node:readline';
 import { fileStore } from '@sessionfold/store-file';
 
-const [directory, streamList, workerCount] = process.argv.slice(2) as [string, string, string];
-const streams = streamList.split(',');
 const lines = createInterface({ input: process.stdin });
-await new Promise<void>((resolve) => lines.once('line', () => resolve()));
+const command = await new Promise<string>((resolve) => lines.once('line', resolve));
+const [, directory, streamList, workerCount] = command.split(' ') as [string, string, string, string];
+const streams = streamList.split(',');
 
 const store = await fileStore({ directory });
-const start = new Map<string, number>();
-for (const stream of streams) start.set(stream, (await store.read(stream)).revision);
 process.stdout.write(`open ${process.pid}\n`);
 
 const nonce = `${process.pid}`;
