@@ -1,0 +1,94 @@
+import fc from 'fast-check';
+import type { JsonObject, JsonValue, Phase } from '@sessionfold/core';
+import type { Call, CallRole, CommandRef, CommandTarget, SessionRef, VersionSkew } from './calls.js';
+
+/** How many random sequences a property tries: `SESSIONFOLD_PROPERTY_RUNS`, else `fallback`. */
+export function propertyRuns(fallback: number): number {
+  const raw = process.env.SESSIONFOLD_PROPERTY_RUNS;
+  const runs = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isSafeInteger(runs) || runs < 1) throw new Error(`SESSIONFOLD_PROPERTY_RUNS must be a positive integer, not ${JSON.stringify(raw)}`);
+  return runs;
+}
+
+/** `fc.assert` parameters: the run count, plus the seed and path of a failure to replay when given. */
+export function propertyParameters(fallbackRuns: number): fc.Parameters<unknown> {
+  const seed = process.env.SESSIONFOLD_PROPERTY_SEED;
+  const path = process.env.SESSIONFOLD_PROPERTY_PATH;
+  return {
+    numRuns: propertyRuns(fallbackRuns),
+    ...(seed ? { seed: Number(seed) } : {}),
+    ...(path ? { path, endOnFailure: true } : {}),
+  };
+}
+
+/**
+ * Constraints of `fc.commands`: a failure prints a `replayPath` next to the counterexample; with
+ * `SESSIONFOLD_PROPERTY_REPLAY_PATH` set to it (and the seed and path), the shrunk sequence replays exactly.
+ */
+export function commandsConstraints(maxCommands: number): fc.CommandsContraints {
+  const replayPath = process.env.SESSIONFOLD_PROPERTY_REPLAY_PATH;
+  return { maxCommands, size: 'max', ...(replayPath ? { replayPath } : {}) };
+}
+
+const started: fc.Arbitrary<SessionRef> = fc.constantFrom<SessionRef>(0, 1, 2);
+// Mostly sessions that can exist; now and then the one that never does.
+const session: fc.Arbitrary<SessionRef> = fc.oneof(
+  { arbitrary: fc.constant<SessionRef>(0), weight: 4 },
+  { arbitrary: fc.constant<SessionRef>(1), weight: 3 },
+  { arbitrary: fc.constant<SessionRef>(2), weight: 2 },
+  { arbitrary: fc.constant<SessionRef>(3), weight: 1 },
+);
+const command: fc.Arbitrary<CommandTarget> = fc.oneof({ arbitrary: fc.constant<CommandTarget>('head'), weight: 2 }, { arbitrary: fc.constantFrom<CommandRef>(0, 1, 2), weight: 1 });
+const skew: fc.Arbitrary<VersionSkew> = fc.oneof({ arbitrary: fc.constant<VersionSkew>(0), weight: 5 }, { arbitrary: fc.constantFrom<VersionSkew>(-1, 1), weight: 1 });
+const role: fc.Arbitrary<CallRole> = fc.constantFrom<CallRole>('user-message', 'assistant-message', 'system-error', 'tool-result');
+const phase: fc.Arbitrary<Phase | null> = fc.constantFrom<Phase | null>(null, 'active', 'ingress_pending', 'ingress_failed', 'complete');
+const small: fc.Arbitrary<JsonValue> = fc.oneof(fc.constantFrom<JsonValue>({}, { ok: true }, [1, 'two', null], 'é ☃'), fc.integer({ min: -3, max: 3 }));
+const text: fc.Arbitrary<string> = fc.constantFrom('hello', '', 'line one\nline two', 'é ☃ 😀', '{"kind":{"type":"box_created","content":{"text":"boxed"}}}');
+const controlState: fc.Arbitrary<JsonObject> = fc.record(
+  {
+    sessionType: fc.constantFrom('conversation', 'free-time'),
+    pendingTurn: fc.boolean(),
+    channel: fc.constantFrom('web', 'sms'),
+    notKept: fc.constant('dropped by the whitelist'),
+    commitReceipt: fc.constant(null),
+    sessionObjectId: fc.constantFrom('obj-A', 'obj-C'),
+  },
+  { requiredKeys: [] },
+);
+const objectId: fc.Arbitrary<string> = fc.constantFrom('obj-A', 'obj-B');
+
+/** Any call of a random sequence, weighted towards the calls that move a session along. */
+export const callArbitrary: fc.Arbitrary<Call> = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('start' as const), session: started, sessionType: fc.constantFrom('conversation' as const, 'free-time' as const), invalid: fc.oneof({ arbitrary: fc.constant(null), weight: 8 }, { arbitrary: fc.constantFrom('startedAt' as const, 'idempotencyId' as const), weight: 1 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('get' as const), session }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('list' as const), phase }) },
+  { weight: 1, arbitrary: fc.constant({ op: 'commandHeads' as const }) },
+  { weight: 5, arbitrary: fc.record({ op: fc.constant('enqueue' as const), session, command: fc.constantFrom<CommandRef>(0, 1, 2), kind: fc.constantFrom('message', 'tool'), payload: small }) },
+  { weight: 5, arbitrary: fc.record({ op: fc.constant('claimCommand' as const), session, command }) },
+  { weight: 5, arbitrary: fc.record({ op: fc.constant('completeCommand' as const), session, command, outcome: small }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('cancelCommand' as const), session, command }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('stop' as const), session: fc.constantFrom<SessionRef>(1, 2, 3) }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('checkpoint' as const), session, skew, state: controlState, userActivity: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('requestIngress' as const), session, skew, state: controlState }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('startIngress' as const), session, skew, provenanceId: fc.constantFrom('prov-1', 'prov-2') }) },
+  { weight: 4, arbitrary: fc.record({ op: fc.constant('failIngress' as const), session, skew, code: fc.constantFrom(null, 'timeout', 'input_too_large', 'input_too_large'), message: fc.constantFrom('model timed out', 'too big') }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('retryIngress' as const), session, skew, state: controlState }) },
+  { weight: 2, arbitrary: fc.constant({ op: 'releaseInterruptedIngress' as const }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('completeIngress' as const), session, skew }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('appendTranscript' as const), session, role, text }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('stageObject' as const),
+      session,
+      fileName: fc.constantFrom(null, 'notes.txt', 'bad"name;.bin', ''),
+      mediaType: fc.constantFrom('text/plain', 'image/png', 'not a type'),
+      bytes: fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 6 }),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('object' as const), session, pending: fc.integer({ min: 1, max: 6 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('complete' as const), session, skew, objectId: fc.oneof({ arbitrary: objectId, weight: 4 }, { arbitrary: fc.constant(null), weight: 1 }), nested: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('recordCompletion' as const), objectId, session: fc.option(session, { nil: null }) }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('compact' as const), stream: fc.oneof({ arbitrary: session, weight: 4 }, { arbitrary: fc.constant('catalog' as const), weight: 1 }) }) },
+  { weight: 1, arbitrary: fc.constant({ op: 'reopen' as const }) },
+);
