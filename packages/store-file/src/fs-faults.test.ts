@@ -130,6 +130,39 @@ describe('a full disk part-way through a record', () => {
   });
 });
 
+describe('a new journal', () => {
+  it('whose first write failed still has its directory entry fsynced by the next successful flush', async () => {
+    const dir = freshDir();
+    const stream = randomStream();
+    const { fs, state } = faultyFs(stream);
+    const directoryFds = new Set<number>();
+    let directorySyncs = 0;
+    const store = await fileStore({
+      directory: dir,
+      fs: {
+        ...fs,
+        open: async (path, flags, mode) => {
+          const fd = await (fs.open as NonNullable<typeof fs.open>)(path, flags, mode);
+          if (path === join(dir, 'streams')) directoryFds.add(fd);
+          return fd;
+        },
+        fsync: async (fd) => {
+          if (directoryFds.has(fd)) directorySyncs++;
+          return nodeFileSystem.fsync(fd);
+        },
+      },
+    });
+    fillDiskAfter(state, 0);
+    await expect(store.append(stream, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' })).rejects.toBeInstanceOf(StorageError);
+    const before = directorySyncs;
+    await store.append(stream, [{ type: 'A', data: 2 }], { expectedRevision: 'no_stream' });
+    expect(directorySyncs - before).toBe(1);
+    await store.append(stream, [{ type: 'A', data: 3 }], { expectedRevision: 1 });
+    expect(directorySyncs - before, 'only once').toBe(1);
+    await store.close();
+  });
+});
+
 describe('a failed fdatasync', () => {
   it('rejects the append and poisons the store until it is reopened', async () => {
     const dir = freshDir();

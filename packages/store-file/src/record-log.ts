@@ -64,6 +64,8 @@ export class RecordLog {
   #length: number;
   #exists: boolean;
   #dirty = false;
+  /** Created but its directory entry not yet fsynced. */
+  #unsyncedName = false;
   #chain: Promise<unknown> = Promise.resolve();
 
   constructor(fsl: FileSystem, path: string, length = 0, exists = false) {
@@ -89,6 +91,7 @@ export class RecordLog {
     } catch (cause) {
       throw new StorageError(`Could not open ${this.path}.`, { cause });
     }
+    if (creating) this.#unsyncedName = true;
     this.#exists = true;
     try {
       try {
@@ -104,7 +107,10 @@ export class RecordLog {
       }
       try {
         await this.#fs.fdatasync(fd);
-        if (creating) await syncDir(this.#fs, dirname(this.path));
+        if (this.#unsyncedName) {
+          await syncDir(this.#fs, dirname(this.path));
+          this.#unsyncedName = false;
+        }
       } catch (cause) {
         this.#dirty = true;
         throw new StorageError(`Could not sync ${this.path}; the store refuses writes until it is reopened.`, { cause, poisoned: true });

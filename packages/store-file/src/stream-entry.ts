@@ -67,6 +67,8 @@ export class StreamEntry {
   #fd: number | undefined;
   /** A failed write may have left bytes past `journal.length`; they are cut before the next write. */
   #dirty = false;
+  /** The journal was created and its directory entry is not yet known to be durable. */
+  #unsyncedName = false;
   #queue: PendingAppend[] = [];
   #flushing: Promise<void> | undefined;
   #exclusive: Promise<void> | undefined;
@@ -215,11 +217,10 @@ export class StreamEntry {
     }
     const text = lines.join('');
     const bytes = Buffer.from(text);
-    let created = false;
     try {
       try {
         this.#ctx.assertNotPoisoned();
-        created = await this.#openForWrite();
+        await this.#openForWrite();
         this.#ctx.touched(this);
         const fd = this.#fd as number;
         if (this.#dirty) {
@@ -234,7 +235,11 @@ export class StreamEntry {
       }
       try {
         await fs.fdatasync(this.#fd as number);
-        if (created) await syncDir(fs, layout.streams);
+        // A new journal's name must be durable too, or the fsynced bytes could vanish with it.
+        if (this.#unsyncedName) {
+          await syncDir(fs, layout.streams);
+          this.#unsyncedName = false;
+        }
       } catch (cause) {
         // After a failed fdatasync the kernel may have dropped the dirty pages: a later fsync that succeeds
         // would prove nothing, so nothing more is written until the store is reopened and the tail re-read.
@@ -255,13 +260,13 @@ export class StreamEntry {
     for (const pending of batch) pending.resolve({ ...pending.result });
   }
 
-  /** Opens (or creates, 0600) the journal for writing; true when it was created now. */
-  async #openForWrite(): Promise<boolean> {
-    if (this.#fd !== undefined) return false;
+  /** Opens (or creates, 0600) the journal for writing. */
+  async #openForWrite(): Promise<void> {
+    if (this.#fd !== undefined) return;
     const path = this.#ctx.layout.journal(this.name);
     if (this.journalExists) {
       this.#fd = await this.#ctx.fs.open(path, 'r+');
-      return false;
+      return;
     }
     try {
       this.#fd = await this.#ctx.fs.open(path, 'wx', 0o600);
@@ -271,8 +276,8 @@ export class StreamEntry {
       this.#fd = await this.#ctx.fs.open(path, 'wx', 0o600);
     }
     this.journalExists = true;
+    this.#unsyncedName = true;
     this.generation++;
-    return true;
   }
 
   /** Cuts a half-written record back off now; if that fails too, it is retried before the next write. */
