@@ -153,7 +153,8 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
       if (createHash('sha256').update(bytes).digest('hex') !== sha256) {
         throw new CorruptionError(path, undefined, `table blobs: the bytes of blob ${sha256} do not match their sha256`);
       }
-      return Uint8Array.from(bytes);
+      // A copy the caller owns, as a plain Uint8Array (not the driver's Buffer).
+      return new Uint8Array(bytes);
     },
 
     async *blobs(stream) {
