@@ -40,6 +40,15 @@ export class BlobStore {
       }
       this.#owned.set(stream, { log: read.log, shas });
     }
+    if (!repair) return;
+    // A blob is written before its owner record: a crash in between leaves a blob nobody owns (and nobody was
+    // told about). Those are removed, so deleting every owner really frees every blob.
+    let removed = false;
+    for (const name of await listDir(this.#fs, this.#layout.blobs)) {
+      if (!/^[0-9a-f]{64}$/.test(name) || this.#owners.has(name)) continue;
+      removed = (await unlinkIfPresent(this.#fs, this.#layout.blob(name))) || removed;
+    }
+    if (removed) await syncDir(this.#fs, this.#layout.blobs);
   }
 
   /** Stores `bytes` for `stream` durably and returns their sha256. */

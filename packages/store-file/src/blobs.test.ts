@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -42,6 +43,17 @@ describe('blobs', () => {
     expect(await collect(store.blobs(b))).toEqual([shared]);
     await store.deleteStream(b, { expectedRevision: 1 });
     expect(await store.getBlob(shared)).toBeUndefined();
+    await store.close();
+  });
+
+  it('a blob written without its owner record (a crash between the two) is removed by the next writer', async () => {
+    const dir = freshDir();
+    await (await fileStore({ directory: dir })).close();
+    const bytes = new Uint8Array([7, 7, 7]);
+    const sha = createHash('sha256').update(bytes).digest('hex');
+    await writeFile(join(dir, 'blobs', sha), bytes);
+    const store = await fileStore({ directory: dir });
+    expect(await store.getBlob(sha)).toBeUndefined();
     await store.close();
   });
 });
