@@ -220,8 +220,9 @@ describe('random sequences of service calls', () => {
             if (!record) continue;
             expect(record.version).toBeGreaterThanOrEqual(lastVersion.get(name) ?? 1);
             lastVersion.set(name, record.version);
+            // The count itself may pass five (a new attempt can start from ingress_failed, as before); only
+            // what is kept is bounded.
             expect(record.ingressFailures.length).toBeLessThanOrEqual(RETAINED_INGRESS_FAILURES);
-            expect(record.ingressFailureCount).toBeLessThanOrEqual(RETAINED_INGRESS_FAILURES);
           }
           // A deleted stream may come back under the same start key as a new session at version 1.
           for (const name of lastVersion.keys()) if (!(await streamNames(store)).includes(name)) lastVersion.delete(name);
