@@ -70,6 +70,29 @@ describe('group commit', () => {
     await store.close();
   });
 
+  it('rolls back alone the rows of an append whose later event id is already in the stream, inside a shared transaction', async () => {
+    const path = freshPath();
+    const store = sqliteStore({ path, clock: tickingClock() });
+    const stream = randomStream();
+    const other = randomStream();
+    await store.append(stream, [{ type: 'Opened', data: null, eventId: 'known' }], { expectedRevision: 'no_stream' });
+    const settled = await Promise.allSettled([
+      store.append(other, [{ type: 'Opened', data: null }], { expectedRevision: 'no_stream' }),
+      store.append(stream, [{ type: 'Noted', data: 'new', eventId: 'fresh' }, { type: 'Noted', data: 'again', eventId: 'known' }], { expectedRevision: 1 }),
+      store.append(stream, [{ type: 'Noted', data: 'next' }], { expectedRevision: 1 }),
+    ]);
+    expect(settled.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((settled[1] as PromiseRejectedResult).reason).toMatchObject({ code: 'invalid_input', field: 'events[1].eventId' });
+    expect((settled[2] as PromiseFulfilledResult<unknown>).value).toMatchObject({ revision: 2 });
+    const raw = new Database(path, { readonly: true });
+    expect(raw.prepare('SELECT data FROM events WHERE stream = ? AND kind = 0 ORDER BY revision').pluck().all(stream)).toEqual(['null', '"next"']);
+    expect(raw.prepare('SELECT count(DISTINCT recorded_at) FROM events WHERE position > 1').pluck().get()).toBe(1);
+    raw.close();
+    // The id of the refused batch's first event was not kept: it can be appended now.
+    expect(await store.append(stream, [{ type: 'Noted', data: 'new', eventId: 'fresh' }], { expectedRevision: 2 })).toMatchObject({ revision: 3 });
+    await store.close();
+  });
+
   it('commits a lone append at once, in its own transaction', async () => {
     const path = freshPath();
     const store = sqliteStore({ path, clock: tickingClock() });
