@@ -24,6 +24,9 @@ function recorded(event: EmmettEvent): RecordedEvent {
   };
 }
 
+/** Attempts of one append that fails with SQLITE_BUSY before the error is passed on. */
+const BUSY_ATTEMPTS = 10;
+
 const unsupported = (what: string) => () => {
   throw new Error(`bench: the Emmett SQLite store has no ${what}`);
 };
@@ -31,19 +34,26 @@ const unsupported = (what: string) => () => {
 /**
  * Emmett's SQLite event store (`getSQLiteEventStore`, file `emmett.sqlite` in `dir`) seen through our port:
  * append, read and readAll only, which is what the peer comparison uses. readAll pages through
- * `readMessagesBatch`, the call Emmett's own consumers use.
+ * `readMessagesBatch`, the call Emmett's own consumers use. Appends that fail with SQLITE_BUSY are retried
+ * (counted in `counters.busyRetries`); the retries' time is part of the measured latency.
  */
-export function emmettSqliteStore(dir: string): EventStore {
+export function emmettSqliteStore(dir: string, counters: { busyRetries: number } = { busyRetries: 0 }): EventStore {
   const fileName = join(dir, 'emmett.sqlite');
   const store = getSQLiteEventStore({ fileName });
   return {
     async append(stream, events, options) {
-      const result = await store.appendToStream(
-        stream,
-        events.map((event) => ({ type: event.type, data: event.data as Record<string, unknown> })),
-        { expectedStreamVersion: expectedVersion(options.expectedRevision) },
-      );
-      return { revision: Number(result.nextExpectedStreamVersion), position: Number(result.lastEventGlobalPosition) };
+      const messages = events.map((event) => ({ type: event.type, data: event.data as Record<string, unknown> }));
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const result = await store.appendToStream(stream, messages, { expectedStreamVersion: expectedVersion(options.expectedRevision) });
+          return { revision: Number(result.nextExpectedStreamVersion), position: Number(result.lastEventGlobalPosition) };
+        } catch (error) {
+          // Each append opens a fresh connection whose WAL pragma is not awaited; under a slow disk its COMMIT
+          // can meet that statement and fail with SQLITE_BUSY after rolling back, so retrying is safe.
+          if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || attempt >= BUSY_ATTEMPTS) throw error;
+          counters.busyRetries++;
+        }
+      }
     },
     async read(stream) {
       const result = await store.readStream(stream);

@@ -12,6 +12,9 @@ async function main(): Promise<void> {
     return;
   }
   const began = performance.now();
+  // stdout carries only the report: anything a store prints while it runs goes to stderr.
+  const log = console.log;
+  console.log = (...args: unknown[]) => console.error(...args);
   const report = await runBench({
     mode: options.mode,
     volumes: options.volumes,
@@ -21,6 +24,8 @@ async function main(): Promise<void> {
     onRow: (row) => {
       process.stderr.write(`  [${((performance.now() - began) / 1000).toFixed(1)} s] ${cells(row).filter(Boolean).join('  ')}\n`);
     },
+  }).finally(() => {
+    console.log = log;
   });
   console.log(formatReport(report));
   if (options.json) {

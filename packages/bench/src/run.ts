@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, platform, release, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -90,6 +91,13 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
   const subjects = await loadSubjects(options.stores ?? [], options.subjects);
   const scenarios = (options.registry ?? SCENARIOS).filter((s) => !options.scenarios?.length || options.scenarios.includes(s.id));
   const rows: Row[] = [];
+  // An interrupted run still removes its data.
+  const onSignal = (signal: NodeJS.Signals) => {
+    rmSync(root, { recursive: true, force: true });
+    process.kill(process.pid, signal);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   try {
     for (const scenario of scenarios) {
       for (const { name, subject, unavailable } of subjects) {
@@ -106,10 +114,11 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
           for (let attempt = 0; attempt < 2; attempt++) {
             try {
               const result = await scenario.run(context, subject);
-              const note = attempt === 0 ? undefined : `retried once after: ${reason(firstError)}`;
+              const note = [attempt === 0 ? undefined : `retried once after: ${reason(firstError)}`, subject.takeNote?.()].filter(Boolean).join('; ');
               measured = (Array.isArray(result) ? result : [result]).map((m) => toRow(base, limit, note ? { ...m, note: m.note ? `${m.note}; ${note}` : note } : m));
               break;
             } catch (error) {
+              subject.takeNote?.();
               if (attempt === 0) firstError = error;
               else measured = [{ ...base, status: 'error', limit, note: `error: ${reason(error)}` }];
             }
@@ -122,6 +131,8 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
       }
     }
   } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     await rm(root, { recursive: true, force: true });
   }
   return {

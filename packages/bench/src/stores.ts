@@ -13,6 +13,8 @@ export interface StoreSubject {
   readonly lacks: Partial<Record<Capability, string>>;
   /** Opens (or, when it can `reopen`, reopens) the store kept in `dir`. */
   open(dir: string): Promise<EventStore>;
+  /** Something the table should say about the last scenario (e.g. retries), cleared by reading it. */
+  takeNote?(): string | undefined;
 }
 
 /** One entry of the store list: loads the store, or says why it cannot (e.g. its package is not built yet). */
@@ -24,14 +26,16 @@ export interface SubjectEntry {
 /** The slice of a store package the bench uses: one factory taking options, sync or async. */
 type Factory = (options: Record<string, unknown>) => EventStore | Promise<EventStore>;
 
-/** Finds `exportName` in `specifier`, or explains why it is not there. */
+/** Finds `exportName` in `specifier`, or explains why it is not there (not built yet, or failing to load). */
 async function factory(specifier: string, exportName: string): Promise<Factory | { unavailable: string }> {
   try {
     const module = (await import(specifier)) as Record<string, unknown>;
     const found = module[exportName];
     return typeof found === 'function' ? (found as Factory) : { unavailable: 'n/a (not built)' };
-  } catch {
-    return { unavailable: 'n/a (not built)' };
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') return { unavailable: 'n/a (not built)' };
+    return { unavailable: `n/a (fails to load: ${error instanceof Error ? error.message.split('\n')[0] : String(error)})` };
   }
 }
 
@@ -70,6 +74,7 @@ export const SUBJECTS: readonly SubjectEntry[] = [
     async load() {
       try {
         const { emmettSqliteStore } = await import('./emmett-store.js');
+        const counters = { busyRetries: 0 };
         return {
           name: 'emmett-sqlite',
           raw: 'sqlite',
@@ -78,7 +83,12 @@ export const SUBJECTS: readonly SubjectEntry[] = [
             compact: 'no compaction',
             service: 'not a sessionfold store',
           },
-          open: async (dir) => emmettSqliteStore(dir),
+          open: async (dir) => emmettSqliteStore(dir, counters),
+          takeNote() {
+            const retries = counters.busyRetries;
+            counters.busyRetries = 0;
+            return retries === 0 ? undefined : `${retries} append(s) retried after SQLITE_BUSY`;
+          },
         };
       } catch {
         return { unavailable: 'n/a (not installed)' };

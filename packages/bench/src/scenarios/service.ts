@@ -99,8 +99,11 @@ export const coldOpen: Scenario = {
       family.coldOpen(await context.dir('raw-cold-open'), sessions, Math.max(1, perSession)),
     );
     const start = performance.now();
-    await withService(context, subject, dir, (driver) => driver.get(first));
-    const ms = performance.now() - start;
+    let ms = Number.NaN;
+    await withService(context, subject, dir, async (driver) => {
+      await driver.get(first);
+      ms = performance.now() - start;
+    });
     return {
       rate: perSecond(sessions, ms),
       latency: { count: 1, p50Ms: ms, p99Ms: ms },
