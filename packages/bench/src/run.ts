@@ -12,7 +12,7 @@ import type { Measurement, Scenario, ScenarioContext } from './scenario.js';
 import { SCENARIOS } from './scenarios/index.js';
 import { loadService } from './service-api.js';
 import { ratio } from './stats.js';
-import { loadSubjects, type SubjectEntry } from './stores.js';
+import { loadSubjects, type StoreSubject, type SubjectEntry } from './stores.js';
 import { checkTargets } from './targets.js';
 
 /** How to run the bench. */
@@ -66,6 +66,35 @@ function toRow(base: Pick<Row, 'scenario' | 'title' | 'store' | 'unit'>, limit: 
   };
 }
 
+/**
+ * The rows of one scenario on one store: n/a when the store lacks what the scenario needs, else the
+ * measurement; a failure is run once more (a peer may fail transiently under load, and the row says so).
+ */
+async function measureCell(
+  context: ScenarioContext,
+  scenario: Scenario,
+  subject: StoreSubject,
+  base: Pick<Row, 'scenario' | 'title' | 'store' | 'unit'>,
+  limit: string,
+  service: Promise<unknown>,
+): Promise<Row[]> {
+  const lacking = scenario.requires.find((capability) => subject.lacks[capability] !== undefined);
+  if (lacking) return [{ ...base, status: 'n/a', limit, note: `n/a (${subject.lacks[lacking]})` }];
+  if (scenario.requires.includes('service') && !(await service)) return [{ ...base, status: 'n/a', limit, note: 'n/a (service not built)' }];
+  let firstError: unknown;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const result = await scenario.run(context, subject);
+      const note = [attempt === 0 ? undefined : `retried once after: ${reason(firstError)}`, subject.takeNote?.()].filter(Boolean).join('; ');
+      return (Array.isArray(result) ? result : [result]).map((m) => toRow(base, limit, note ? { ...m, note: m.note ? `${m.note}; ${note}` : note } : m));
+    } catch (error) {
+      subject.takeNote?.();
+      if (attempt > 0) return [{ ...base, status: 'error', limit, note: `error: ${reason(error)}` }];
+      firstError = error;
+    }
+  }
+}
+
 /** The first line of an error's message, for a table cell. */
 function reason(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split('\n')[0]?.slice(0, 120) ?? 'unknown error';
@@ -103,27 +132,9 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
       for (const { name, subject, unavailable } of subjects) {
         const base = { scenario: scenario.id, title: scenario.title, store: name, unit: scenario.unit };
         const limit = subject ? (scenario.limitText ?? `${subject.raw}: ${raw.family(subject.raw).describe[scenario.rawOperation]}`) : '';
-        const lacking = subject && scenario.requires.find((capability) => subject.lacks[capability] !== undefined);
-        let measured: Row[] = [];
-        if (!subject) measured = [{ ...base, status: 'n/a', limit, note: unavailable ?? 'n/a' }];
-        else if (lacking) measured = [{ ...base, status: 'n/a', limit, note: `n/a (${subject.lacks[lacking]})` }];
-        else if (scenario.requires.includes('service') && !(await service)) measured = [{ ...base, status: 'n/a', limit, note: 'n/a (service not built)' }];
-        else {
-          // One retry: a peer may fail transiently under load; the row says so.
-          let firstError: unknown;
-          for (let attempt = 0; attempt < 2; attempt++) {
-            try {
-              const result = await scenario.run(context, subject);
-              const note = [attempt === 0 ? undefined : `retried once after: ${reason(firstError)}`, subject.takeNote?.()].filter(Boolean).join('; ');
-              measured = (Array.isArray(result) ? result : [result]).map((m) => toRow(base, limit, note ? { ...m, note: m.note ? `${m.note}; ${note}` : note } : m));
-              break;
-            } catch (error) {
-              subject.takeNote?.();
-              if (attempt === 0) firstError = error;
-              else measured = [{ ...base, status: 'error', limit, note: `error: ${reason(error)}` }];
-            }
-          }
-        }
+        const measured = subject
+          ? await measureCell(context, scenario, subject, base, limit, service)
+          : [{ ...base, status: 'n/a' as const, limit, note: unavailable ?? 'n/a' }];
         for (const row of measured) {
           rows.push(row);
           options.onRow?.(row);
