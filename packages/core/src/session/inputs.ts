@@ -41,6 +41,7 @@ export const pendingIdSchema = z
   .transform((value) => Number(value.slice('pending:'.length)))
   .refine((value) => Number.isSafeInteger(value) && value > 0, { message: messages.objectIdForm });
 
+/** Input of `start`. */
 export const startSessionSchema = z.object({
   idempotencyId,
   startedAt,
@@ -51,30 +52,38 @@ export const startSessionSchema = z.object({
 export type StartSessionInput = z.input<typeof startSessionSchema>;
 export type StartSession = z.output<typeof startSessionSchema>;
 
+/** Input of `register`. */
 export const registerSessionSchema = z.object({ id: sessionIdSchema, startedAt, state: jsonObjectSchema });
 export type RegisterSessionInput = z.input<typeof registerSessionSchema>;
 export type RegisterSession = z.output<typeof registerSessionSchema>;
 
+/** Input of `enqueue`; `payload` defaults to `{}`. */
 export const newCommandSchema = z.object({ idempotencyId, kind: z.string(), payload: jsonValueSchema.default({}) });
 export type NewCommandInput = z.input<typeof newCommandSchema>;
 export type NewCommand = z.output<typeof newCommandSchema>;
 
+/** Input of `completeCommand`; `outcome` defaults to `{}`. */
 export const commandOutcomeSchema = z.object({ outcome: jsonValueSchema.default({}) });
 export type CommandOutcomeInput = z.input<typeof commandOutcomeSchema>;
 
+/** Input of `checkpoint`, `requestIngress` and `complete`. */
 export const checkpointSchema = z.object({ expectedVersion, state: jsonObjectSchema, userActivity: z.boolean().default(false) });
 export type CheckpointInput = z.input<typeof checkpointSchema>;
 export type Checkpoint = z.output<typeof checkpointSchema>;
 
+/** Input of `completeIngress`. */
 export const expectedVersionSchema = z.object({ expectedVersion });
 export type ExpectedVersionInput = z.input<typeof expectedVersionSchema>;
 
+/** Input of `retryIngress`. */
 export const retryIngressSchema = z.object({ expectedVersion, state: jsonObjectSchema });
 export type RetryIngressInput = z.input<typeof retryIngressSchema>;
 
+/** Input of `startIngress`. */
 export const startIngressSchema = z.object({ expectedVersion, provenanceId: z.string() });
 export type StartIngressInput = z.input<typeof startIngressSchema>;
 
+/** Input of `failIngress`. */
 export const ingressFailureSchema = z.object({
   expectedVersion,
   stage: z.string(),
@@ -87,6 +96,7 @@ export const ingressFailureSchema = z.object({
 export type IngressFailureInput = z.input<typeof ingressFailureSchema>;
 export type IngressFailure = z.output<typeof ingressFailureSchema>;
 
+/** Input of `recordCompletion`. */
 export const recordCompletionSchema = z.object({
   sessionObjectId: z.string(),
   commitReceipt: completionReceiptSchema.nullable().optional(),
@@ -97,6 +107,7 @@ export const recordCompletionSchema = z.object({
 export type RecordCompletionInput = z.input<typeof recordCompletionSchema>;
 export type RecordCompletion = z.output<typeof recordCompletionSchema>;
 
+/** Input of `stageObject`; the file name defaults to `uploaded-object`. */
 export const newObjectSchema = z.object({
   fileName: z.string().nullable().optional(),
   mediaType: z.string(),
@@ -104,9 +115,11 @@ export const newObjectSchema = z.object({
 });
 export type NewObjectInput = z.input<typeof newObjectSchema>;
 
+/** Input of `appendTranscript`. */
 export const appendTranscriptSchema = z.object({ role: z.enum(TRANSCRIPT_ROLES), text: z.string() });
 export type AppendTranscriptInput = z.input<typeof appendTranscriptSchema>;
 
+/** Options of `list`. */
 export const listOptionsSchema = z.object({ phase: phaseSchema.optional() }).default({});
 export type ListOptionsInput = z.input<typeof listOptionsSchema>;
 

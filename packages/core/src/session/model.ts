@@ -3,6 +3,7 @@ import { jsonObjectSchema, jsonValueSchema } from './json-schema.js';
 
 /** Where a session is in its life. Versions move with every lifecycle change of phase or state. */
 export const PHASES = ['active', 'ingress_pending', 'ingress_in_progress', 'ingress_failed', 'complete'] as const;
+/** Parses a phase name. */
 export const phaseSchema = z.enum(PHASES);
 export type Phase = z.infer<typeof phaseSchema>;
 
@@ -18,6 +19,7 @@ export const LOG_ROLES = [
   'object',
   'pending-object',
 ] as const;
+/** Parses a log role. */
 export const logRoleSchema = z.enum(LOG_ROLES);
 export type LogRole = z.infer<typeof logRoleSchema>;
 
