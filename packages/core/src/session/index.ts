@@ -9,3 +9,4 @@ export * from './reducer.js';
 export * from './decisions.js';
 export * from './view.js';
 export * from './service.js';
+export * from './replay.js';

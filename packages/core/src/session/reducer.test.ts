@@ -110,3 +110,19 @@ describe('sessionReducer', () => {
     expect(sessionReducer.fromSnapshot(sessionReducer.toSnapshot(state))).toEqual(state);
   });
 });
+
+describe('replaySession', () => {
+  it('rebuilds from the stream alone exactly the record the service returns', async () => {
+    const { replaySession } = await import('./replay.js');
+    const store = memoryStore();
+    const { history } = await openTestHistory({ store });
+    const record = await startConversation(history, 'replayed');
+    await history.appendTranscript(record.id, { role: 'user-message', text: 'hello' });
+    await history.enqueue(record.id, { idempotencyId: 'm', kind: 'message' });
+    const checkpointed = await history.checkpoint(record.id, { expectedVersion: 1, state: { sessionType: 'conversation', pendingTurn: true }, userActivity: true });
+
+    expect(await replaySession(store, record.id)).toEqual(checkpointed);
+    expect(await replaySession(store, '00000000-0000-4000-8000-000000000000')).toBeUndefined();
+    await expect(replaySession(store, 'nope')).rejects.toMatchObject({ code: 'invalid_request', message: 'invalid session ID' });
+  });
+});
