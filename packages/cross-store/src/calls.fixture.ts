@@ -42,8 +42,25 @@ const command: fc.Arbitrary<CommandTarget> = fc.oneof({ arbitrary: fc.constant<C
 const skew: fc.Arbitrary<VersionSkew> = fc.oneof({ arbitrary: fc.constant<VersionSkew>(0), weight: 5 }, { arbitrary: fc.constantFrom<VersionSkew>(-1, 1), weight: 1 });
 const role: fc.Arbitrary<CallRole> = fc.constantFrom<CallRole>('user-message', 'assistant-message', 'system-error', 'tool-result');
 const phase: fc.Arbitrary<Phase | null> = fc.constantFrom<Phase | null>(null, 'active', 'ingress_pending', 'ingress_failed', 'complete');
-const small: fc.Arbitrary<JsonValue> = fc.oneof(fc.constantFrom<JsonValue>({}, { ok: true }, [1, 'two', null], 'é ☃'), fc.integer({ min: -3, max: 3 }));
-const text: fc.Arbitrary<string> = fc.constantFrom('hello', '', 'line one\nline two', 'é ☃ 😀', '{"kind":{"type":"box_created","content":{"text":"boxed"}}}');
+// Values a store must hand back exactly as the others do: escapes, lone surrogates, NUL, extreme numbers, -0, `__proto__` as a key.
+const awkward: fc.Arbitrary<JsonValue> = fc.constantFrom<JsonValue>(
+  -0,
+  5e-324,
+  1e21,
+  12345678901234567890,
+  0.1 + 0.2,
+  'a\u0000b',
+  '\ud800 lone',
+  '\u2028\u2029',
+  JSON.parse('{"__proto__":{"x":1},"constructor":null}') as JsonValue,
+);
+const small: fc.Arbitrary<JsonValue> = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom<JsonValue>({}, { ok: true }, [1, 'two', null], 'é ☃') },
+  { weight: 1, arbitrary: fc.integer({ min: -3, max: 3 }) },
+  { weight: 1, arbitrary: awkward },
+  { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) as fc.Arbitrary<JsonValue> },
+);
+const text: fc.Arbitrary<string> = fc.constantFrom('hello', '', 'line one\nline two', 'é ☃ 😀', 'a\u0000b \ud800', '{"kind":{"type":"box_created","content":{"text":"boxed"}}}');
 const controlState: fc.Arbitrary<JsonObject> = fc.record(
   {
     sessionType: fc.constantFrom('conversation', 'free-time'),
@@ -83,7 +100,8 @@ export const callArbitrary: fc.Arbitrary<Call> = fc.oneof(
       session,
       fileName: fc.constantFrom(null, 'notes.txt', 'bad"name;.bin', ''),
       mediaType: fc.constantFrom('text/plain', 'image/png', 'not a type'),
-      bytes: fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 6 }),
+      // A few byte strings, so two sessions often share a blob.
+      bytes: fc.constantFrom<readonly number[]>([], [104, 105], [0, 255, 0]),
     }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('object' as const), session, pending: fc.integer({ min: 1, max: 6 }) }) },
@@ -92,3 +110,9 @@ export const callArbitrary: fc.Arbitrary<Call> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constant('compact' as const), stream: fc.oneof({ arbitrary: session, weight: 4 }, { arbitrary: fc.constant('catalog' as const), weight: 1 }) }) },
   { weight: 1, arbitrary: fc.constant({ op: 'reopen' as const }) },
 );
+
+/** Every run begins with these, so most random calls meet a live session (s2 is left to the random starts). */
+export const PREAMBLE: readonly Call[] = [
+  { op: 'start', session: 0, sessionType: 'conversation', invalid: null },
+  { op: 'start', session: 1, sessionType: 'free-time', invalid: null },
+];

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { describeCall, type Call } from './calls.js';
-import { callArbitrary, commandsConstraints, propertyParameters } from './calls.fixture.js';
+import { callArbitrary, commandsConstraints, propertyParameters, PREAMBLE } from './calls.fixture.js';
 import { SessionRunner, type Step } from './runner.js';
 import { STORE_KINDS } from './subjects.js';
 
@@ -38,6 +38,7 @@ class CallOnEveryStore implements fc.AsyncCommand<object, Stores> {
       }
     });
     expectSame(this.toString(), stores.runners, steps.map(comparable));
+    expectSame(`${this.toString()}: the changes it committed`, stores.runners, await Promise.all(stores.runners.map((runner) => runner.newChanges())));
   }
 
   toString(): string {
@@ -45,11 +46,6 @@ class CallOnEveryStore implements fc.AsyncCommand<object, Stores> {
   }
 }
 
-/** Every run begins with these, so most random calls meet a live session (s2 is left to the random starts). */
-const PREAMBLE: readonly Call[] = [
-  { op: 'start', session: 0, sessionType: 'conversation', invalid: null },
-  { op: 'start', session: 1, sessionType: 'free-time', invalid: null },
-];
 
 async function openStores(): Promise<Stores> {
   const runners: SessionRunner[] = [];

@@ -93,6 +93,8 @@ export class SessionRunner {
   #history: SessionHistory;
   readonly #clock: () => Date;
   readonly #ids: () => string;
+  /** The last change-feed position `newChanges` has handed out. */
+  #seen = 0;
 
   private constructor(subject: StoreSubject, store: EventStore, history: SessionHistory, clock: () => Date, ids: () => string) {
     this.subject = subject;
@@ -230,6 +232,19 @@ export class SessionRunner {
       if (cause !== '') step.cause = cause;
     });
     return step;
+  }
+
+  /**
+   * The changes committed since the previous call, read as a live consumer reads them (`readAll` from the
+   * position after the last one seen), positions and commit times dropped; and every stream with its revision.
+   */
+  async newChanges(): Promise<{ changes: FeedEntry[]; streams: { stream: string; revision: number }[] }> {
+    const records = await collect(this.#store.readAll({ fromPosition: this.#seen + 1 }));
+    for (const record of records) {
+      if (record.position <= this.#seen) throw new Error(`${this.subject.name}: readAll from ${this.#seen + 1} returned position ${record.position}`);
+      this.#seen = record.position;
+    }
+    return { changes: records.map(feedEntry), streams: await collect(this.#store.streams()) };
   }
 
   /** What the service answers now: `list()`, `commandHeads()` and `get()` of every session ref. */
