@@ -130,17 +130,21 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 );
 
 describe('random sequences of service calls', () => {
-  it('never store an event the reducer rejects nor break the record invariants', async () => {
+  it('never store an event the reducer rejects nor break the record invariants, with two services taking turns', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(op, { minLength: 5, maxLength: 30 }), async (ops) => {
-        const { history, store } = await openTestHistory();
+        // Two services on one store take turns, as two processes would.
+        const { history: first, store } = await openTestHistory();
+        const { history: second } = await openTestHistory({ store });
+        let history = first;
         const idOf = (index: number) => sessionIdForStart(`k${index}`);
         const versionOf = async (id: string) => (await history.get(id).catch(() => undefined))?.version ?? 0;
         const lastVersion = new Map<string, number>();
         const headsOf = async () => history.commandHeads();
 
         const starts: Op[] = [0, 1, 2].map((index) => ({ kind: 'start', s: index }));
-        for (const step of [...starts, ...ops]) {
+        for (const [index, step] of [...starts, ...ops].entries()) {
+          history = index % 2 === 0 ? first : second;
           try {
             switch (step.kind) {
               case 'start':
@@ -233,8 +237,10 @@ describe('random sequences of service calls', () => {
         }
 
         const { history: fresh } = await openTestHistory({ store });
-        expect(await fresh.list()).toEqual(await history.list());
-        expect(await fresh.commandHeads()).toEqual(await history.commandHeads());
+        for (const running of [first, second]) {
+          expect(await fresh.list()).toEqual(await running.list());
+          expect(await fresh.commandHeads()).toEqual(await running.commandHeads());
+        }
       }),
       { numRuns: 40 },
     );
