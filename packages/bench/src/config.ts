@@ -11,6 +11,8 @@ export interface Volumes {
   batchSize: number;
   /** Events in the one stream that is replayed. */
   replayEvents: number;
+  /** Reads of each read scenario, alternating with the raw read; the median counts. */
+  readRepeats: number;
   /** Events read back by `readAll`, spread over `readAllStreams` streams. */
   readAllEvents: number;
   readAllStreams: number;
@@ -36,6 +38,7 @@ export const QUICK: Volumes = {
   batchCalls: 30,
   batchSize: 100,
   replayEvents: 50_000,
+  readRepeats: 3,
   readAllEvents: 50_000,
   readAllStreams: 1_000,
   roundTrips: 100,
@@ -55,6 +58,7 @@ export const FULL: Volumes = {
   batchCalls: 300,
   batchSize: 100,
   replayEvents: 1_000_000,
+  readRepeats: 3,
   readAllEvents: 1_000_000,
   readAllStreams: 1_000,
   roundTrips: 1_000,
@@ -74,6 +78,7 @@ export const TINY: Volumes = {
   batchCalls: 2,
   batchSize: 10,
   replayEvents: 200,
+  readRepeats: 2,
   readAllEvents: 200,
   readAllStreams: 10,
   roundTrips: 3,

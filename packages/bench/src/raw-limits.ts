@@ -25,10 +25,10 @@ export interface RawFamily {
   appendBatches(dir: string, batchSize: number, writes: number): Promise<RawWriter>;
   /** A writer of `streams` streams: write `i` stores one event in every stream, all made durable together. */
   appendSpread(dir: string, streams: number, writes: number): Promise<RawWriter>;
-  /** Reads and folds one stream of `events` events. */
-  replay(dir: string, events: number): Promise<RawRead>;
-  /** Reads `events` events spread over `streams` streams. */
-  readAll(dir: string, events: number, streams: number): Promise<RawRead>;
+  /** Writes one stream of `events` events (untimed); the returned function reads and folds it, timed. */
+  replay(dir: string, events: number): Promise<() => Promise<RawRead>>;
+  /** Writes `events` events spread over `streams` streams (untimed); the returned function reads them all, timed. */
+  readAll(dir: string, events: number, streams: number): Promise<() => Promise<RawRead>>;
   /** Folds a stream of `events` events, stores the result durably and drops the events. */
   compact(dir: string, events: number): Promise<Timed>;
   /** Opens `sessions` streams of `eventsPerSession` events each and reads them all. */

@@ -88,36 +88,40 @@ export const rawFile: RawFamily = {
     };
   },
 
-  async replay(dir, events): Promise<RawRead> {
+  async replay(dir, events) {
     const path = join(dir, 'raw-replay.jsonl');
     writeJournal(path, events);
-    const rss = new RssTracker();
-    const record = emptyRecord();
-    const start = performance.now();
-    let n = 0;
-    const count = readJournal(path, (line) => {
-      foldData(record, line.data, line.revision);
-      if (++n % 4096 === 0) rss.sample();
-    });
-    const ms = performance.now() - start;
-    rss.sample();
-    return { events: count, ms, rssGrowthMb: rss.growthMb };
+    return async (): Promise<RawRead> => {
+      const rss = new RssTracker();
+      const record = emptyRecord();
+      const start = performance.now();
+      let n = 0;
+      const count = readJournal(path, (line) => {
+        foldData(record, line.data, line.revision);
+        if (++n % 4096 === 0) rss.sample();
+      });
+      const ms = performance.now() - start;
+      rss.sample();
+      return { events: count, ms, rssGrowthMb: rss.growthMb };
+    };
   },
 
-  async readAll(dir, events, streams): Promise<RawRead> {
+  async readAll(dir, events, streams) {
     const root = join(dir, 'raw-all');
     mkdirSync(root, { recursive: true });
     const per = Math.ceil(events / streams);
     for (let s = 0; s < streams; s++) writeJournal(join(root, `s${s}.jsonl`), per, s * per + 1);
-    const rss = new RssTracker();
-    const record = emptyRecord();
-    const start = performance.now();
-    let count = 0;
-    for (const name of readdirSync(root)) {
-      count += readJournal(join(root, name), (line) => foldData(record, line.data, line.revision));
-      rss.sample();
-    }
-    return { events: count, ms: performance.now() - start, rssGrowthMb: rss.growthMb };
+    return async (): Promise<RawRead> => {
+      const rss = new RssTracker();
+      const record = emptyRecord();
+      const start = performance.now();
+      let count = 0;
+      for (const name of readdirSync(root)) {
+        count += readJournal(join(root, name), (line) => foldData(record, line.data, line.revision));
+        rss.sample();
+      }
+      return { events: count, ms: performance.now() - start, rssGrowthMb: rss.growthMb };
+    };
   },
 
   async compact(dir, events): Promise<Timed> {

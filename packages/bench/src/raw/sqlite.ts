@@ -68,26 +68,28 @@ export const rawSqlite: RawFamily = {
     return { write: (r) => void round(r), close: async () => void db.close() };
   },
 
-  async replay(dir, events): Promise<RawRead> {
+  async replay(dir, events) {
     const path = join(dir, 'raw-replay.sqlite');
     const setup = openDb(path);
     fill(setup, 'raw', events);
     setup.close();
-    const rss = new RssTracker();
-    const start = performance.now();
-    const db = openDb(path);
-    const record = emptyRecord();
-    let n = 0;
-    for (const row of db.prepare('SELECT revision, data FROM events WHERE stream = ? ORDER BY revision').iterate('raw') as Iterable<{ revision: number; data: string }>) {
-      foldData(record, JSON.parse(row.data), row.revision);
-      if (++n % 4096 === 0) rss.sample();
-    }
-    const ms = performance.now() - start;
-    db.close();
-    return { events: n, ms, rssGrowthMb: rss.growthMb };
+    return async (): Promise<RawRead> => {
+      const rss = new RssTracker();
+      const start = performance.now();
+      const db = openDb(path);
+      const record = emptyRecord();
+      let n = 0;
+      for (const row of db.prepare('SELECT revision, data FROM events WHERE stream = ? ORDER BY revision').iterate('raw') as Iterable<{ revision: number; data: string }>) {
+        foldData(record, JSON.parse(row.data), row.revision);
+        if (++n % 4096 === 0) rss.sample();
+      }
+      const ms = performance.now() - start;
+      db.close();
+      return { events: n, ms, rssGrowthMb: rss.growthMb };
+    };
   },
 
-  async readAll(dir, events, streams): Promise<RawRead> {
+  async readAll(dir, events, streams) {
     const path = join(dir, 'raw-all.sqlite');
     const setup = openDb(path);
     const insert = inserter(setup);
@@ -96,18 +98,21 @@ export const rawSqlite: RawFamily = {
       for (let s = 0; s < streams; s++) insert(`s${s}`, 0, per);
     })();
     setup.close();
-    const rss = new RssTracker();
-    const start = performance.now();
-    const db = openDb(path);
-    const record = emptyRecord();
-    let n = 0;
-    for (const row of db.prepare('SELECT position, stream, revision, type, data, recorded_at FROM events ORDER BY position').iterate() as Iterable<{ revision: number; data: string }>) {
-      foldData(record, JSON.parse(row.data), row.revision);
-      if (++n % 4096 === 0) rss.sample();
-    }
-    const ms = performance.now() - start;
-    db.close();
-    return { events: n, ms, rssGrowthMb: rss.growthMb };
+    return async (): Promise<RawRead> => {
+      const rss = new RssTracker();
+      const start = performance.now();
+      const db = openDb(path);
+      const record = emptyRecord();
+      let n = 0;
+      const rows = db.prepare('SELECT position, stream, revision, type, data, recorded_at FROM events ORDER BY position').iterate();
+      for (const row of rows as Iterable<{ revision: number; data: string }>) {
+        foldData(record, JSON.parse(row.data), row.revision);
+        if (++n % 4096 === 0) rss.sample();
+      }
+      const ms = performance.now() - start;
+      db.close();
+      return { events: n, ms, rssGrowthMb: rss.growthMb };
+    };
   },
 
   async compact(dir, events): Promise<Timed> {

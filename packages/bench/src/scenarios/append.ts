@@ -5,12 +5,17 @@ import { fillStream, withStore, type Measurement, type Scenario, type ScenarioCo
 import { alternate, perSecond, summarize, timeInFlight, timeSequential, type Timed } from '../stats.js';
 import type { StoreSubject } from '../stores.js';
 
-/** Rounds that alternate raw writes and store appends, so both see the same background load. */
-const ROUNDS = 10;
+/**
+ * Rounds that alternate raw writes and store appends, so both see the same background load: many short
+ * rounds for sequential appends; fewer for appends in flight, whose pipeline fills and drains each round.
+ */
+const SEQUENTIAL_ROUNDS = 30;
+const IN_FLIGHT_ROUNDS = 10;
 
 /** How one append scenario drives its raw limit and its store. */
 interface PairedAppends {
   label: string;
+  rounds: number;
   /** Raw writes in the whole scenario, and events each one carries. */
   rawWrites: number;
   rawEventsPerWrite: number;
@@ -23,7 +28,7 @@ interface PairedAppends {
 
 /** Measures a store's appends and the matching raw writes in alternating rounds. */
 async function pairedAppends(context: ScenarioContext, subject: StoreSubject, spec: PairedAppends): Promise<Measurement> {
-  const rounds = Math.max(1, Math.min(ROUNDS, spec.rawWrites));
+  const rounds = Math.max(1, Math.min(spec.rounds, spec.rawWrites));
   const perRound = Math.ceil(spec.rawWrites / rounds);
   const writer = await spec.openRaw(context.raw.family(subject.raw), await context.dir(`raw-${spec.label}`));
   try {
@@ -56,6 +61,7 @@ export const appendSingle: Scenario = {
     const n = context.volumes.singleAppends;
     return pairedAppends(context, subject, {
       label: 'append-1',
+      rounds: SEQUENTIAL_ROUNDS,
       rawWrites: n,
       rawEventsPerWrite: 1,
       openRaw: (family, dir) => family.appendBatches(dir, 1, n),
@@ -83,6 +89,7 @@ export const appendBatch: Scenario = {
     const { batchCalls, batchSize } = context.volumes;
     return pairedAppends(context, subject, {
       label: 'append-100',
+      rounds: SEQUENTIAL_ROUNDS,
       rawWrites: batchCalls,
       rawEventsPerWrite: batchSize,
       openRaw: (family, dir) => family.appendBatches(dir, batchSize, batchCalls),
@@ -112,6 +119,7 @@ export const appendInFlightOneStream: Scenario = {
     const writes = Math.ceil(concurrentEvents / inFlight);
     return pairedAppends(context, subject, {
       label: 'append-64-one',
+      rounds: IN_FLIGHT_ROUNDS,
       rawWrites: writes,
       rawEventsPerWrite: inFlight,
       openRaw: (family, dir) => family.appendBatches(dir, inFlight, writes),
@@ -138,6 +146,7 @@ export const appendInFlightManyStreams: Scenario = {
     const writes = Math.ceil(concurrentEvents / inFlight);
     return pairedAppends(context, subject, {
       label: 'append-64-streams',
+      rounds: IN_FLIGHT_ROUNDS,
       rawWrites: writes,
       rawEventsPerWrite: inFlight,
       openRaw: (family, dir) => family.appendSpread(dir, inFlight, writes),

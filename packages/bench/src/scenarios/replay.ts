@@ -1,25 +1,66 @@
+import type { EventStore } from '@sessionfold/core';
+import type { RawFamily, RawRead } from '../raw-limits.js';
 import { measureRead, measureReadInChild, type ReadMode, type ReadResult } from '../read-measure.js';
-import { fillStream, withStore, type Scenario, type ScenarioContext } from '../scenario.js';
+import { fillStream, type Measurement, type Scenario, type ScenarioContext } from '../scenario.js';
 import { perSecond, timeInFlight } from '../stats.js';
 import type { StoreSubject } from '../stores.js';
 
-/** Writes with `fill`, then measures `mode` — in a child process when the store can be reopened and isolation is on. */
-async function fillThenRead(
-  context: ScenarioContext,
-  subject: StoreSubject,
-  label: string,
-  fill: Parameters<typeof withStore>[2],
-  mode: ReadMode,
-): Promise<ReadResult> {
-  const dir = await context.dir(label);
-  if (context.isolate && !subject.lacks.reopen) {
-    await withStore(subject, dir, fill);
-    return measureReadInChild(subject, dir, mode);
+/** How one read scenario fills its store and prepares its raw limit. */
+interface PairedReads {
+  label: string;
+  expected: number;
+  fill(store: EventStore): Promise<unknown>;
+  mode: ReadMode;
+  prepareRaw(family: RawFamily, dir: string): Promise<() => Promise<RawRead>>;
+}
+
+/** The median of a few numbers. */
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/**
+ * Fills the store once, then reads it `readRepeats` times, alternating with the raw read (raw first on even
+ * repeats): rates are the medians, RSS growth the largest seen. A store that can be reopened is read in a
+ * child process when isolation is on; otherwise it stays open and is read in this process.
+ */
+async function pairedReads(context: ScenarioContext, subject: StoreSubject, spec: PairedReads): Promise<Measurement> {
+  const rawRead = await spec.prepareRaw(context.raw.family(subject.raw), await context.dir(`raw-${spec.label}`));
+  const dir = await context.dir(spec.label);
+  const isolated = context.isolate && !subject.lacks.reopen;
+  const store = await subject.open(dir);
+  let open = true;
+  const raws: RawRead[] = [];
+  const reads: ReadResult[] = [];
+  try {
+    await spec.fill(store);
+    if (isolated) {
+      open = false;
+      await store.close();
+    }
+    const readStore = () => (isolated ? measureReadInChild(subject, dir, spec.mode) : measureRead(store, spec.mode));
+    for (let repeat = 0; repeat < Math.max(1, context.volumes.readRepeats); repeat++) {
+      if (repeat % 2 === 0) {
+        raws.push(await rawRead());
+        reads.push(await readStore());
+      } else {
+        reads.push(await readStore());
+        raws.push(await rawRead());
+      }
+    }
+  } finally {
+    if (open) await store.close();
   }
-  return withStore(subject, dir, async (store) => {
-    await fill(store);
-    return measureRead(store, mode);
-  });
+  const short = reads.find((read) => read.events !== spec.expected);
+  return {
+    rate: median(reads.map((read) => perSecond(read.events, read.ms))),
+    rawRate: median(raws.map((read) => perSecond(read.events, read.ms))),
+    rssGrowthMb: Math.max(...reads.map((read) => read.rssGrowthMb)),
+    rawRssGrowthMb: Math.max(...raws.map((read) => read.rssGrowthMb)),
+    ...(short ? { note: `read ${short.events} of ${spec.expected} events` } : {}),
+  };
 }
 
 /** Replays one stream to a folded record. Raw: chunked journal read + sha256 + JSON.parse / stmt.iterate + JSON.parse. */
@@ -29,20 +70,15 @@ export const replayStream: Scenario = {
   unit: 'events/s',
   requires: [],
   rawOperation: 'replay',
-  async run(context, subject) {
+  run(context, subject) {
     const { replayEvents, fillBatch } = context.volumes;
-    const raw = await context.raw.measure(subject.raw, 'replay', async (family) => family.replay(await context.dir('raw-replay'), replayEvents));
-    const read = await fillThenRead(context, subject, 'replay', (store) => fillStream(store, 'replayed', replayEvents, fillBatch), {
-      kind: 'replay',
-      stream: 'replayed',
+    return pairedReads(context, subject, {
+      label: 'replay',
+      expected: replayEvents,
+      fill: (store) => fillStream(store, 'replayed', replayEvents, fillBatch),
+      mode: { kind: 'replay', stream: 'replayed' },
+      prepareRaw: (family, dir) => family.replay(dir, replayEvents),
     });
-    return {
-      rate: perSecond(read.events, read.ms),
-      rawRate: perSecond(raw.events, raw.ms),
-      rssGrowthMb: read.rssGrowthMb,
-      rawRssGrowthMb: raw.rssGrowthMb,
-      ...(read.events === replayEvents ? {} : { note: `read ${read.events} of ${replayEvents} events` }),
-    };
   },
 };
 
@@ -53,27 +89,19 @@ export const readAllStreams: Scenario = {
   unit: 'events/s',
   requires: ['readAll'],
   rawOperation: 'readAll',
-  async run(context, subject) {
+  run(context, subject) {
     const { readAllEvents, readAllStreams: streams, fillBatch } = context.volumes;
     const per = Math.ceil(readAllEvents / streams);
-    const raw = await context.raw.measure(subject.raw, 'read-all', async (family) => family.readAll(await context.dir('raw-read-all'), readAllEvents, streams));
-    const read = await fillThenRead(
-      context,
-      subject,
-      'read-all',
-      async (store) => {
-        // Setup: streams are filled 64 at a time where the store allows concurrent appends.
+    return pairedReads(context, subject, {
+      label: 'read-all',
+      expected: per * streams,
+      // Setup: streams are filled 64 at a time where the store allows concurrent appends.
+      fill: (store) => {
         const workers = subject.lacks.concurrentAppends ? 1 : Math.min(64, streams);
-        await timeInFlight(streams, workers, (_worker, _call, index) => fillStream(store, `all-${index}`, per, fillBatch));
+        return timeInFlight(streams, workers, (_worker, _call, index) => fillStream(store, `all-${index}`, per, fillBatch));
       },
-      { kind: 'readAll' },
-    );
-    return {
-      rate: perSecond(read.events, read.ms),
-      rawRate: perSecond(raw.events, raw.ms),
-      rssGrowthMb: read.rssGrowthMb,
-      rawRssGrowthMb: raw.rssGrowthMb,
-      ...(read.events === per * streams ? {} : { note: `read ${read.events} of ${per * streams} events` }),
-    };
+      mode: { kind: 'readAll' },
+      prepareRaw: (family, dir) => family.readAll(dir, per * streams, streams),
+    });
   },
 };
