@@ -35,7 +35,7 @@ import { scanJournal } from './journal-scan.js';
 import { Layout } from './layout.js';
 import { acquireLock, type WriterLock } from './lock.js';
 import { Positions } from './positions.js';
-import { readSnapshotFile, writeSnapshotFile } from './snapshot-file.js';
+import { readSnapshotFile, writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
 import { StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
 import { Tombstones } from './tombstones.js';
 
@@ -272,12 +272,7 @@ class FileStore implements EventStore {
       this.#assertWritable();
       const entry = this.#entries.get(stream);
       if (!entry || entry.revision === 0) throw new InvalidInputError('stream', `stream ${stream} does not exist`);
-      const stateJson = JSON.stringify(snapshot.state);
-      const kept: Snapshot = {
-        revision: snapshot.revision,
-        state: JSON.parse(stateJson) as JsonValue,
-        identity: { stream, schemaVersion: snapshot.identity.schemaVersion },
-      };
+      const kept = toWrite(stream, snapshot);
       await entry.exclusive(async () => {
         this.#assertNotPoisoned();
         if (entry.revision === 0) throw new InvalidInputError('stream', `stream ${stream} does not exist`);
@@ -302,7 +297,7 @@ class FileStore implements EventStore {
       validateSnapshot(stream, snapshot);
       this.#assertWritable();
       const entry = this.#entry(stream);
-      const kept: Snapshot = { revision: snapshot.revision, state: snapshot.state, identity: { stream, schemaVersion: snapshot.identity.schemaVersion } };
+      const kept = toWrite(stream, snapshot);
       return entry.exclusive(async () => {
         this.#assertNotPoisoned();
         if (entry.revision !== 0) throw new ConcurrencyError(stream, 'no_stream', entry.revision);
@@ -447,12 +442,12 @@ class FileStore implements EventStore {
   }
 
   /** Writes the snapshot (taking a new position for its `$snapshot` change), then runs `after` (the journal rewrite). */
-  async #writeSnapshot(entry: StreamEntry, snapshot: Snapshot, after: () => Promise<void>): Promise<ChangeMark> {
+  async #writeSnapshot(entry: StreamEntry, snapshot: Omit<SnapshotToWrite, 'position' | 'recordedAt'>, after: () => Promise<void>): Promise<ChangeMark> {
     const position = this.#positions.reserve(1);
     try {
       const mark: ChangeMark = { revision: snapshot.revision, position, recordedAt: this.#ctx.clock().toISOString() };
       try {
-        await writeSnapshotFile(this.#fs, this.#layout.snapshot(entry.name), { snapshot, position, recordedAt: mark.recordedAt });
+        await writeSnapshotFile(this.#fs, this.#layout.snapshot(entry.name), { ...snapshot, position, recordedAt: mark.recordedAt });
       } catch (cause) {
         if (!(cause instanceof AtomicWriteDirectorySyncError)) {
           throw new StorageError(`@sessionfold/store-file: could not write the snapshot of ${entry.name}.`, { cause });
@@ -560,6 +555,11 @@ class FileStore implements EventStore {
       }
     }
   }
+}
+
+/** Serializes a validated snapshot's state now, before any await. */
+function toWrite(stream: StreamId, snapshot: Snapshot): Omit<SnapshotToWrite, 'position' | 'recordedAt'> {
+  return { revision: snapshot.revision, identity: { stream, schemaVersion: snapshot.identity.schemaVersion }, stateJson: JSON.stringify(snapshot.state) };
 }
 
 function single(position: number, make: () => Promise<RecordedEvent | undefined>): FeedSource {

@@ -18,28 +18,34 @@ export interface StoredSnapshot {
 const ENVELOPE_KEYS = ['format', 'formatVersion', 'identity', 'revision', 'position', 'recordedAt', 'state'];
 const IDENTITY_KEYS = ['stream', 'schemaVersion'];
 
+/** A snapshot to write: the state is serialized once, when the caller hands it over, so later changes to the caller's object cannot leak in. */
+export interface SnapshotToWrite {
+  revision: number;
+  identity: { stream: StreamId; schemaVersion: number };
+  stateJson: string;
+  position: number;
+  recordedAt: string;
+}
+
 /**
  * The file's bytes: one framed line (`<sha256> <envelope JSON>\n`), so a flipped byte anywhere is caught
  * by the same checksum the journals use.
  */
-export function encodeSnapshot(stored: StoredSnapshot): string {
-  const { snapshot } = stored;
-  return frameLine(
-    JSON.stringify({
-      format: SNAPSHOT_FORMAT,
-      formatVersion: SNAPSHOT_FORMAT_VERSION,
-      identity: { stream: snapshot.identity.stream, schemaVersion: snapshot.identity.schemaVersion },
-      revision: snapshot.revision,
-      position: stored.position,
-      recordedAt: stored.recordedAt,
-      state: snapshot.state,
-    }),
-  );
+export function encodeSnapshot(snapshot: SnapshotToWrite): string {
+  const head = JSON.stringify({
+    format: SNAPSHOT_FORMAT,
+    formatVersion: SNAPSHOT_FORMAT_VERSION,
+    identity: { stream: snapshot.identity.stream, schemaVersion: snapshot.identity.schemaVersion },
+    revision: snapshot.revision,
+    position: snapshot.position,
+    recordedAt: snapshot.recordedAt,
+  });
+  return frameLine(`${head.slice(0, -1)},"state":${snapshot.stateJson}}`);
 }
 
 /** Replaces the snapshot file atomically (temp sibling, fsync, rename, fsync directory). */
-export async function writeSnapshotFile(fsl: FileSystem, path: string, stored: StoredSnapshot): Promise<void> {
-  await writeFileAtomic(path, encodeSnapshot(stored), { mode: 0o600, fs: atomicWriteFs(fsl) });
+export async function writeSnapshotFile(fsl: FileSystem, path: string, snapshot: SnapshotToWrite): Promise<void> {
+  await writeFileAtomic(path, encodeSnapshot(snapshot), { mode: 0o600, fs: atomicWriteFs(fsl) });
 }
 
 /**
