@@ -89,10 +89,12 @@ export const callArbitrary: fc.Arbitrary<Call> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constant('requestIngress' as const), session, skew, state: controlState }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('startIngress' as const), session, skew, provenanceId: fc.constantFrom('prov-1', 'prov-2') }) },
   { weight: 4, arbitrary: fc.record({ op: fc.constant('failIngress' as const), session, skew, code: fc.constantFrom(null, 'timeout', 'input_too_large', 'input_too_large'), message: fc.constantFrom('model timed out', 'too big') }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('failedAttempt' as const), session, code: fc.constantFrom(null, null, null, 'input_too_large') }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('retryIngress' as const), session, skew, state: controlState }) },
   { weight: 2, arbitrary: fc.constant({ op: 'releaseInterruptedIngress' as const }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('completeIngress' as const), session, skew }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('appendTranscript' as const), session, role, text }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('appendOversize' as const), session }) },
   {
     weight: 2,
     arbitrary: fc.record({

@@ -36,16 +36,23 @@ export type Call =
   | { op: 'requestIngress'; session: SessionRef; skew: VersionSkew; state: JsonObject }
   | { op: 'startIngress'; session: SessionRef; skew: VersionSkew; provenanceId: string }
   | { op: 'failIngress'; session: SessionRef; skew: VersionSkew; code: string | null; message: string }
+  /** `startIngress` then `failIngress`, both at the version current when each runs: one whole failed attempt. */
+  | { op: 'failedAttempt'; session: SessionRef; code: string | null }
   | { op: 'retryIngress'; session: SessionRef; skew: VersionSkew; state: JsonObject }
   | { op: 'releaseInterruptedIngress' }
   | { op: 'completeIngress'; session: SessionRef; skew: VersionSkew }
   | { op: 'appendTranscript'; session: SessionRef; role: CallRole; text: string }
+  /** `appendTranscript` with a text too large for one event. */
+  | { op: 'appendOversize'; session: SessionRef }
   | { op: 'stageObject'; session: SessionRef; fileName: string | null; mediaType: string; bytes: readonly number[] }
   | { op: 'object'; session: SessionRef; pending: number }
   | { op: 'complete'; session: SessionRef; skew: VersionSkew; objectId: string | null; nested: boolean }
   | { op: 'recordCompletion'; objectId: string; session: SessionRef | null }
   | { op: 'compact'; stream: SessionRef | 'catalog' }
   | { op: 'reopen' };
+
+/** Length of the text of `appendOversize`: one character more than a store takes in one event (1 MiB). */
+export const OVERSIZE_TEXT_LENGTH = 1024 * 1024 + 1;
 
 /** The start idempotency key of session `ref`. */
 export function startKey(ref: SessionRef): string {
@@ -93,6 +100,10 @@ export function describeCall(call: Call): string {
       return `startIngress(${s(call.session)}, ${skewText(call.skew)}, ${json(call.provenanceId)})`;
     case 'failIngress':
       return `failIngress(${s(call.session)}, ${skewText(call.skew)}, code ${json(call.code)}, ${json(call.message)})`;
+    case 'failedAttempt':
+      return `failedAttempt(${s(call.session)}, code ${json(call.code)})`;
+    case 'appendOversize':
+      return `appendTranscript(${s(call.session)}, user-message, ${OVERSIZE_TEXT_LENGTH} × "x")`;
     case 'completeIngress':
       return `completeIngress(${s(call.session)}, ${skewText(call.skew)})`;
     case 'appendTranscript':

@@ -12,7 +12,7 @@ import {
   type JsonObject,
   type SessionHistory,
 } from '@sessionfold/core';
-import { commandKey, describeCall, startKey, type Call, type CommandRef, type CommandTarget, type SessionRef, type VersionSkew } from './calls.js';
+import { commandKey, describeCall, OVERSIZE_TEXT_LENGTH, startKey, type Call, type CommandRef, type CommandTarget, type SessionRef, type VersionSkew } from './calls.js';
 import { causeChain, feedEntry, observe, plain, type FeedEntry, type Outcome } from './observe.js';
 import type { StoreSubject } from './subjects.js';
 
@@ -200,6 +200,12 @@ export class SessionRunner {
             message: call.message,
             roundsUsed: 2,
           });
+        case 'failedAttempt': {
+          const id = sessionIdOf(call.session);
+          const started = await history.startIngress(id, { expectedVersion: await versioned(call.session, 0), provenanceId: 'prov-attempt' });
+          const failed = await history.failIngress(id, { expectedVersion: started.version, stage: 'ingest', code: call.code, message: 'attempt failed' });
+          return { started, failed };
+        }
         case 'retryIngress':
           return history.retryIngress(sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew), state: call.state });
         case 'releaseInterruptedIngress':
@@ -208,6 +214,8 @@ export class SessionRunner {
           return history.completeIngress(sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew) });
         case 'appendTranscript':
           return history.appendTranscript(sessionIdOf(call.session), { role: call.role, text: call.text });
+        case 'appendOversize':
+          return history.appendTranscript(sessionIdOf(call.session), { role: 'user-message', text: 'x'.repeat(OVERSIZE_TEXT_LENGTH) });
         case 'stageObject':
           return history.stageObject(sessionIdOf(call.session), { fileName: call.fileName, mediaType: call.mediaType, bytes: Uint8Array.from(call.bytes) });
         case 'object':
