@@ -31,7 +31,7 @@ import { mergeByPosition, type FeedSource } from './feed.js';
 import { errorCode, listDir, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
 import { compactJournal, locateRevision } from './journal-compact.js';
 import { journalEvents, startPoint } from './journal-events.js';
-import { scanJournal } from './journal-scan.js';
+import { scanJournal, type JournalInfo } from './journal-scan.js';
 import { Layout } from './layout.js';
 import { acquireLock, type WriterLock } from './lock.js';
 import { Positions } from './positions.js';
@@ -223,11 +223,18 @@ class FileStore implements EventStore {
       const after = snapshot ? snapshot.revision + 1 : from;
       if (after > revision || journal.firstPosition === 0) return { revision, ...(snapshot ? { snapshot } : {}), events: EMPTY };
       const path = this.#layout.journal(stream);
-      const fd = await this.#fs.open(path, 'r');
+      let fd: number;
+      try {
+        fd = await this.#fs.open(path, 'r');
+      } catch (cause) {
+        if (entry.generation !== generation) continue;
+        throw new StorageError(`@sessionfold/store-file: could not read ${path}${this.#readOnly ? '; if the writer removed it, reopen this read-only store' : ''}.`, { cause });
+      }
       if (entry.generation !== generation) {
         await this.#fs.close(fd);
         continue;
       }
+      await this.#assertSameJournal(fd, journal, path);
       const start = startPoint(journal, 'revision', after);
       const events = this.#readerEvents(fd, path, stream, start, end, { minRevision: after, minPosition: 1, maxPosition: Number.MAX_SAFE_INTEGER });
       return { revision, ...(snapshot ? { snapshot } : {}), events };
@@ -502,6 +509,7 @@ class FileStore implements EventStore {
               await this.#fs.close(fd);
               continue;
             }
+            await this.#assertSameJournal(fd, journal, path);
             const start = startPoint(journal, 'position', from);
             events = this.#readerEvents(fd, path, entry.name, start, journal.length, { minRevision: 1, minPosition: from, maxPosition: upTo });
             break;
@@ -514,6 +522,25 @@ class FileStore implements EventStore {
         await events?.return(undefined);
       },
     };
+  }
+
+  /**
+   * A read-only view knows journals as they were at its open; if the writer has since replaced one (compaction,
+   * delete), its offsets no longer apply, and the honest answer is to ask for a reopen.
+   */
+  async #assertSameJournal(fd: number, journal: JournalInfo, path: string): Promise<void> {
+    if (!this.#readOnly || journal.ino === 0) return;
+    let stats: { size: number; ino: number };
+    try {
+      stats = await this.#fs.fstat(fd);
+    } catch (cause) {
+      await this.#fs.close(fd).catch(() => undefined);
+      throw new StorageError(`@sessionfold/store-file: could not read ${path}.`, { cause });
+    }
+    if (stats.ino !== journal.ino || stats.size < journal.length) {
+      await this.#fs.close(fd).catch(() => undefined);
+      throw new StorageError(`@sessionfold/store-file: ${path} was replaced by the writer after this read-only store opened; reopen it.`);
+    }
   }
 
   #readerEvents(

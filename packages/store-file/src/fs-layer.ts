@@ -17,7 +17,8 @@ export interface FileSystem {
   fsync(fd: number): Promise<void>;
   ftruncate(fd: number, length: number): Promise<void>;
   fchmod(fd: number, mode: number): Promise<void>;
-  fstat(fd: number): Promise<{ size: number }>;
+  /** Size, and the inode number that tells a replaced file from the one that was opened before. */
+  fstat(fd: number): Promise<{ size: number; ino: number }>;
   rename(from: string, to: string): Promise<void>;
   unlink(path: string): Promise<void>;
   link(existing: string, path: string): Promise<void>;

@@ -35,6 +35,8 @@ export interface JournalInfo {
   eventIds: Map<string, EventIdEntry>;
   /** Bytes cut (or, read-only, ignored) after the last complete batch. */
   tornBytes: number;
+  /** Inode of the file scanned: a read-only view refuses to read a journal replaced since (0: unknown). */
+  ino: number;
 }
 
 /** Where an event id was committed: the append's result and the event's own revision (for compaction). */
@@ -57,6 +59,7 @@ export function emptyJournal(snapshotRevision: number): JournalInfo {
     checkpoints: [],
     eventIds: new Map(),
     tornBytes: 0,
+    ino: 0,
   };
 }
 
@@ -82,8 +85,10 @@ export async function scanJournal(
   let info: JournalInfo;
   let size: number;
   try {
-    size = (await fsl.fstat(fd)).size;
+    const stats = await fsl.fstat(fd);
+    size = stats.size;
     info = await scanLines(new LineReader(fsl, fd, path, 0, size, 1), path, snapshotRevision);
+    info.ino = stats.ino;
   } finally {
     await fsl.close(fd);
   }

@@ -85,6 +85,24 @@ describe('read-only', () => {
     await expect(stat(dir)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
+  it('a read-only view whose journal the writer has since compacted asks to be reopened instead of misreading it', async () => {
+    const dir = freshDir();
+    const stream = randomStream();
+    const writer = await fileStore({ directory: dir });
+    await writer.append(stream, [1, 2, 3].map((n) => ({ type: 'N', data: n })), { expectedRevision: 'no_stream' });
+    const reader = await fileStore({ directory: dir, readOnly: true });
+    await writer.append(stream, [{ type: 'N', data: 4 }], { expectedRevision: 3 });
+    // Appends after the open are simply not part of the view.
+    expect((await collect((await reader.read(stream)).events)).map((e) => e.data)).toEqual([1, 2, 3]);
+    await writer.compact(stream, { revision: 2, state: null, identity: { stream, schemaVersion: 1 } });
+    await expect(reader.read(stream, { fromRevision: 3 })).rejects.toThrow(/reopen/);
+    await reader.close();
+    const reopened = await fileStore({ directory: dir, readOnly: true });
+    expect((await collect((await reopened.read(stream, { fromRevision: 3 })).events)).map((e) => e.data)).toEqual([3, 4]);
+    await reopened.close();
+    await writer.close();
+  });
+
   it('lock files left by a process killed while taking the lock are cleaned up by the next writer', async () => {
     const dir = freshDir();
     await (await fileStore({ directory: dir })).close();
