@@ -7,6 +7,7 @@ import { sessionEvent, type SessionEvent } from './events.js';
 import { sessionIdForStart, sessionStream } from './ids.js';
 import { LOG_ROLES, RETAINED_INGRESS_FAILURES, type SessionCommand } from './model.js';
 import { catalogReducer, sessionReducer } from './reducer.js';
+import type { SessionHistory } from './service.js';
 import { openTestHistory, streamNames } from './test-support.fixture.js';
 
 const SESSION = '9078bb6e-0931-4477-9ce9-b1430d0335a2';
@@ -129,6 +130,109 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constantFrom('complete' as const, 'recordCompletion' as const), s, object: fc.constantFrom('O1', 'O2') }),
 );
 
+const idOf = (index: number) => sessionIdForStart(`k${index}`);
+
+/** Runs one step on `history`; refusals are expected, but only as typed errors other than internal_error. */
+async function runStep(history: SessionHistory, step: Op): Promise<void> {
+  const versionOf = async (id: string) => (await history.get(id).catch(() => undefined))?.version ?? 0;
+  try {
+    switch (step.kind) {
+      case 'start':
+        await history.start({ idempotencyId: `k${step.s}`, startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' });
+        break;
+      case 'enqueue':
+        await history.enqueue(idOf(step.s), { idempotencyId: `m${step.key}`, kind: 'message' });
+        break;
+      case 'claimHead':
+      case 'completeHead': {
+        const head = (await history.commandHeads())[0];
+        if (!head) break;
+        if (step.kind === 'claimHead') await history.claimCommand(head.id);
+        else await history.completeCommand(head.id, { outcome: { ok: true } });
+        break;
+      }
+      case 'release':
+        await history.releaseInterruptedIngress();
+        break;
+      case 'checkpoint': {
+        const version = await versionOf(idOf(step.s));
+        await history.checkpoint(idOf(step.s), { expectedVersion: step.stale ? version - 1 : version, state: { pendingTurn: step.userActivity }, userActivity: step.userActivity });
+        break;
+      }
+      case 'requestIngress':
+        await history.requestIngress(idOf(step.s), { expectedVersion: await versionOf(idOf(step.s)), state: { sessionType: 'conversation' } });
+        break;
+      case 'startIngress':
+        await history.startIngress(idOf(step.s), { expectedVersion: await versionOf(idOf(step.s)), provenanceId: 'p' });
+        break;
+      case 'retryIngress':
+        await history.retryIngress(idOf(step.s), { expectedVersion: await versionOf(idOf(step.s)), state: {} });
+        break;
+      case 'completeIngress':
+        await history.completeIngress(idOf(step.s), { expectedVersion: await versionOf(idOf(step.s)) });
+        break;
+      case 'stop':
+        await history.stop(idOf(step.s));
+        break;
+      case 'stage':
+        await history.stageObject(idOf(step.s), { fileName: 'f.bin', mediaType: 'application/x', bytes: new Uint8Array([step.s]) });
+        break;
+      case 'failIngress':
+        await history.failIngress(idOf(step.s), { expectedVersion: await versionOf(idOf(step.s)), stage: 'loop', code: step.tooLarge ? 'input_too_large' : null, message: 'm' });
+        break;
+      case 'failedAttempt': {
+        const id = idOf(step.s);
+        await history.startIngress(id, { expectedVersion: await versionOf(id), provenanceId: 'p' });
+        await history.failIngress(id, { expectedVersion: await versionOf(id), stage: 'loop', code: step.tooLarge ? 'input_too_large' : null, message: 'm' });
+        break;
+      }
+      case 'transcript':
+        await history.appendTranscript(idOf(step.s), { role: step.role, text: 'hello' });
+        break;
+      case 'complete':
+        await history.complete(idOf(step.s), { expectedVersion: await versionOf(idOf(step.s)), state: { sessionObjectId: step.object } });
+        break;
+      case 'recordCompletion':
+        await history.recordCompletion({ sessionObjectId: step.object, sessionId: idOf(step.s) });
+        break;
+    }
+  } catch (error) {
+    expect(error).toBeInstanceOf(SessionHistoryError);
+    expect((error as SessionHistoryError).code).not.toBe('internal_error');
+  }
+}
+
+/** Checks every stream of the store against the invariants; `lastVersion` carries versions between checks. */
+async function checkInvariants(store: EventStore, history: SessionHistory, lastVersion: Map<string, number>): Promise<void> {
+  const names = await streamNames(store);
+  const expectedHeads: string[] = [];
+  for (const name of names) {
+    if (name === 'catalog') {
+      const catalog = await foldStream(store, name, catalogReducer);
+      expect(new Set(catalog.state.receipts.map((receipt) => receipt.sessionObjectId)).size).toBe(catalog.state.receipts.length);
+      continue;
+    }
+    const { state } = await foldStream(store, name, sessionReducer);
+    const open = state.commands.filter((command) => command.status !== 'complete').sort((a, b) => a.sequence - b.sequence);
+    if (open[0]) expectedHeads.push(open[0].id);
+    expect(new Set(state.commands.map((command) => command.idempotencyId)).size).toBe(state.commands.length);
+    const record = state.record;
+    if (!record) continue;
+    expect(record.version).toBeGreaterThanOrEqual(lastVersion.get(name) ?? 1);
+    lastVersion.set(name, record.version);
+    // The count itself may pass five (a new attempt can start from ingress_failed, as before); only
+    // what is kept is bounded.
+    expect(record.ingressFailures.length).toBeLessThanOrEqual(RETAINED_INGRESS_FAILURES);
+  }
+  // A deleted stream may come back under the same start key as a new session at version 1.
+  for (const name of lastVersion.keys()) if (!names.includes(name)) lastVersion.delete(name);
+  const heads: SessionCommand[] = await history.commandHeads();
+  expect(new Set(heads.map((head) => head.sessionId)).size).toBe(heads.length);
+  expect(heads.map((head) => head.id).sort()).toEqual(expectedHeads.sort());
+}
+
+const STARTS: Op[] = [0, 1, 2].map((index) => ({ kind: 'start', s: index }));
+
 describe('random sequences of service calls', () => {
   it('never store an event the reducer rejects nor break the record invariants, with two services taking turns', async () => {
     await fc.assert(
@@ -136,106 +240,12 @@ describe('random sequences of service calls', () => {
         // Two services on one store take turns, as two processes would.
         const { history: first, store } = await openTestHistory();
         const { history: second } = await openTestHistory({ store });
-        let history = first;
-        const idOf = (index: number) => sessionIdForStart(`k${index}`);
-        const versionOf = async (id: string) => (await history.get(id).catch(() => undefined))?.version ?? 0;
         const lastVersion = new Map<string, number>();
-        const headsOf = async () => history.commandHeads();
-
-        const starts: Op[] = [0, 1, 2].map((index) => ({ kind: 'start', s: index }));
-        for (const [index, step] of [...starts, ...ops].entries()) {
-          history = index % 2 === 0 ? first : second;
-          try {
-            switch (step.kind) {
-              case 'start':
-                await history.start({ idempotencyId: `k${step.s}`, startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' });
-                break;
-              case 'enqueue':
-                await history.enqueue(idOf(step.s), { idempotencyId: `m${step.key}`, kind: 'message' });
-                break;
-              case 'claimHead':
-              case 'completeHead': {
-                const head = (await headsOf())[0];
-                if (!head) break;
-                if (step.kind === 'claimHead') await history.claimCommand(head.id);
-                else await history.completeCommand(head.id, { outcome: { ok: true } });
-                break;
-              }
-              case 'release':
-                await history.releaseInterruptedIngress();
-                break;
-              case 'checkpoint': {
-                const version = await versionOf(idOf(step.s));
-                await history.checkpoint(idOf(step.s), { expectedVersion: step.stale ? version - 1 : version, state: { pendingTurn: step.userActivity }, userActivity: step.userActivity });
-                break;
-              }
-              case 'requestIngress':
-                await history.requestIngress(idOf(step.s), { expectedVersion: await versionOf(idOf(step.s)), state: { sessionType: 'conversation' } });
-                break;
-              case 'startIngress':
-                await history.startIngress(idOf(step.s), { expectedVersion: await versionOf(idOf(step.s)), provenanceId: 'p' });
-                break;
-              case 'retryIngress':
-                await history.retryIngress(idOf(step.s), { expectedVersion: await versionOf(idOf(step.s)), state: {} });
-                break;
-              case 'completeIngress':
-                await history.completeIngress(idOf(step.s), { expectedVersion: await versionOf(idOf(step.s)) });
-                break;
-              case 'stop':
-                await history.stop(idOf(step.s));
-                break;
-              case 'stage':
-                await history.stageObject(idOf(step.s), { fileName: 'f.bin', mediaType: 'application/x', bytes: new Uint8Array([step.s]) });
-                break;
-              case 'failIngress':
-                await history.failIngress(idOf(step.s), { expectedVersion: await versionOf(idOf(step.s)), stage: 'loop', code: step.tooLarge ? 'input_too_large' : null, message: 'm' });
-                break;
-              case 'failedAttempt': {
-                const id = idOf(step.s);
-                await history.startIngress(id, { expectedVersion: await versionOf(id), provenanceId: 'p' });
-                await history.failIngress(id, { expectedVersion: await versionOf(id), stage: 'loop', code: step.tooLarge ? 'input_too_large' : null, message: 'm' });
-                break;
-              }
-              case 'transcript':
-                await history.appendTranscript(idOf(step.s), { role: step.role, text: 'hello' });
-                break;
-              case 'complete':
-                await history.complete(idOf(step.s), { expectedVersion: await versionOf(idOf(step.s)), state: { sessionObjectId: step.object } });
-                break;
-              case 'recordCompletion':
-                await history.recordCompletion({ sessionObjectId: step.object, sessionId: idOf(step.s) });
-                break;
-            }
-          } catch (error) {
-            expect(error).toBeInstanceOf(SessionHistoryError);
-            expect((error as SessionHistoryError).code).not.toBe('internal_error');
-          }
-
-          const expectedHeads: string[] = [];
-          for (const name of await streamNames(store)) {
-            if (name === 'catalog') {
-              await foldStream(store, name, catalogReducer);
-              continue;
-            }
-            const { state } = await foldStream(store, name, sessionReducer);
-            const open = state.commands.filter((command) => command.status !== 'complete').sort((a, b) => a.sequence - b.sequence);
-            if (open[0]) expectedHeads.push(open[0].id);
-            const record = state.record;
-            if (!record) continue;
-            expect(record.version).toBeGreaterThanOrEqual(lastVersion.get(name) ?? 1);
-            lastVersion.set(name, record.version);
-            // The count itself may pass five (a new attempt can start from ingress_failed, as before); only
-            // what is kept is bounded.
-            expect(record.ingressFailures.length).toBeLessThanOrEqual(RETAINED_INGRESS_FAILURES);
-          }
-          // A deleted stream may come back under the same start key as a new session at version 1.
-          for (const name of lastVersion.keys()) if (!(await streamNames(store)).includes(name)) lastVersion.delete(name);
-
-          const heads: SessionCommand[] = await headsOf();
-          expect(new Set(heads.map((head) => head.sessionId)).size).toBe(heads.length);
-          expect(heads.map((head) => head.id).sort()).toEqual(expectedHeads.sort());
+        for (const [index, step] of [...STARTS, ...ops].entries()) {
+          const history = index % 2 === 0 ? first : second;
+          await runStep(history, step);
+          await checkInvariants(store, history, lastVersion);
         }
-
         const { history: fresh } = await openTestHistory({ store });
         for (const running of [first, second]) {
           expect(await fresh.list()).toEqual(await running.list());
@@ -245,5 +255,22 @@ describe('random sequences of service calls', () => {
       { numRuns: 40 },
     );
   });
-});
 
+  it('keep the invariants when two services run calls at the same time', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(op, op), { minLength: 3, maxLength: 15 }), async (pairs) => {
+        const { history: first, store } = await openTestHistory();
+        const { history: second } = await openTestHistory({ store });
+        const lastVersion = new Map<string, number>();
+        for (const step of STARTS) await runStep(first, step);
+        for (const [a, b] of pairs) {
+          await Promise.all([runStep(first, a), runStep(second, b)]);
+          await checkInvariants(store, first, lastVersion);
+        }
+        const { history: fresh } = await openTestHistory({ store });
+        expect(await fresh.list()).toEqual(await second.list());
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
