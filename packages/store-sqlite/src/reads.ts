@@ -21,7 +21,7 @@ export interface Reads {
  * translation), since a page may be fetched long after the call that began the read.
  */
 export function createReads(s: Statements, path: string, guard: <T>(work: () => T) => T): Reads {
-  const headOf = (stream: StreamId) => (s.headRevision.get(stream) as number | undefined) ?? 0;
+  const headOf = (stream: StreamId) => Number(s.headRevision.get(stream, stream));
   const streamPage = (stream: StreamId, from: number, to: number, maxPosition: number) =>
     collect<EventRow>(s.streamPage, [stream, from, to, maxPosition, PAGE_SIZE]);
 

@@ -34,10 +34,11 @@ const MIGRATIONS: readonly string[] = [
   CREATE UNIQUE INDEX events_by_event_id ON events (stream, event_id) WHERE event_id IS NOT NULL;
   CREATE INDEX events_records ON events (stream, kind) WHERE kind <> 0;
 
-  -- Existing streams (revision >= 1) and their current revision, the row an append checks and moves.
+  -- The names of the existing streams, for listing them in order. A stream's revision is not stored here:
+  -- it is the last revision in events (or its $snapshot record's, when compaction left no event), so an
+  -- append writes one row, and the two can never disagree.
   CREATE TABLE streams (
-    stream   TEXT    PRIMARY KEY,
-    revision INTEGER NOT NULL
+    stream TEXT PRIMARY KEY
   ) WITHOUT ROWID;
 
   -- Content-addressed bytes, kept while at least one stream owns them.

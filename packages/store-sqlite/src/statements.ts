@@ -10,14 +10,12 @@ export interface Statements {
   savepoint: SqliteStatement;
   release: SqliteStatement;
   rollbackToSavepoint: SqliteStatement;
-  /** (stream) → revision, plucked */
+  /** (stream, stream) → the stream's revision (0 when it does not exist), plucked */
   headRevision: SqliteStatement;
-  /** (stream, revision) */
-  insertHead: SqliteStatement;
-  /** (revision, stream) */
-  updateHead: SqliteStatement;
   /** (stream) */
-  deleteHead: SqliteStatement;
+  insertStream: SqliteStatement;
+  /** (stream) */
+  deleteStream: SqliteStatement;
   /** (stream, eventId) → { revision, position, batch_end } */
   findEventId: SqliteStatement;
   /** (stream, revision, type, data, eventId, batchEnd, recordedAt) */
@@ -58,6 +56,14 @@ export interface Statements {
   deleteBlobOwners: SqliteStatement;
 }
 
+/**
+ * A stream's revision: its last event's, else its $snapshot record's (compaction may have left no event),
+ * else 0. Both lookups are index seeks; `coalesce` stops at the first that finds something.
+ */
+const HEAD_OF = (first: string, second: string) =>
+  `coalesce((SELECT max(revision) FROM events WHERE stream = ${first} AND kind = ${Kind.event}),
+            (SELECT revision FROM events WHERE stream = ${second} AND kind = ${Kind.snapshot}), 0)`;
+
 /** The columns of `EventRow`, in its order. */
 const EVENT_COLUMNS = 'position, stream, revision, type, data, event_id, recorded_at';
 
@@ -71,10 +77,9 @@ export function prepareStatements(db: SqliteDatabase): Statements {
     savepoint: db.prepare('SAVEPOINT store_job'),
     release: db.prepare('RELEASE store_job'),
     rollbackToSavepoint: db.prepare('ROLLBACK TO store_job'),
-    headRevision: db.prepare('SELECT revision FROM streams WHERE stream = ?').pluck(),
-    insertHead: db.prepare('INSERT INTO streams (stream, revision) VALUES (?, ?)'),
-    updateHead: db.prepare('UPDATE streams SET revision = ? WHERE stream = ?'),
-    deleteHead: db.prepare('DELETE FROM streams WHERE stream = ?'),
+    headRevision: db.prepare(`SELECT ${HEAD_OF('?', '?')}`).pluck(),
+    insertStream: db.prepare('INSERT INTO streams (stream) VALUES (?)'),
+    deleteStream: db.prepare('DELETE FROM streams WHERE stream = ?'),
     findEventId: db.prepare('SELECT revision, position, batch_end FROM events WHERE stream = ? AND event_id = ?'),
     insertEvent: db.prepare(
       `INSERT INTO events (stream, kind, revision, type, data, event_id, batch_end, recorded_at) VALUES (?, ${Kind.event}, ?, ?, ?, ?, ?, ?)`,
@@ -91,8 +96,8 @@ export function prepareStatements(db: SqliteDatabase): Statements {
     ).raw(),
     feedPage: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE position >= ? AND position <= ? ORDER BY position LIMIT ?`).raw(),
     lastPosition: db.prepare('SELECT max(position) FROM events').pluck(),
-    streamsFrom: db.prepare('SELECT stream, revision FROM streams WHERE stream >= ? ORDER BY stream LIMIT ?'),
-    streamsAfter: db.prepare('SELECT stream, revision FROM streams WHERE stream > ? ORDER BY stream LIMIT ?'),
+    streamsFrom: db.prepare(`SELECT stream, ${HEAD_OF('s.stream', 's.stream')} AS revision FROM streams AS s WHERE stream >= ? ORDER BY stream LIMIT ?`),
+    streamsAfter: db.prepare(`SELECT stream, ${HEAD_OF('s.stream', 's.stream')} AS revision FROM streams AS s WHERE stream > ? ORDER BY stream LIMIT ?`),
     insertBlob: db.prepare('INSERT INTO blobs (sha256, bytes) VALUES (?, ?) ON CONFLICT (sha256) DO NOTHING'),
     insertBlobOwner: db.prepare('INSERT INTO blob_owners (stream, sha256) VALUES (?, ?) ON CONFLICT DO NOTHING'),
     blobBytes: db.prepare('SELECT bytes FROM blobs WHERE sha256 = ?').pluck(),

@@ -27,7 +27,7 @@ export interface NewRow {
 export interface Writes {
   /** Call when a write transaction begins or is rolled back: forgets the heads of the last transaction. */
   reset(): void;
-  /** Call just before COMMIT: stores the new heads of the streams this transaction moved. */
+  /** Call just before COMMIT: records which streams this transaction created or deleted. */
   beforeCommit(): void;
   append(stream: StreamId, rows: readonly NewRow[], expected: ExpectedRevision): AppendResult;
   compact(stream: StreamId, revision: number, snapshotJson: string): void;
@@ -38,14 +38,15 @@ export interface Writes {
 
 /** The writes over prepared statements `s`; `recordedAt` gives the commit time of the current transaction. */
 export function createWrites(s: Statements, recordedAt: () => string): Writes {
-  // The heads of the streams this transaction touched: the stored one and the current one. Appends that
-  // share a commit often hit one stream; its `streams` row is then read once and written once, at COMMIT.
-  // Only valid under the write lock of one transaction, hence `reset` at its start and on rollback.
+  // The revisions of the streams this transaction touched: as stored before it, and now. Appends that share
+  // a commit often hit one stream, whose revision is then looked up once; the names of streams created or
+  // deleted go to `streams` at COMMIT. Only valid under the write lock of one transaction, hence `reset`
+  // at its start and on rollback.
   const heads = new Map<StreamId, { stored: number; current: number }>();
   const headOf = (stream: StreamId) => {
     const known = heads.get(stream);
     if (known) return known.current;
-    const stored = (s.headRevision.get(stream) as number | undefined) ?? 0;
+    const stored = Number(s.headRevision.get(stream, stream));
     heads.set(stream, { stored, current: stored });
     return stored;
   };
@@ -65,10 +66,8 @@ export function createWrites(s: Statements, recordedAt: () => string): Writes {
 
     beforeCommit() {
       for (const [stream, { stored, current }] of heads) {
-        if (current === stored) continue;
-        if (stored === 0) s.insertHead.run(stream, current);
-        else if (current === 0) s.deleteHead.run(stream);
-        else s.updateHead.run(current, stream);
+        if (stored === 0 && current !== 0) s.insertStream.run(stream);
+        else if (stored !== 0 && current === 0) s.deleteStream.run(stream);
       }
       heads.clear();
     },
