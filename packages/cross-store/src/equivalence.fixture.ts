@@ -1,0 +1,85 @@
+import fc from 'fast-check';
+import { expect } from 'vitest';
+import { describeCall, type Call } from './calls.js';
+import { callArbitrary, commandsConstraints, PREAMBLE } from './calls.fixture.js';
+import { SessionRunner, type Step } from './runner.js';
+import type { StoreKind } from './subjects.js';
+
+/** The same service on several stores, each with its own data, clock and ids; the first is the reference. */
+interface Stores {
+  runners: SessionRunner[];
+}
+
+/** What must agree between stores for one call (the causes under an error are store-specific). */
+const comparable = (step: Step) => ({ call: step.call, expectedVersion: step.expectedVersion, commandId: step.commandId, outcome: step.outcome });
+
+/** Asserts every store's value equals the reference store's (the first), naming the store that differs. */
+export function expectSame<T>(what: string, runners: readonly SessionRunner[], values: readonly T[]): void {
+  const [reference, ...others] = values;
+  others.forEach((value, index) => {
+    expect(value, `${what}: ${runners[index + 1]?.subject.name} differs from ${runners[0]?.subject.name}`).toEqual(reference);
+  });
+}
+
+/** One call, run on every store: the answers, and the changes each store committed for it, must be identical. */
+class CallOnEveryStore implements fc.AsyncCommand<object, Stores> {
+  constructor(readonly call: Call) {}
+
+  check(): boolean {
+    return true;
+  }
+
+  async run(_model: object, stores: Stores): Promise<void> {
+    const steps = await Promise.all(stores.runners.map((runner) => runner.perform(this.call)));
+    steps.forEach((step, index) => {
+      const outcome = step.outcome;
+      // A storage failure or a foreign error is never an answer the service should give, on any store.
+      if ('error' in outcome && (outcome.error.code === 'internal_error' || outcome.error.code === null)) {
+        throw new Error(`${step.call} failed on ${stores.runners[index]?.subject.name}: ${outcome.error.name}: ${outcome.error.message} (${step.cause ?? 'no cause'})`);
+      }
+    });
+    expectSame(this.toString(), stores.runners, steps.map(comparable));
+    expectSame(`${this.toString()}: the changes it committed`, stores.runners, await Promise.all(stores.runners.map((runner) => runner.newChanges())));
+  }
+
+  toString(): string {
+    return describeCall(this.call);
+  }
+}
+
+async function openStores(kinds: readonly StoreKind[]): Promise<Stores> {
+  const runners: SessionRunner[] = [];
+  try {
+    for (const kind of kinds) runners.push(await SessionRunner.open(kind.subject()));
+  } catch (error) {
+    await Promise.all(runners.map((runner) => runner.dispose()));
+    throw error;
+  }
+  return { runners };
+}
+
+/**
+ * The equivalence property: after the preamble, a random sequence of calls runs on every store of `kinds`
+ * (fresh ones per run). Each call must answer identically everywhere and commit the same changes; at the
+ * end, after reopening, the service must answer as before and the stores must hold the same streams,
+ * folded states, blobs and change feed.
+ */
+export function equivalenceProperty(kinds: readonly StoreKind[], maxCommands = 40) {
+  return fc.asyncProperty(fc.commands([callArbitrary.map((call) => new CallOnEveryStore(call))], commandsConstraints(maxCommands)), async (commands) => {
+    const stores = await openStores(kinds);
+    const { runners } = stores;
+    try {
+      for (const call of PREAMBLE) await new CallOnEveryStore(call).run({}, stores);
+      await fc.asyncModelRun(() => ({ model: {}, real: stores }), commands);
+
+      const before = await Promise.all(runners.map((runner) => runner.serviceView()));
+      await Promise.all(runners.map((runner) => runner.reopen()));
+      const after = await Promise.all(runners.map((runner) => runner.serviceView()));
+      runners.forEach((runner, index) => expect(after[index], `${runner.subject.name}: the service answers differently after reopening`).toEqual(before[index]));
+      expectSame('list(), commandHeads() and get() after reopening', runners, after);
+      expectSame('streams, folded states, blobs and change feed', runners, await Promise.all(runners.map((runner) => runner.storeView())));
+    } finally {
+      await Promise.all(runners.map((runner) => runner.dispose()));
+    }
+  });
+}
