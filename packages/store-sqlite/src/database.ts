@@ -11,6 +11,7 @@ export interface SqliteStatement {
   run(...params: readonly unknown[]): SqliteRunResult;
   get(...params: readonly unknown[]): unknown;
   iterate(...params: readonly unknown[]): IterableIterator<unknown>;
+  all(...params: readonly unknown[]): unknown[];
   /** Makes `get`/`iterate` return the first column alone instead of a row object. */
   pluck(toggle?: boolean): this;
   /** Makes `get`/`iterate` return rows as arrays in column order, cheaper to build than objects. */

@@ -95,11 +95,12 @@ export function createReads(s: Statements, path: string, guard: <T>(work: () => 
   };
 }
 
-/** Runs a statement to completion into an array, so the connection is free again before anything is yielded. */
+/**
+ * Runs a statement to completion into an array (one call into the driver for the whole page), so the
+ * connection is free again before anything is handed out.
+ */
 function collect<T>(statement: SqliteStatement, params: readonly unknown[]): T[] {
-  const rows: T[] = [];
-  for (const row of statement.iterate(...params)) rows.push(row as T);
-  return rows;
+  return statement.all(...params) as T[];
 }
 
 function missing(path: string, stream: StreamId, revision: number): CorruptionError {
