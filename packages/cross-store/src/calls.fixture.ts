@@ -2,12 +2,17 @@ import fc from 'fast-check';
 import type { JsonObject, JsonValue, Phase } from '@sessionfold/core';
 import type { Call, CallRole, CommandRef, CommandTarget, SessionRef, VersionSkew } from './calls.js';
 
+/** The positive integer in environment variable `name`, else `fallback`. */
+function positiveInteger(name: string, fallback: number): number {
+  const raw = process.env[name];
+  const value = raw === undefined || raw === '' ? fallback : Number(raw);
+  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, not ${JSON.stringify(raw)}`);
+  return value;
+}
+
 /** How many random sequences a property tries: `SESSIONFOLD_PROPERTY_RUNS`, else `fallback`. */
 export function propertyRuns(fallback: number): number {
-  const raw = process.env.SESSIONFOLD_PROPERTY_RUNS;
-  const runs = raw === undefined || raw === '' ? fallback : Number(raw);
-  if (!Number.isSafeInteger(runs) || runs < 1) throw new Error(`SESSIONFOLD_PROPERTY_RUNS must be a positive integer, not ${JSON.stringify(raw)}`);
-  return runs;
+  return positiveInteger('SESSIONFOLD_PROPERTY_RUNS', fallback);
 }
 
 /** `fc.assert` parameters: the run count, plus the seed and path of a failure to replay when given. */
@@ -27,7 +32,7 @@ export function propertyParameters(fallbackRuns: number): fc.Parameters<unknown>
  */
 export function commandsConstraints(maxCommands: number): fc.CommandsContraints {
   const replayPath = process.env.SESSIONFOLD_PROPERTY_REPLAY_PATH;
-  return { maxCommands, size: 'max', ...(replayPath ? { replayPath } : {}) };
+  return { maxCommands: positiveInteger('SESSIONFOLD_PROPERTY_MAX_CALLS', maxCommands), size: 'max', ...(replayPath ? { replayPath } : {}) };
 }
 
 const started: fc.Arbitrary<SessionRef> = fc.constantFrom<SessionRef>(0, 1, 2);
@@ -77,6 +82,7 @@ const objectId: fc.Arbitrary<string> = fc.constantFrom('obj-A', 'obj-B');
 /** Any call of a random sequence, weighted towards the calls that move a session along. */
 export const callArbitrary: fc.Arbitrary<Call> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ op: fc.constant('start' as const), session: started, sessionType: fc.constantFrom('conversation' as const, 'free-time' as const), invalid: fc.oneof({ arbitrary: fc.constant(null), weight: 8 }, { arbitrary: fc.constantFrom('startedAt' as const, 'idempotencyId' as const), weight: 1 }) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('register' as const), session: fc.constantFrom<SessionRef>(2, 3), state: controlState }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('get' as const), session }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('list' as const), phase }) },
   { weight: 1, arbitrary: fc.constant({ op: 'commandHeads' as const }) },

@@ -2,7 +2,8 @@ import type { JsonObject, JsonValue, Phase } from '@sessionfold/core';
 
 /**
  * A session named by its index: 0–2 are started by `start` calls (start key `key-<n>`); 3 is never
- * started, so calls on it exercise the "not found" answers.
+ * started, only registered under the id its start key would give, so calls on it mostly exercise the
+ * "not found" answers.
  */
 export type SessionRef = 0 | 1 | 2 | 3;
 
@@ -24,6 +25,7 @@ export type CallRole = 'user-message' | 'assistant-message' | 'system-error' | '
  */
 export type Call =
   | { op: 'start'; session: SessionRef; sessionType: 'conversation' | 'free-time'; invalid: null | 'startedAt' | 'idempotencyId' }
+  | { op: 'register'; session: SessionRef; state: JsonObject }
   | { op: 'get'; session: SessionRef }
   | { op: 'list'; phase: Phase | null }
   | { op: 'commandHeads' }
@@ -74,6 +76,8 @@ export function describeCall(call: Call): string {
   switch (call.op) {
     case 'start':
       return `start(${s(call.session)}, ${call.sessionType}${call.invalid ? `, invalid ${call.invalid}` : ''})`;
+    case 'register':
+      return `register(${s(call.session)}, ${json(call.state)})`;
     case 'get':
       return `get(${s(call.session)})`;
     case 'list':

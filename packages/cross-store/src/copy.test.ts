@@ -44,7 +44,7 @@ describe('copying a store into another', () => {
           }
         }
       }),
-      propertyParameters(6),
+      propertyParameters(10),
     );
   });
 });

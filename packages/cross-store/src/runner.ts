@@ -166,6 +166,8 @@ export class SessionRunner {
             sessionType: call.sessionType,
             ...(call.sessionType === 'free-time' ? { durationMinutes: 30 } : {}),
           });
+        case 'register':
+          return history.register({ id: sessionIdOf(call.session), startedAt: STARTED_AT, state: call.state });
         case 'get':
           return history.get(sessionIdOf(call.session));
         case 'list':
