@@ -186,10 +186,11 @@ export class StreamEntry {
   }
 
   async #flushLoop(): Promise<void> {
-    // Let every append issued in the same tick join this flush.
-    await Promise.resolve();
     try {
       while (this.#queue.length > 0) {
+        // Yield once to the event loop before taking the batch: callers answered by the previous flush append
+        // again from their continuations, and those should ride this flush rather than straggle into the next.
+        await new Promise<void>((resolve) => setImmediate(resolve));
         const batch = this.#queue;
         this.#queue = [];
         await this.#flush(batch);
