@@ -61,8 +61,8 @@ describe('several processes on one file', () => {
   });
 
   it('claiming jobs by appending at the revision read completes every job exactly once, by its claimer, with nothing lost', async () => {
+    // The workers also race to create and migrate the file: none of them finds it there.
     const path = freshPath();
-    await sqliteStore({ path }).close();
     const queues = [randomStream('queue'), randomStream('queue')];
     const jobsPerWorker = 15;
     const total = WORKERS * jobsPerWorker;
