@@ -30,6 +30,11 @@ class CallOnEveryStore implements fc.AsyncCommand<object, Stores> {
   }
 
   async run(_model: object, stores: Stores): Promise<void> {
+    await this.runOn(stores);
+  }
+
+  /** Runs the call on every store, checks the answers agree, and resolves with the reference store's step. */
+  async runOn(stores: Stores): Promise<Step> {
     const steps = await Promise.all(stores.runners.map((runner) => runner.perform(this.call)));
     steps.forEach((step, index) => {
       const outcome = step.outcome;
@@ -40,6 +45,7 @@ class CallOnEveryStore implements fc.AsyncCommand<object, Stores> {
     });
     expectSame(this.toString(), stores.runners, steps.map(comparable));
     expectSame(`${this.toString()}: the changes it committed`, stores.runners, await Promise.all(stores.runners.map((runner) => runner.newChanges())));
+    return steps[0] as Step;
   }
 
   toString(): string {
@@ -58,6 +64,25 @@ async function openStores(kinds: readonly StoreKind[]): Promise<Stores> {
   return { runners };
 }
 
+/** Runs `body` on fresh stores of every kind, then checks what they hold at the end, and removes them. */
+async function onFreshStores(kinds: readonly StoreKind[], body: (stores: Stores) => Promise<void>): Promise<void> {
+  const stores = await openStores(kinds);
+  const { runners } = stores;
+  try {
+    for (const call of PREAMBLE) await new CallOnEveryStore(call).runOn(stores);
+    await body(stores);
+
+    const before = await Promise.all(runners.map((runner) => runner.serviceView()));
+    await Promise.all(runners.map((runner) => runner.reopen()));
+    const after = await Promise.all(runners.map((runner) => runner.serviceView()));
+    runners.forEach((runner, index) => expect(after[index], `${runner.subject.name}: the service answers differently after reopening`).toEqual(before[index]));
+    expectSame('list(), commandHeads() and get() after reopening', runners, after);
+    expectSame('streams, folded states, blobs and change feed', runners, await Promise.all(runners.map((runner) => runner.storeView())));
+  } finally {
+    await Promise.all(runners.map((runner) => runner.dispose()));
+  }
+}
+
 /**
  * The equivalence property: after the preamble, a random sequence of calls runs on every store of `kinds`
  * (fresh ones per run). Each call must answer identically everywhere and commit the same changes; at the
@@ -65,21 +90,16 @@ async function openStores(kinds: readonly StoreKind[]): Promise<Stores> {
  * folded states, blobs and change feed.
  */
 export function equivalenceProperty(kinds: readonly StoreKind[], maxCommands = 40) {
-  return fc.asyncProperty(fc.commands([callArbitrary.map((call) => new CallOnEveryStore(call))], commandsConstraints(maxCommands)), async (commands) => {
-    const stores = await openStores(kinds);
-    const { runners } = stores;
-    try {
-      for (const call of PREAMBLE) await new CallOnEveryStore(call).run({}, stores);
-      await fc.asyncModelRun(() => ({ model: {}, real: stores }), commands);
+  return fc.asyncProperty(fc.commands([callArbitrary.map((call) => new CallOnEveryStore(call))], commandsConstraints(maxCommands)), (commands) =>
+    onFreshStores(kinds, (stores) => fc.asyncModelRun(() => ({ model: {}, real: stores }), commands)),
+  );
+}
 
-      const before = await Promise.all(runners.map((runner) => runner.serviceView()));
-      await Promise.all(runners.map((runner) => runner.reopen()));
-      const after = await Promise.all(runners.map((runner) => runner.serviceView()));
-      runners.forEach((runner, index) => expect(after[index], `${runner.subject.name}: the service answers differently after reopening`).toEqual(before[index]));
-      expectSame('list(), commandHeads() and get() after reopening', runners, after);
-      expectSame('streams, folded states, blobs and change feed', runners, await Promise.all(runners.map((runner) => runner.storeView())));
-    } finally {
-      await Promise.all(runners.map((runner) => runner.dispose()));
-    }
+/** The same checks for one fixed script of calls (run after the preamble); resolves with the steps, as every store took them. */
+export async function checkScript(kinds: readonly StoreKind[], calls: readonly Call[]): Promise<Step[]> {
+  const steps: Step[] = [];
+  await onFreshStores(kinds, async (stores) => {
+    for (const call of calls) steps.push(await new CallOnEveryStore(call).runOn(stores));
   });
+  return steps;
 }
