@@ -488,7 +488,7 @@ class FileStore implements EventStore {
   }
 
   #journalSource(entry: StreamEntry, from: number, upTo: number): FeedSource {
-    let events: AsyncGenerator<RecordedEvent> | undefined;
+    let events: AsyncIterableIterator<RecordedEvent> | undefined;
     const path = this.#layout.journal(entry.name);
     return {
       key: from,
@@ -519,7 +519,7 @@ class FileStore implements EventStore {
         return step.done ? undefined : step.value;
       },
       close: async () => {
-        await events?.return(undefined);
+        await events?.return?.();
       },
     };
   }
@@ -550,7 +550,7 @@ class FileStore implements EventStore {
     start: { offset: number; line: number },
     end: number,
     window: { minRevision: number; minPosition: number; maxPosition: number },
-  ): AsyncGenerator<RecordedEvent> {
+  ): AsyncIterableIterator<RecordedEvent> {
     // A reader that is never iterated would keep its descriptor; close() releases those.
     let open = true;
     const closeFd = () => {

@@ -38,9 +38,10 @@ export interface EventWindow {
 
 /**
  * Streams the events of `fd` from `start` to byte `end` that fall in `window`, re-checking every line as it
- * goes (bytes can rot after open). Closes `fd` when done, abandoned or failed.
+ * goes (bytes can rot after open). A chunk's lines are decoded together and handed out one by one, which is
+ * much cheaper per event than an async generator. Closes `fd` when done, abandoned or failed.
  */
-export async function* journalEvents(
+export function journalEvents(
   fsl: FileSystem,
   fd: number,
   path: string,
@@ -49,14 +50,34 @@ export async function* journalEvents(
   end: number,
   window: EventWindow,
   onClose?: () => void,
-): AsyncGenerator<RecordedEvent> {
-  try {
-    const reader = new LineReader(fsl, fd, path, start.offset, end, start.line);
-    for (let lines = await reader.next(); lines; lines = await reader.next()) {
+): AsyncIterableIterator<RecordedEvent> {
+  const reader = new LineReader(fsl, fd, path, start.offset, end, start.line);
+  let ready: RecordedEvent[] = [];
+  let index = 0;
+  let finished = false;
+  const finish = async () => {
+    if (finished) return;
+    finished = true;
+    ready = [];
+    onClose?.();
+    await fsl.close(fd).catch(() => undefined);
+  };
+  const done: IteratorResult<RecordedEvent> = { value: undefined, done: true };
+
+  /** Decodes the next chunk into `ready`; false at the end of the window. */
+  const fill = async (): Promise<boolean> => {
+    for (;;) {
+      const lines = await reader.next();
+      if (!lines) return false;
+      ready = [];
+      index = 0;
       for (const line of lines) {
         const event = asEventLine(line.value);
         if (typeof event === 'string') throw new CorruptionError(path, line.no, event);
-        if (event.position > window.maxPosition) return;
+        if (event.position > window.maxPosition) {
+          reader.stop();
+          break;
+        }
         if (event.revision < window.minRevision || event.position < window.minPosition) continue;
         const recorded: RecordedEvent = {
           streamId: stream,
@@ -67,14 +88,32 @@ export async function* journalEvents(
           recordedAt: event.recordedAt,
         };
         if (event.eventId !== undefined) recorded.eventId = event.eventId;
-        yield recorded;
+        ready.push(recorded);
       }
+      if (ready.length > 0) return true;
     }
-  } catch (error) {
-    if (error instanceof SessionfoldError) throw error;
-    throw new StorageError(`@sessionfold/store-file: could not read ${path}.`, { cause: error });
-  } finally {
-    onClose?.();
-    await fsl.close(fd).catch(() => undefined);
-  }
+  };
+
+  return {
+    async next(): Promise<IteratorResult<RecordedEvent>> {
+      if (finished) return done;
+      if (index < ready.length) return { value: ready[index++] as RecordedEvent, done: false };
+      try {
+        if (await fill()) return { value: ready[index++] as RecordedEvent, done: false };
+      } catch (error) {
+        await finish();
+        if (error instanceof SessionfoldError) throw error;
+        throw new StorageError(`@sessionfold/store-file: could not read ${path}.`, { cause: error });
+      }
+      await finish();
+      return done;
+    },
+    async return(): Promise<IteratorResult<RecordedEvent>> {
+      await finish();
+      return done;
+    },
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+  };
 }

@@ -44,6 +44,12 @@ export class LineReader {
     this.#chunkBytes = chunkBytes;
   }
 
+  /** Ends the reading early: the next call returns undefined. */
+  stop(): void {
+    this.#end = this.#position;
+    this.#leftover = EMPTY;
+  }
+
   /** The next lines (at least one), or undefined when `end` is reached. */
   async next(): Promise<Line[] | undefined> {
     for (;;) {
