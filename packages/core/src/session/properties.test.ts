@@ -2,7 +2,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compactStream, foldStream } from '../kernel/fold.js';
 import { memoryStore, type EventStore } from '../kernel/index.js';
+import type { JsonValue } from '../kernel/json.js';
 import { SessionHistoryError } from './errors.js';
+import { findJsonProblem } from './json-schema.js';
 import { sessionEvent, type SessionEvent } from './events.js';
 import { sessionIdForStart, sessionStream } from './ids.js';
 import { LOG_ROLES, RETAINED_INGRESS_FAILURES, type SessionCommand } from './model.js';
@@ -17,6 +19,11 @@ const at = fc.constantFrom('2026-07-23T00:00:00.000Z', '2026-07-23T00:00:01.000Z
 const state = fc.dictionary(fc.constantFrom('sessionType', 'pendingTurn', 'channel'), fc.oneof(fc.boolean(), fc.string({ maxLength: 4 })), { maxKeys: 3 });
 const commandId = fc.constantFrom('c1', 'c2', 'c3');
 const nullableAt = fc.option(at, { nil: null });
+// JSON as stored: fast-check likes `__proto__` keys, which no well-formed event carries (inputs refuse them).
+const outcome = fc
+  .jsonValue({ maxDepth: 1 })
+  .map((value) => JSON.parse(JSON.stringify(value)) as JsonValue)
+  .filter((value) => findJsonProblem(value) === undefined);
 const receipt = fc.record({
   transactionId: fc.option(fc.string({ maxLength: 4 }), { nil: null }),
   sessionObjectId: fc.constantFrom('A', 'B'),
@@ -54,7 +61,7 @@ const anyEvent: fc.Arbitrary<SessionEvent> = fc.oneof(
     }),
   ),
   fc.record({ at, commandId }).map((data) => sessionEvent('CommandClaimed', data)),
-  fc.record({ at, commandId, outcome: fc.jsonValue({ maxDepth: 1 }) }).map((data) => sessionEvent('CommandCompleted', { ...data, outcome: JSON.parse(JSON.stringify(data.outcome)) })),
+  fc.record({ at, commandId, outcome: outcome }).map((data) => sessionEvent('CommandCompleted', data)),
   fc.record({ at, commandId }).map((data) => sessionEvent('CommandCancelRequested', data)),
   fc.record({ at, role: fc.constantFrom(...LOG_ROLES.filter((role) => role !== 'pending-object')), text: fc.string({ maxLength: 8 }) }).map((data) => sessionEvent('TranscriptAppended', data)),
   fc.record({ at, fileName: fc.string({ maxLength: 6 }), mediaType: fc.constantFrom('image/png', 'bad type'), size: fc.nat(9) }).map((data) =>
