@@ -95,4 +95,31 @@ describe('several processes on one file', () => {
     }
     await store.close();
   });
+
+  it('a feed reader following readAll while other processes write sees every change exactly once, in position order', async () => {
+    const path = freshPath();
+    await sqliteStore({ path }).close();
+    const streams = [randomStream('feed'), randomStream('feed'), randomStream('feed')];
+    const reader = sqliteStore({ path });
+    const seen: number[] = [];
+    let running = true;
+    const follow = (async () => {
+      let next = 1;
+      while (running) {
+        for await (const record of reader.readAll({ fromPosition: next })) {
+          seen.push(record.position);
+          next = record.position + 1;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+      for await (const record of reader.readAll({ fromPosition: next })) seen.push(record.position);
+    })();
+    await runWorkers('race', (worker) => [path, worker, streams.join(','), '40', randomStream('start')]);
+    running = false;
+    await follow;
+    const all = (await collect(reader.readAll())).map((record) => record.position);
+    expect(all.length).toBeGreaterThan(WORKERS * 10);
+    expect(seen).toEqual(all);
+    await reader.close();
+  });
 });
