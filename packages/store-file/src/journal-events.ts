@@ -64,34 +64,31 @@ export function journalEvents(
   };
   const done: IteratorResult<RecordedEvent> = { value: undefined, done: true };
 
+  const take = (value: unknown, no: number): void => {
+    const event = asEventLine(value);
+    if (typeof event === 'string') throw new CorruptionError(path, no, event);
+    if (event.position > window.maxPosition) return reader.stop();
+    if (event.revision < window.minRevision || event.position < window.minPosition) return;
+    const recorded: RecordedEvent = {
+      streamId: stream,
+      type: event.type,
+      data: event.data,
+      revision: event.revision,
+      position: event.position,
+      recordedAt: event.recordedAt,
+    };
+    if (event.eventId !== undefined) recorded.eventId = event.eventId;
+    ready.push(recorded);
+  };
+
   /** Decodes the next chunk into `ready`; false at the end of the window. */
   const fill = async (): Promise<boolean> => {
-    for (;;) {
-      const lines = await reader.next();
-      if (!lines) return false;
-      ready = [];
-      index = 0;
-      for (const line of lines) {
-        const event = asEventLine(line.value);
-        if (typeof event === 'string') throw new CorruptionError(path, line.no, event);
-        if (event.position > window.maxPosition) {
-          reader.stop();
-          break;
-        }
-        if (event.revision < window.minRevision || event.position < window.minPosition) continue;
-        const recorded: RecordedEvent = {
-          streamId: stream,
-          type: event.type,
-          data: event.data,
-          revision: event.revision,
-          position: event.position,
-          recordedAt: event.recordedAt,
-        };
-        if (event.eventId !== undefined) recorded.eventId = event.eventId;
-        ready.push(recorded);
-      }
-      if (ready.length > 0) return true;
+    ready = [];
+    index = 0;
+    while (ready.length === 0) {
+      if (!(await reader.visit(take))) return false;
     }
+    return true;
   };
 
   return {

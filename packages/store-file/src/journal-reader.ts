@@ -29,6 +29,7 @@ export class LineReader {
   #lineNo: number;
   #leftover: Buffer = EMPTY;
   #chunkBytes: number;
+  #stopped = false;
   /** Bytes after the last newline once `next()` has returned undefined. */
   tail: Buffer = EMPTY;
   /** File offset of `tail`. */
@@ -44,34 +45,48 @@ export class LineReader {
     this.#chunkBytes = chunkBytes;
   }
 
-  /** Ends the reading early: the next call returns undefined. */
+  /** Ends the reading early: the rest of the current chunk is skipped and the next call finds the end. */
   stop(): void {
+    this.#stopped = true;
     this.#end = this.#position;
-    this.#leftover = EMPTY;
   }
 
   /** The next lines (at least one), or undefined when `end` is reached. */
   async next(): Promise<Line[] | undefined> {
+    const lines: Line[] = [];
+    const more = await this.visit((value, no, offset, next) => {
+      lines.push({ no, offset, next, value });
+    });
+    return more ? lines : undefined;
+  }
+
+  /**
+   * Hands the next chunk's lines (at least one) to `visitor` without building a `Line` for each: the hot path
+   * of replays. Resolves false, with nothing visited, once `end` is reached; the visitor may call `stop()`.
+   */
+  async visit(visitor: (value: unknown, no: number, offset: number, next: number) => void): Promise<boolean> {
     for (;;) {
       if (this.#position >= this.#end) {
         this.tail = this.#leftover;
         this.tailOffset = this.#position - this.#leftover.length;
         this.#leftover = EMPTY;
-        return undefined;
+        return false;
       }
       const chunk = await this.#readChunk();
       const base = this.#position - this.#leftover.length - chunk.length;
       const data = this.#leftover.length === 0 ? chunk : Buffer.concat([this.#leftover, chunk]);
-      const lines: Line[] = [];
       let start = 0;
+      let visited = 0;
       for (let nl = data.indexOf(NEWLINE, start); nl !== -1; nl = data.indexOf(NEWLINE, start)) {
         const decoded = decodeLine(data, start, nl);
         if ('reason' in decoded) throw new CorruptionError(this.#file, this.#lineNo, decoded.reason);
-        lines.push({ no: this.#lineNo++, offset: base + start, next: base + nl + 1, value: decoded.value });
+        visitor(decoded.value, this.#lineNo++, base + start, base + nl + 1);
+        visited++;
         start = nl + 1;
+        if (this.#stopped) break;
       }
-      this.#leftover = start === data.length ? EMPTY : data.subarray(start);
-      if (lines.length > 0) return lines;
+      this.#leftover = start === data.length || this.#stopped ? EMPTY : data.subarray(start);
+      if (visited > 0) return true;
       // A line longer than a chunk: read bigger pieces until its newline turns up.
       this.#chunkBytes *= 2;
     }
