@@ -43,6 +43,11 @@ export class SessionProjection {
     return run;
   }
 
+  /** Resolves once the catch-ups already asked for have finished (whether they succeeded or not). */
+  idle(): Promise<void> {
+    return this.#queue;
+  }
+
   /** Session streams in name order with their projected state. */
   sessions(): [StreamId, ProjectedStream<SessionStreamState>][] {
     return [...this.#sessions].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));

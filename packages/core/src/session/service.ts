@@ -499,7 +499,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
 
     close: async () => {
       closed = true;
-      await projection.catchUp().catch(() => undefined);
+      await projection.idle();
     },
   };
 
