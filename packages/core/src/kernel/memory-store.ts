@@ -132,7 +132,15 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       open();
       validateFrom('fromPosition', readOptions.fromPosition);
       const from = readOptions.fromPosition ?? 1;
-      return iterate(feed.filter((record) => record.position >= from));
+      // The feed is in position order: find the start by bisection so a caught-up reader pays nothing.
+      let low = 0;
+      let high = feed.length;
+      while (low < high) {
+        const middle = (low + high) >>> 1;
+        if ((feed[middle] as RecordedEvent).position < from) low = middle + 1;
+        else high = middle;
+      }
+      return iterate(feed.slice(low));
     },
 
     async *streams(listOptions = {}) {
