@@ -58,7 +58,7 @@ export interface FileStoreOptions {
 
 const EMPTY: AsyncIterable<RecordedEvent> = { [Symbol.asyncIterator]: async function* () {} };
 /** Journals scanned at once when opening: enough to overlap reads with hashing, few enough descriptors. */
-const OPEN_CONCURRENCY = 8;
+const OPEN_CONCURRENCY = 32;
 /** Journal write descriptors kept open; the least recently flushed idle ones are closed beyond this. */
 const MAX_OPEN_JOURNALS = 256;
 

@@ -1,7 +1,7 @@
 import { StorageError, StoreLockedError } from '@sessionfold/core';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { errorCode, listDir, syncDir, unlinkIfPresent, writeAll, type FileSystem } from './fs-layer.js';
+import { errorCode, listDir, unlinkIfPresent, writeAll, type FileSystem } from './fs-layer.js';
 
 /** The exclusive writer lock of a store directory; `release` removes it only if it is still ours. */
 export interface WriterLock {
@@ -29,10 +29,10 @@ export async function acquireLock(fsl: FileSystem, directory: string): Promise<W
   try {
     for (let attempt = 0; attempt < 8; attempt++) {
       try {
+        // No directory fsync: a LOCK name lost in a crash was held by a process that is gone anyway.
         await fsl.link(temp, path);
-        await syncDir(fsl, directory);
         await removeDeadLockTemporaries(fsl, directory);
-        return { path, release: () => releaseLock(fsl, directory, path, token) };
+        return { path, release: () => releaseLock(fsl, path, token) };
       } catch (error) {
         if (errorCode(error) !== 'EEXIST') throw new StorageError(`Could not create ${path}.`, { cause: error });
       }
@@ -110,9 +110,9 @@ function isAlive(pid: number): boolean {
   }
 }
 
-async function releaseLock(fsl: FileSystem, directory: string, path: string, token: string): Promise<void> {
+async function releaseLock(fsl: FileSystem, path: string, token: string): Promise<void> {
   const holder = await readLock(fsl, path);
   if (typeof holder !== 'object' || holder.token !== token) return;
+  // An unlink lost in a crash leaves a lock naming a dead process: the next writer takes it over.
   await unlinkIfPresent(fsl, path);
-  await syncDir(fsl, directory).catch(() => undefined);
 }
