@@ -10,7 +10,8 @@ export function sqliteCode(error: unknown): string | undefined {
 /**
  * Translates a driver error into the port's typed errors, keeping it as `cause`, so no `SqliteError` reaches
  * a caller: damage is `CorruptionError` naming the file, a lock held past the timeout is a `StorageError`
- * that says so, and anything else from SQLite is a `StorageError`. Errors of our own pass unchanged.
+ * that says so, an I/O error is a poisoned `StorageError`, and anything else from SQLite is a
+ * `StorageError`. Errors of our own pass unchanged.
  */
 export function translateError(error: unknown, path: string, busyTimeoutMs: number): Error {
   if (error instanceof SessionfoldError) return error;
@@ -25,6 +26,13 @@ export function translateError(error: unknown, path: string, busyTimeoutMs: numb
       `@sessionfold/store-sqlite: ${path} stayed locked by another connection for more than ${busyTimeoutMs} ms (${code}); ` +
         'nothing was written, try again or raise busyTimeoutMs',
       { cause: error },
+    );
+  }
+  if (code.startsWith('SQLITE_IOERR')) {
+    // After a failed write or sync, what the OS kept of the file is unknown: no further write is trusted.
+    return new StorageError(
+      `@sessionfold/store-sqlite: ${path}: the disk failed a read or write (${code}: ${detail}); the store refuses writes until it is reopened`,
+      { cause: error, poisoned: true },
     );
   }
   if (code === 'SQLITE_FULL') {

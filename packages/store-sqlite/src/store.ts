@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import {
   CorruptionError,
   InvalidInputError,
+  StorageError,
   StoreClosedError,
   validateAppend,
   validateExpectedRevision,
@@ -28,13 +29,28 @@ import { createWrites, type NewRow } from './writes.js';
 export function sqliteStore(options: SqliteStoreOptions): EventStore {
   const config = readOptions(options);
   const { path } = config;
-  const translate = (error: unknown) => translateError(error, path, config.busyTimeoutMs);
+  // A poisoned error (a failed write or sync) makes the store refuse writes until it is reopened.
+  let poisonedBy: StorageError | undefined;
+  const translate = (error: unknown) => {
+    const translated = translateError(error, path, config.busyTimeoutMs);
+    if (translated instanceof StorageError && translated.poisoned) poisonedBy ??= translated;
+    return translated;
+  };
   const db = guarded(translate, () => openConnection(config));
   const s = guarded(translate, () => prepareStatements(db));
 
   let closed = false;
   const live = () => {
     if (closed) throw new StoreClosedError(`the SQLite store at ${path}`);
+  };
+  const writable = () => {
+    live();
+    if (poisonedBy) {
+      throw new StorageError(`@sessionfold/store-sqlite: ${path}: a write failed on disk earlier; reopen the store to write again`, {
+        cause: poisonedBy,
+        poisoned: true,
+      });
+    }
   };
   const guard = <T>(work: () => T): T => {
     live();
@@ -73,7 +89,7 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
       // Not an async function: an append in a hot loop saves a promise and two turns of the microtask queue.
       let rows: NewRow[];
       try {
-        live();
+        writable();
         const json = validateAppend(stream, events, appendOptions, config.maxEventBytes);
         rows = events.map((event, index): NewRow => ({ type: event.type, data: json[index] as string, eventId: event.eventId ?? null }));
       } catch (error) {
@@ -114,21 +130,21 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
     },
 
     async compact(stream, snapshot) {
-      live();
+      writable();
       validateSnapshot(stream, snapshot);
       const json = JSON.stringify(snapshot);
       return commits.submit(() => writes.compact(stream, snapshot.revision, json));
     },
 
     async restoreStream(stream, snapshot) {
-      live();
+      writable();
       validateSnapshot(stream, snapshot);
       const json = JSON.stringify(snapshot);
       return commits.submit(() => writes.restore(stream, snapshot.revision, json));
     },
 
     async deleteStream(stream, deleteOptions) {
-      live();
+      writable();
       validateStreamId(stream);
       validateExpectedRevision(deleteOptions?.expectedRevision);
       const expected = deleteOptions.expectedRevision;
@@ -136,7 +152,7 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
     },
 
     async putBlob(stream, bytes) {
-      live();
+      writable();
       validateStreamId(stream);
       if (!(bytes instanceof Uint8Array)) throw new InvalidInputError('bytes', 'expected a Uint8Array');
       const sha256 = createHash('sha256').update(bytes).digest('hex');
