@@ -44,7 +44,7 @@ describe('copying a store into another', () => {
           }
         }
       }),
-      propertyParameters(10),
+      propertyParameters(12),
     );
   });
 });
