@@ -292,7 +292,7 @@ describe('positions survive restart, compaction and deletion', () => {
   });
 });
 
-describe('truncate helper sanity', () => {
+describe('a journal torn before its first record', () => {
   it('an empty journal file (all of it torn) leaves the stream absent and appendable', async () => {
     const { dir, stream } = await writtenStore([1]);
     await truncate(journalOf(dir, stream), 20);
