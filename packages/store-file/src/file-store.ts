@@ -1,12 +1,9 @@
 import {
   ConcurrencyError,
-  CorruptionError,
-  DELETED_RECORD,
   DEFAULT_MAX_EVENT_BYTES,
   InvalidInputError,
   revisionMatches,
   SessionfoldError,
-  SNAPSHOT_RECORD,
   StorageError,
   StoreClosedError,
   validateAppend,
@@ -18,7 +15,6 @@ import {
   type AppendResult,
   type EventStore,
   type ExpectedRevision,
-  type JsonValue,
   type NewEvent,
   type RecordedEvent,
   type Snapshot,
@@ -27,16 +23,15 @@ import {
 } from '@sessionfold/core';
 import { AtomicWriteDirectorySyncError } from '@sessionfold/sessionfile';
 import { BlobStore } from './blob-store.js';
-import { mergeByPosition, type FeedSource } from './feed.js';
-import { errorCode, listDir, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
+import { listDir, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
 import { compactJournal, locateRevision } from './journal-compact.js';
-import { journalEvents, startPoint } from './journal-events.js';
-import { scanJournal, type JournalInfo } from './journal-scan.js';
+import { scanJournal } from './journal-scan.js';
 import { Layout } from './layout.js';
 import { acquireLock, type WriterLock } from './lock.js';
 import { Positions } from './positions.js';
 import { readSnapshotFile, writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
 import { StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
+import { StoreReader } from './store-reader.js';
 import { Tombstones } from './tombstones.js';
 
 /** Options of `fileStore`. */
@@ -56,7 +51,6 @@ export interface FileStoreOptions {
   fs?: Partial<FileSystem>;
 }
 
-const EMPTY: AsyncIterable<RecordedEvent> = { [Symbol.asyncIterator]: async function* () {} };
 /** Journals scanned at once when opening: enough to overlap reads with hashing, few enough descriptors. */
 const OPEN_CONCURRENCY = 32;
 /** Journal write descriptors kept open; the least recently flushed idle ones are closed beyond this. */
@@ -113,7 +107,7 @@ class FileStore implements EventStore {
   readonly #blobs: BlobStore;
   readonly #ctx: StoreContext;
   readonly #inFlight = new Set<Promise<unknown>>();
-  readonly #readerCloses = new Set<() => void>();
+  readonly #reader: StoreReader;
   /** Streams with an open journal descriptor, least recently flushed first. */
   readonly #openJournals = new Set<StreamEntry>();
   #positions = new Positions(0);
@@ -130,6 +124,7 @@ class FileStore implements EventStore {
     this.#lock = lock;
     this.#blobs = new BlobStore(fsl, layout);
     const store = this;
+    this.#reader = new StoreReader({ fs: fsl, layout, readOnly, entries: this.#entries, positions: () => this.#positions });
     this.#ctx = {
       fs: fsl,
       layout,
@@ -203,65 +198,13 @@ class FileStore implements EventStore {
     this.#assertOpen();
     validateStreamId(stream);
     validateFrom('fromRevision', options?.fromRevision);
-    const from = options?.fromRevision ?? 1;
-    const entry = this.#entries.get(stream);
-    for (;;) {
-      if (!entry || entry.revision === 0) return { revision: 0, events: EMPTY };
-      const generation = entry.generation;
-      const revision = entry.revision;
-      const journal = entry.journal;
-      const end = journal.length;
-      let snapshot: Snapshot | undefined;
-      if (entry.snapshot && entry.snapshot.revision >= from) {
-        const stored = await readSnapshotFile(this.#fs, this.#layout.snapshot(stream), stream);
-        if (entry.generation !== generation) continue;
-        if (!stored || stored.position !== entry.snapshot.position) {
-          throw new CorruptionError(this.#layout.snapshot(stream), 1, 'the snapshot file changed under the store');
-        }
-        snapshot = stored.snapshot;
-      }
-      const after = snapshot ? snapshot.revision + 1 : from;
-      if (after > revision || journal.firstPosition === 0) return { revision, ...(snapshot ? { snapshot } : {}), events: EMPTY };
-      const path = this.#layout.journal(stream);
-      let fd: number;
-      try {
-        fd = await this.#fs.open(path, 'r');
-      } catch (cause) {
-        if (entry.generation !== generation) continue;
-        throw new StorageError(`@sessionfold/store-file: could not read ${path}${this.#readOnly ? '; if the writer removed it, reopen this read-only store' : ''}.`, { cause });
-      }
-      if (entry.generation !== generation) {
-        await this.#fs.close(fd);
-        continue;
-      }
-      await this.#assertSameJournal(fd, journal, path);
-      const start = startPoint(journal, 'revision', after);
-      const events = this.#readerEvents(fd, path, stream, start, end, { minRevision: after, minPosition: 1, maxPosition: Number.MAX_SAFE_INTEGER });
-      return { revision, ...(snapshot ? { snapshot } : {}), events };
-    }
+    return this.#reader.read(stream, options?.fromRevision ?? 1);
   }
 
   readAll(options: { fromPosition?: number } = {}): AsyncIterable<RecordedEvent> {
     this.#assertOpen();
     validateFrom('fromPosition', options?.fromPosition);
-    const from = options?.fromPosition ?? 1;
-    // Everything at or below the watermark is settled; nothing above it is shown, so nothing is ever skipped.
-    const upTo = this.#positions.watermark;
-    if (from > upTo) return EMPTY;
-    const sources: FeedSource[] = [];
-    for (const entry of this.#entries.values()) {
-      const { snapshot, tombstone, journal } = entry;
-      if (tombstone && tombstone.position >= from && tombstone.position <= upTo) {
-        sources.push(single(tombstone.position, async () => changeRecord(entry.name, DELETED_RECORD, tombstone, null)));
-      }
-      if (snapshot && snapshot.position >= from && snapshot.position <= upTo) {
-        sources.push(single(snapshot.position, () => this.#snapshotRecord(entry, snapshot)));
-      }
-      if (journal.firstPosition !== 0 && journal.lastPosition >= from && journal.firstPosition <= upTo) {
-        sources.push(this.#journalSource(entry, Math.max(from, journal.firstPosition), upTo));
-      }
-    }
-    return mergeByPosition(sources);
+    return this.#reader.readAll(options?.fromPosition ?? 1);
   }
 
   async *streams(options: { prefix?: string } = {}): AsyncIterable<{ stream: StreamId; revision: number }> {
@@ -393,7 +336,7 @@ class FileStore implements EventStore {
       await entry.drain();
       await entry.closeFile();
     }
-    for (const close of this.#readerCloses) close();
+    this.#reader.closeAll();
     await this.#lock?.release().catch(() => undefined);
   }
 
@@ -480,93 +423,6 @@ class FileStore implements EventStore {
     for (const [id, where] of journal.eventIds) if (where.revision <= mark.revision) journal.eventIds.delete(id);
   }
 
-  async #snapshotRecord(entry: StreamEntry, mark: ChangeMark): Promise<RecordedEvent | undefined> {
-    const stored = await readSnapshotFile(this.#fs, this.#layout.snapshot(entry.name), entry.name);
-    // A newer compaction replaced it: that change sits at a later position, past this read.
-    if (!stored || stored.position !== mark.position) return undefined;
-    return changeRecord(entry.name, SNAPSHOT_RECORD, mark, stored.snapshot as unknown as JsonValue);
-  }
-
-  #journalSource(entry: StreamEntry, from: number, upTo: number): FeedSource {
-    let events: AsyncIterableIterator<RecordedEvent> | undefined;
-    const path = this.#layout.journal(entry.name);
-    return {
-      key: from,
-      next: async () => {
-        if (!events) {
-          for (;;) {
-            const generation = entry.generation;
-            const journal = entry.journal;
-            if (journal.firstPosition === 0 || journal.lastPosition < from) return undefined;
-            let fd: number;
-            try {
-              fd = await this.#fs.open(path, 'r');
-            } catch (error) {
-              if (errorCode(error) === 'ENOENT' && entry.generation !== generation) continue;
-              throw error;
-            }
-            if (entry.generation !== generation) {
-              await this.#fs.close(fd);
-              continue;
-            }
-            await this.#assertSameJournal(fd, journal, path);
-            const start = startPoint(journal, 'position', from);
-            events = this.#readerEvents(fd, path, entry.name, start, journal.length, { minRevision: 1, minPosition: from, maxPosition: upTo });
-            break;
-          }
-        }
-        const step = await events.next();
-        return step.done ? undefined : step.value;
-      },
-      close: async () => {
-        await events?.return?.();
-      },
-    };
-  }
-
-  /**
-   * A read-only view knows journals as they were at its open; if the writer has since replaced one (compaction,
-   * delete), its offsets no longer apply, and the honest answer is to ask for a reopen.
-   */
-  async #assertSameJournal(fd: number, journal: JournalInfo, path: string): Promise<void> {
-    if (!this.#readOnly || journal.ino === 0) return;
-    let stats: { size: number; ino: number };
-    try {
-      stats = await this.#fs.fstat(fd);
-    } catch (cause) {
-      await this.#fs.close(fd).catch(() => undefined);
-      throw new StorageError(`@sessionfold/store-file: could not read ${path}.`, { cause });
-    }
-    if (stats.ino !== journal.ino || stats.size < journal.length) {
-      await this.#fs.close(fd).catch(() => undefined);
-      throw new StorageError(`@sessionfold/store-file: ${path} was replaced by the writer after this read-only store opened; reopen it.`);
-    }
-  }
-
-  #readerEvents(
-    fd: number,
-    path: string,
-    stream: StreamId,
-    start: { offset: number; line: number },
-    end: number,
-    window: { minRevision: number; minPosition: number; maxPosition: number },
-  ): AsyncIterableIterator<RecordedEvent> {
-    // A reader that is never iterated would keep its descriptor; close() releases those.
-    let open = true;
-    const closeFd = () => {
-      if (open) {
-        open = false;
-        this.#fs.close(fd).catch(() => undefined);
-      }
-    };
-    this.#readerCloses.add(closeFd);
-    const fsl: FileSystem = { ...this.#fs, close: async () => undefined };
-    return journalEvents(fsl, fd, path, stream, start, end, window, () => {
-      this.#readerCloses.delete(closeFd);
-      closeFd();
-    });
-  }
-
   async #removeStreamFiles(stream: StreamId): Promise<void> {
     await this.#blobs.dropOwner(stream);
     await unlinkIfPresent(this.#fs, this.#layout.journal(stream));
@@ -587,23 +443,6 @@ class FileStore implements EventStore {
 /** Serializes a validated snapshot's state now, before any await. */
 function toWrite(stream: StreamId, snapshot: Snapshot): Omit<SnapshotToWrite, 'position' | 'recordedAt'> {
   return { revision: snapshot.revision, identity: { stream, schemaVersion: snapshot.identity.schemaVersion }, stateJson: JSON.stringify(snapshot.state) };
-}
-
-function single(position: number, make: () => Promise<RecordedEvent | undefined>): FeedSource {
-  let done = false;
-  return {
-    key: position,
-    next: async () => {
-      if (done) return undefined;
-      done = true;
-      return make();
-    },
-    close: async () => undefined,
-  };
-}
-
-function changeRecord(stream: StreamId, type: string, mark: ChangeMark, data: JsonValue): RecordedEvent {
-  return { streamId: stream, type, data, revision: mark.revision, position: mark.position, recordedAt: mark.recordedAt };
 }
 
 /** Native errors leave the store as `StorageError` (with the original as `cause`); the store's own pass through. */
