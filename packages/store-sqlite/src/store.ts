@@ -37,7 +37,15 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
     return translated;
   };
   const db = guarded(translate, () => openConnection(config));
-  const s = guarded(translate, () => prepareStatements(db));
+  // Preparing reads the schema, which is where a damaged schema page shows: release the file then too.
+  const s = guarded(translate, () => {
+    try {
+      return prepareStatements(db);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+  });
 
   let closed = false;
   const live = () => {
