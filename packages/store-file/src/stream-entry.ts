@@ -193,7 +193,12 @@ export class StreamEntry {
         await new Promise<void>((resolve) => setImmediate(resolve));
         const batch = this.#queue;
         this.#queue = [];
-        await this.#flush(batch);
+        try {
+          await this.#flush(batch);
+        } catch (error) {
+          // #flush answers its callers itself; this only keeps an unforeseen error from escaping unanswered.
+          this.#fail(batch, error);
+        }
       }
     } finally {
       this.#flushing = undefined;
