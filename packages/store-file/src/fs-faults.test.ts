@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StorageError, type StreamId } from '@sessionfold/core';
@@ -127,6 +127,42 @@ describe('a full disk part-way through a record', () => {
     expect((await store.read(stream)).revision).toBe(1);
     expect((await store.append(stream, [{ type: 'A', data: 9 }], { expectedRevision: 1 })).revision).toBe(2);
     await store.close();
+  });
+});
+
+describe('a full disk while compacting', () => {
+  it('rejects the compaction and leaves the stream as it was, and a later compaction succeeds', async () => {
+    const dir = freshDir();
+    const stream = randomStream();
+    const snapshotFds = new Set<number>();
+    let full = true;
+    const store = await fileStore({
+      directory: dir,
+      fs: {
+        open: async (path, flags, mode) => {
+          const fd = await nodeFileSystem.open(path, flags, mode);
+          if (path.includes('.snapshot.json.') && flags === 'wx') snapshotFds.add(fd);
+          return fd;
+        },
+        write: async (fd, buffer, offset, length, position) => {
+          if (snapshotFds.has(fd) && full) throw errno('ENOSPC');
+          return nodeFileSystem.write(fd, buffer, offset, length, position);
+        },
+      },
+    });
+    await store.append(stream, [1, 2, 3].map((n) => ({ type: 'N', data: n })), { expectedRevision: 'no_stream' });
+    const snapshot = { revision: 2, state: { sum: 3 }, identity: { stream, schemaVersion: 1 } };
+    await expect(store.compact(stream, snapshot)).rejects.toMatchObject({ code: 'storage_error', poisoned: false });
+    const read = await store.read(stream);
+    expect(read.snapshot).toBeUndefined();
+    expect((await eventsOf(store, stream)).map((e) => e.data)).toEqual([1, 2, 3]);
+    full = false;
+    await store.compact(stream, snapshot);
+    expect((await store.read(stream)).snapshot?.state).toEqual({ sum: 3 });
+    expect((await eventsOf(store, stream)).map((e) => e.data)).toEqual([3]);
+    await store.close();
+    const names = await readdir(join(dir, 'streams'));
+    expect(names.filter((name) => name.endsWith('.tmp')), 'no temporary file is left behind').toEqual([]);
   });
 });
 
