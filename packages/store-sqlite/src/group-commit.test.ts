@@ -93,6 +93,25 @@ describe('group commit', () => {
     await store.close();
   });
 
+  it('shares one commit among appends issued by separate callbacks of one event-loop turn', async () => {
+    const path = freshPath();
+    const store = sqliteStore({ path, clock: tickingClock() });
+    const streams = Array.from({ length: 16 }, () => randomStream());
+    // Like requests whose I/O callbacks run in one turn: each callback appends on its own.
+    const appends = streams.map(
+      (stream) =>
+        new Promise((resolve, reject) =>
+          setImmediate(() => store.append(stream, [{ type: 'Opened', data: null }], { expectedRevision: 'no_stream' }).then(resolve, reject)),
+        ),
+    );
+    await Promise.all(appends);
+    const raw = new Database(path, { readonly: true });
+    expect(raw.prepare('SELECT count(*) FROM events').pluck().get()).toBe(16);
+    expect(raw.prepare('SELECT count(DISTINCT recorded_at) FROM events').pluck().get()).toBe(1);
+    raw.close();
+    await store.close();
+  });
+
   it('commits a lone append at once, in its own transaction', async () => {
     const path = freshPath();
     const store = sqliteStore({ path, clock: tickingClock() });

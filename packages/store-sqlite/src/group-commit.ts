@@ -33,9 +33,10 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /**
  * Commits the writes that are in flight together in one transaction. better-sqlite3 is synchronous, so a
- * commit per write would pay one flush to disk each; instead a write is queued and the queue is flushed on
- * the next microtask, which is after every write issued in the same turn. A lone write therefore still
- * commits at once. A job that fails with a port error (a conflict, an invalid input) fails alone: it threw
+ * commit per write would pay one flush to disk each; instead a write is queued and the queue is flushed by
+ * `setImmediate`: after every write issued in the same turn of the event loop, including those of other
+ * I/O callbacks of that turn (requests that arrived together). A microtask would flush after the first
+ * callback alone. There is no timer: a lone write still commits in the turn it was issued. A job that fails with a port error (a conflict, an invalid input) fails alone: it threw
  * before writing, or it ran in its own savepoint and is rolled back to it. Any other failure (I/O, a full
  * disk, the lock) fails the whole flush, since SQLite may already have rolled the transaction back.
  * Callers are answered only after the shared COMMIT returned.
@@ -57,7 +58,7 @@ export class GroupCommit {
       this.#queue.push({ work, savepoint: options.mayFailAfterWriting === true, resolve: resolve as (value: unknown) => void, reject });
       if (!this.#scheduled) {
         this.#scheduled = true;
-        queueMicrotask(() => this.flush());
+        setImmediate(() => this.flush());
       }
     });
   }
