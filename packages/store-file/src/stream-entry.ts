@@ -311,30 +311,37 @@ export class StreamEntry {
 
   #committed(batch: PendingAppend[], lines: string[], byteCount: number): void {
     const journal = this.journal;
-    let offset = journal.length;
+    // Byte offsets are only needed where a checkpoint or the first live line falls, so lines are measured
+    // lazily, up to those points: most flushes measure nothing.
+    let measured = 0;
+    let measuredOffset = journal.length;
+    const offsetOf = (index: number): number => {
+      for (; measured < index; measured++) measuredOffset += Buffer.byteLength(lines[measured] as string);
+      return measuredOffset;
+    };
     let lineNo = journal.lines;
     let index = 0;
     for (const pending of batch) {
-      pending.events.forEach((event, i) => {
-        const line = lines[index++] as string;
+      const n = pending.events.length;
+      for (let i = 0; i < n; i++, index++) {
+        const event = pending.events[i] as NewEvent;
         lineNo++;
         const revision = pending.firstRevision + i;
-        const position = pending.result.position - (pending.events.length - 1 - i);
+        const position = pending.result.position - (n - 1 - i);
         if (journal.firstPosition === 0) {
           journal.firstPosition = position;
-          journal.liveOffset = offset;
+          journal.liveOffset = offsetOf(index);
           journal.liveLine = lineNo;
         }
         if (journal.checkpoints.length === 0 || revision % CHECKPOINT_EVERY === 0) {
-          journal.checkpoints.push({ revision, position, offset, line: lineNo });
+          journal.checkpoints.push({ revision, position, offset: offsetOf(index), line: lineNo });
         }
-        journal.lastPosition = position;
         if (event.eventId !== undefined) {
           journal.eventIds.set(event.eventId, { result: { ...pending.result }, revision });
           this.#pendingIds.delete(event.eventId);
         }
-        offset += Buffer.byteLength(line);
-      });
+      }
+      journal.lastPosition = pending.result.position;
       this.revision = pending.result.revision;
     }
     journal.length += byteCount;
