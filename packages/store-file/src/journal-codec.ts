@@ -43,8 +43,21 @@ export function eventPayload(
   more: boolean,
   dataJson: string,
 ): string {
+  return eventPayloadJson(revision, position, JSON.stringify(recordedAt), JSON.stringify(type), eventId, more, dataJson);
+}
+
+/** `eventPayload` with `recordedAt` and `type` already as JSON strings: a flush serializes each once. */
+export function eventPayloadJson(
+  revision: number,
+  position: number,
+  recordedAtJson: string,
+  typeJson: string,
+  eventId: string | undefined,
+  more: boolean,
+  dataJson: string,
+): string {
   return (
-    `{"revision":${revision},"position":${position},"recordedAt":${JSON.stringify(recordedAt)},"type":${JSON.stringify(type)}` +
+    `{"revision":${revision},"position":${position},"recordedAt":${recordedAtJson},"type":${typeJson}` +
     `${eventId === undefined ? '' : `,"eventId":${JSON.stringify(eventId)}`}${more ? ',"more":true' : ''},"data":${dataJson}}`
   );
 }

@@ -10,7 +10,7 @@ import {
   type StreamId,
 } from '@sessionfold/core';
 import { errorCode, syncDir, writeAll, type FileSystem } from './fs-layer.js';
-import { eventPayload, frameLine } from './journal-codec.js';
+import { eventPayloadJson, frameLine } from './journal-codec.js';
 import { CHECKPOINT_EVERY, emptyJournal, type JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
 import type { Positions } from './positions.js';
@@ -210,13 +210,16 @@ export class StreamEntry {
     let count = 0;
     for (const pending of batch) count += pending.events.length;
     const start = positions.reserve(count);
-    const recordedAt = this.#ctx.clock().toISOString();
+    const recordedAtJson = JSON.stringify(this.#ctx.clock().toISOString());
+    const typeJsons = new Map<string, string>();
     const lines: string[] = [];
     let position = start;
     for (const pending of batch) {
       const n = pending.events.length;
       pending.events.forEach((event, i) => {
-        const payload = eventPayload(pending.firstRevision + i, position++, recordedAt, event.type, event.eventId, i < n - 1, pending.dataJson[i] as string);
+        let typeJson = typeJsons.get(event.type);
+        if (typeJson === undefined) typeJsons.set(event.type, (typeJson = JSON.stringify(event.type)));
+        const payload = eventPayloadJson(pending.firstRevision + i, position++, recordedAtJson, typeJson, event.eventId, i < n - 1, pending.dataJson[i] as string);
         lines.push(frameLine(payload));
       });
       pending.result = { revision: pending.firstRevision + n - 1, position: position - 1 };
