@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_MAX_EVENT_BYTES, type EventStore } from '@sessionfold/core';
+import { DEFAULT_MAX_EVENT_BYTES, type EventStore } from '@sessionfold/core/kernel';
 import { DEFAULT_CAPABILITIES, resolveCapabilities } from './capabilities.js';
 
 describe('resolveCapabilities', () => {

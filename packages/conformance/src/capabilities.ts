@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_EVENT_BYTES, type EventStore } from '@sessionfold/core';
+import { DEFAULT_MAX_EVENT_BYTES, type EventStore } from '@sessionfold/core/kernel';
 
 /** What a store under test can do beyond the port; every field is optional and read-only. */
 export interface EventStoreCapabilities {

@@ -1,5 +1,5 @@
 import { describe } from 'vitest';
-import type { EventStore } from '@sessionfold/core';
+import type { EventStore } from '@sessionfold/core/kernel';
 import { describeModelRuns } from './model/model-run.js';
 import { resolveCapabilities, type EventStoreCapabilities } from './capabilities.js';
 import { describeAppendRules } from './rules/append-rules.js';

@@ -6,7 +6,7 @@ import {
   type RecordedEvent,
   type Snapshot,
   type StreamId,
-} from '@sessionfold/core';
+} from '@sessionfold/core/kernel';
 import { listStreams, readStream } from './support.js';
 
 /** One stream as a consumer sees it: the latest snapshot and the events after it, by revision. */

@@ -1,4 +1,4 @@
-import { memoryStore, StoreClosedError, type EventStore } from '@sessionfold/core';
+import { memoryStore, StoreClosedError, type EventStore } from '@sessionfold/core/kernel';
 import { describeEventStoreConformance } from './index.js';
 
 // The memory store cannot reopen, so here it sits behind handles: closing a handle leaves the storage intact and

@@ -11,7 +11,7 @@ import {
   type RecordedEvent,
   type Snapshot,
   type StreamId,
-} from '@sessionfold/core';
+} from '@sessionfold/core/kernel';
 import type { ResolvedCapabilities } from './capabilities.js';
 
 /** A store opened for one test; closed when the test ends unless the test closed it itself. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CorruptionError } from '@sessionfold/core';
+import { CorruptionError } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
 import { collect, freshDir, randomStream } from './test-support.fixture.js';
 

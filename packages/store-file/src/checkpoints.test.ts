@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EventStore, RecordedEvent } from '@sessionfold/core';
+import type { EventStore, RecordedEvent } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
 import { collect, freshDir, random, randomStream } from './test-support.fixture.js';
 

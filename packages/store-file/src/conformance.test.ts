@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
-import type { EventStore } from '@sessionfold/core';
+import type { EventStore } from '@sessionfold/core/kernel';
 import { describeEventStoreConformance } from '@sessionfold/conformance';
 import { fileStore } from './index.js';
 

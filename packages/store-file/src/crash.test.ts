@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { RecordedEvent, StreamId } from '@sessionfold/core';
+import type { RecordedEvent, StreamId } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
 import { ChildOutput, ChildPool, collect, eventsOf, random, randomStream, startChild } from './test-support.fixture.js';
 

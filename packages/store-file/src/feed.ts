@@ -1,4 +1,4 @@
-import type { RecordedEvent } from '@sessionfold/core';
+import type { RecordedEvent } from '@sessionfold/core/kernel';
 
 /**
  * One ordered input of the change feed. `key` is a lower bound of the position of the next record it will

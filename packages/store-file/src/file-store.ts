@@ -20,8 +20,8 @@ import {
   type Snapshot,
   type StreamId,
   type StreamRead,
-} from '@sessionfold/core';
-import { AtomicWriteDirectorySyncError } from '@sessionfold/sessionfile';
+} from '@sessionfold/core/kernel';
+import { AtomicWriteDirectorySyncError } from '@sessionfold/sessionfile/atomic';
 import { BlobStore } from './blob-store.js';
 import { listDir, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
 import { compactJournal, locateRevision } from './journal-compact.js';

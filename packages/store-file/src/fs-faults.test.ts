@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { StorageError, type StreamId } from '@sessionfold/core';
+import { StorageError, type StreamId } from '@sessionfold/core/kernel';
 import { nodeFileSystem, type FileSystem } from './fs-layer.js';
 import { fileStore } from './index.js';
 import { eventsOf, freshDir, randomStream } from './test-support.fixture.js';

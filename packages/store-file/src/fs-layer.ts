@@ -1,5 +1,5 @@
 import * as fs from 'node:fs';
-import type { AtomicWriteFileHandle, AtomicWriteFs } from '@sessionfold/sessionfile';
+import type { AtomicWriteFileHandle, AtomicWriteFs } from '@sessionfold/sessionfile/atomic';
 
 /**
  * The file-system calls the file store makes, by file descriptor so that one write and one fdatasync

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConcurrencyError, type StreamId } from '@sessionfold/core';
+import { ConcurrencyError, type StreamId } from '@sessionfold/core/kernel';
 import { nodeFileSystem, type FileSystem } from './fs-layer.js';
 import { fileStore } from './index.js';
 import { collect, eventsOf, freshDir, randomStream } from './test-support.fixture.js';

@@ -1,5 +1,5 @@
 import * as crypto from 'node:crypto';
-import type { JsonValue } from '@sessionfold/core';
+import type { JsonValue } from '@sessionfold/core/kernel';
 
 /**
  * One line of a journal, as stored: `<sha256 hex of PAYLOAD> <PAYLOAD>\n`. An event's payload carries

@@ -1,4 +1,4 @@
-import { CorruptionError, StorageError } from '@sessionfold/core';
+import { CorruptionError, StorageError } from '@sessionfold/core/kernel';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 import { syncDir, unlinkIfPresent, writeAll, type FileSystem } from './fs-layer.js';

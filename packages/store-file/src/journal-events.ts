@@ -1,4 +1,4 @@
-import { CorruptionError, SessionfoldError, StorageError, type RecordedEvent, type StreamId } from '@sessionfold/core';
+import { CorruptionError, SessionfoldError, StorageError, type RecordedEvent, type StreamId } from '@sessionfold/core/kernel';
 import type { FileSystem } from './fs-layer.js';
 import { asEventLine } from './journal-codec.js';
 import { LineReader } from './journal-reader.js';

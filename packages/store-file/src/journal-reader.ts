@@ -1,4 +1,4 @@
-import { CorruptionError } from '@sessionfold/core';
+import { CorruptionError } from '@sessionfold/core/kernel';
 import type { FileSystem } from './fs-layer.js';
 import { decodeLine } from './journal-codec.js';
 

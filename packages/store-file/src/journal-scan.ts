@@ -1,4 +1,4 @@
-import { CorruptionError, type AppendResult } from '@sessionfold/core';
+import { CorruptionError, type AppendResult } from '@sessionfold/core/kernel';
 import { errorCode, type FileSystem } from './fs-layer.js';
 import { asEventLine, isLineMissingItsNewline, type EventLine } from './journal-codec.js';
 import { LineReader, type Line } from './journal-reader.js';

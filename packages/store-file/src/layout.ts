@@ -1,4 +1,4 @@
-import { validateSha256, validateStreamId, type StreamId } from '@sessionfold/core';
+import { validateSha256, validateStreamId, type StreamId } from '@sessionfold/core/kernel';
 import { join, resolve } from 'node:path';
 
 const JOURNAL_SUFFIX = '.jsonl';

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { StorageError, StoreLockedError } from '@sessionfold/core';
+import { StorageError, StoreLockedError } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
 import { ChildOutput, collect, freshDir, randomStream, startChild } from './test-support.fixture.js';
 

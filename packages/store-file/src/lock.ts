@@ -1,4 +1,4 @@
-import { StorageError, StoreLockedError } from '@sessionfold/core';
+import { StorageError, StoreLockedError } from '@sessionfold/core/kernel';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { errorCode, listDir, unlinkIfPresent, writeAll, type FileSystem } from './fs-layer.js';

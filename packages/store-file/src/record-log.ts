@@ -1,4 +1,4 @@
-import { CorruptionError, StorageError } from '@sessionfold/core';
+import { CorruptionError, StorageError } from '@sessionfold/core/kernel';
 import { dirname } from 'node:path';
 import { errorCode, syncDir, writeAll, type FileSystem } from './fs-layer.js';
 import { frameLine, isLineMissingItsNewline } from './journal-codec.js';

@@ -1,7 +1,7 @@
 import { readFile, stat, writeFile, copyFile, appendFile, truncate } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CorruptionError, type EventStore, type StreamId } from '@sessionfold/core';
+import { CorruptionError, type EventStore, type StreamId } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
 import { eventPayload, frameLine } from './journal-codec.js';
 import { collect, eventsOf, freshDir, randomStream } from './test-support.fixture.js';

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CorruptionError, type JsonValue } from '@sessionfold/core';
+import { CorruptionError, type JsonValue } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
 import { frameLine } from './journal-codec.js';
 import { freshDir, randomStream } from './test-support.fixture.js';

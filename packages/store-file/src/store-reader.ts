@@ -8,7 +8,7 @@ import {
   type Snapshot,
   type StreamId,
   type StreamRead,
-} from '@sessionfold/core';
+} from '@sessionfold/core/kernel';
 import { mergeByPosition, type FeedSource } from './feed.js';
 import { errorCode, type FileSystem } from './fs-layer.js';
 import { journalEvents, startPoint, type EventWindow, type StartPoint } from './journal-events.js';

@@ -8,7 +8,7 @@ import {
   type ExpectedRevision,
   type NewEvent,
   type StreamId,
-} from '@sessionfold/core';
+} from '@sessionfold/core/kernel';
 import { errorCode, syncDir, writeAll, type FileSystem } from './fs-layer.js';
 import { eventPayloadJson, frameLine } from './journal-codec.js';
 import { CHECKPOINT_EVERY, emptyJournal, type JournalInfo } from './journal-scan.js';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
-import type { EventStore, RecordedEvent, StreamId } from '@sessionfold/core';
+import type { EventStore, RecordedEvent, StreamId } from '@sessionfold/core/kernel';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -36,15 +36,13 @@ export async function eventsOf(store: EventStore, stream: StreamId): Promise<Rec
   return collect((await store.read(stream)).events);
 }
 
-const storeOnly = fileURLToPath(new URL('./test-children/store-only.mjs', import.meta.url));
-
 /**
  * Starts a child from `test-children/` running TypeScript from source; stdin stays open for commands. The
- * child loads only the modules the store uses (`store-only.mjs`), which makes it start about a third faster.
+ * store imports only the kernel of core and the atomic writer of sessionfile, so a child starts quickly.
  */
 export function startChild(name: string, args: readonly string[]): ChildProcess {
   const file = fileURLToPath(new URL(`./test-children/${name}.ts`, import.meta.url));
-  return spawn(process.execPath, ['--conditions=sessionfold-source', '--import', 'tsx', '--import', storeOnly, file, ...args], {
+  return spawn(process.execPath, ['--conditions=sessionfold-source', '--import', 'tsx', file, ...args], {
     stdio: ['pipe', 'pipe', 'pipe'],
   });
 }

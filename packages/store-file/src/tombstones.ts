@@ -1,4 +1,4 @@
-import { CorruptionError, STREAM_ID_PATTERN, type StreamId } from '@sessionfold/core';
+import { CorruptionError, STREAM_ID_PATTERN, type StreamId } from '@sessionfold/core/kernel';
 import type { FileSystem } from './fs-layer.js';
 import { isPositiveInt } from './journal-codec.js';
 import { readRecordLog, RecordLog } from './record-log.js';

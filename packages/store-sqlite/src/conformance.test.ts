@@ -1,5 +1,5 @@
 import { describeEventStoreConformance } from '@sessionfold/conformance';
-import type { EventStore } from '@sessionfold/core';
+import type { EventStore } from '@sessionfold/core/kernel';
 import { sqliteStore } from './index.js';
 import { freshPath } from './test-support.fixture.js';
 

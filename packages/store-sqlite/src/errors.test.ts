@@ -1,4 +1,4 @@
-import { CorruptionError, InvalidInputError, StorageError } from '@sessionfold/core';
+import { CorruptionError, InvalidInputError, StorageError } from '@sessionfold/core/kernel';
 import { describe, expect, it } from 'vitest';
 import { translateError } from './errors.js';
 

@@ -1,4 +1,4 @@
-import { CorruptionError, SessionfoldError, StorageError } from '@sessionfold/core';
+import { CorruptionError, SessionfoldError, StorageError } from '@sessionfold/core/kernel';
 
 /** The `code` of a better-sqlite3 `SqliteError` (e.g. `SQLITE_BUSY`), or undefined for any other value. */
 export function sqliteCode(error: unknown): string | undefined {

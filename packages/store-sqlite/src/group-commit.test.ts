@@ -1,4 +1,4 @@
-import { ConcurrencyError, InvalidInputError, StorageError } from '@sessionfold/core';
+import { ConcurrencyError, InvalidInputError, StorageError } from '@sessionfold/core/kernel';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { GroupCommit, type TransactionControl } from './group-commit.js';

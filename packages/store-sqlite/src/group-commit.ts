@@ -1,4 +1,4 @@
-import { SessionfoldError } from '@sessionfold/core';
+import { SessionfoldError } from '@sessionfold/core/kernel';
 
 /** The transaction statements group commit drives; one connection, used only by the queue while it flushes. */
 export interface TransactionControl {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { compactStream, copyStore, foldStream, memoryStore, type EventStore, type JsonValue, type StreamReducer } from '@sessionfold/core';
+import { compactStream, copyStore, foldStream, memoryStore, type EventStore, type JsonValue, type StreamReducer } from '@sessionfold/core/kernel';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { sqliteStore } from './index.js';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { memoryStore, type EventStore, type ExpectedRevision, type JsonValue, type NewEvent } from '@sessionfold/core';
+import { memoryStore, type EventStore, type ExpectedRevision, type JsonValue, type NewEvent } from '@sessionfold/core/kernel';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { sqliteStore } from './index.js';

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { CorruptionError, InvalidInputError, StorageError, StoreClosedError } from '@sessionfold/core';
+import { CorruptionError, InvalidInputError, StorageError, StoreClosedError } from '@sessionfold/core/kernel';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { sqliteStore } from './index.js';

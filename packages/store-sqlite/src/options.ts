@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_EVENT_BYTES, InvalidInputError } from '@sessionfold/core';
+import { DEFAULT_MAX_EVENT_BYTES, InvalidInputError } from '@sessionfold/core/kernel';
 
 /** Options of `sqliteStore`. */
 export interface SqliteStoreOptions {

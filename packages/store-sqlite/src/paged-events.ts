@@ -1,4 +1,4 @@
-import type { RecordedEvent } from '@sessionfold/core';
+import type { RecordedEvent } from '@sessionfold/core/kernel';
 
 /** A row of `events` in column order, as the read statements return it in raw mode. */
 export type EventRow = [position: number, stream: string, revision: number, type: string, data: string, eventId: string | null, recordedAt: string];

@@ -1,4 +1,4 @@
-import { ConcurrencyError, type EventStore } from '@sessionfold/core';
+import { ConcurrencyError, type EventStore } from '@sessionfold/core/kernel';
 import { describe, expect, it } from 'vitest';
 import { sqliteStore } from './index.js';
 import { collect, freshPath, randomStream } from './test-support.fixture.js';

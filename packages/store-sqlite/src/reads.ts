@@ -1,4 +1,4 @@
-import { ConcurrencyError, CorruptionError, type Snapshot, type StreamId, type StreamRead } from '@sessionfold/core';
+import { ConcurrencyError, CorruptionError, type Snapshot, type StreamId, type StreamRead } from '@sessionfold/core/kernel';
 import type { SqliteStatement } from './database.js';
 import { Column, PagedEvents, type EventRow } from './paged-events.js';
 import type { Statements } from './statements.js';

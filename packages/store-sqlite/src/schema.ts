@@ -1,4 +1,4 @@
-import { InvalidInputError, StorageError } from '@sessionfold/core';
+import { InvalidInputError, StorageError } from '@sessionfold/core/kernel';
 import type { SqliteDatabase } from './database.js';
 
 /** The schema this version writes; `PRAGMA user_version` of a migrated database. */

@@ -11,7 +11,7 @@ import {
   validateSnapshot,
   validateStreamId,
   type EventStore,
-} from '@sessionfold/core';
+} from '@sessionfold/core/kernel';
 import { openConnection } from './connection.js';
 import { guarded, translateError } from './errors.js';
 import { GroupCommit } from './group-commit.js';

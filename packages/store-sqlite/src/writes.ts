@@ -7,7 +7,7 @@ import {
   type AppendResult,
   type ExpectedRevision,
   type StreamId,
-} from '@sessionfold/core';
+} from '@sessionfold/core/kernel';
 import { sqliteCode } from './errors.js';
 import { Kind } from './schema.js';
 import type { Statements } from './statements.js';

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { JsonValue, NewEvent } from '@sessionfold/core';
+import type { JsonValue, NewEvent } from '@sessionfold/core/kernel';
 import type { ResolvedCapabilities } from '../capabilities.js';
 import type { ModelSide, RealSide } from './sides.js';
 import { STREAMS } from './sides.js';

@@ -9,7 +9,7 @@ import {
   type JsonValue,
   type NewEvent,
   type Snapshot,
-} from '@sessionfold/core';
+} from '@sessionfold/core/kernel';
 import { viewsFromReads } from '../feed-consumer.js';
 import { listBlobs, listStreams, readFeed, readStream } from '../support.js';
 import { errorShape, feedWithRanks, outcomeShape, recordShape, settle, type Outcome } from './outcome.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { memoryStore } from '@sessionfold/core';
+import { memoryStore } from '@sessionfold/core/kernel';
 import { FeedConsumer } from '../feed-consumer.js';
 import { listStreams, readFeed, type SuiteContext } from '../support.js';
 import { commandArbitrary } from './arbitraries.js';

@@ -8,7 +8,7 @@ import {
   StoreLockedError,
   type EventStore,
   type RecordedEvent,
-} from '@sessionfold/core';
+} from '@sessionfold/core/kernel';
 import { readFeed } from '../support.js';
 
 /** What a call did: resolved with a value or rejected with an error. */

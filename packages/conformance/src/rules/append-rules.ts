@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ExpectedRevision, JsonValue, NewEvent } from '@sessionfold/core';
+import type { ExpectedRevision, JsonValue, NewEvent } from '@sessionfold/core/kernel';
 import {
   appendTypes,
   expectConflict,

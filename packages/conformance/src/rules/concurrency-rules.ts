@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConcurrencyError } from '@sessionfold/core';
+import { ConcurrencyError } from '@sessionfold/core/kernel';
 import { FeedConsumer, viewsFromReads } from '../feed-consumer.js';
 import { appendTypes, readFeed, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
 

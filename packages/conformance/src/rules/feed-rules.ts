@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DELETED_RECORD, SNAPSHOT_RECORD, type EventStore, type RecordedEvent } from '@sessionfold/core';
+import { DELETED_RECORD, SNAPSHOT_RECORD, type EventStore, type RecordedEvent } from '@sessionfold/core/kernel';
 import { FeedConsumer, viewsFromReads } from '../feed-consumer.js';
 import { appendTypes, expectInvalid, readFeed, snapshotOf, streamId, type SuiteContext } from '../support.js';
 

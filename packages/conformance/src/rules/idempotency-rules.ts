@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { NewEvent } from '@sessionfold/core';
+import type { NewEvent } from '@sessionfold/core/kernel';
 import { expectInvalid, observe, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
 
 const batch = (...ids: string[]): NewEvent[] => ids.map((eventId, n) => ({ type: 'Requested', data: { n }, eventId }));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EventStore, JsonValue, NewEvent } from '@sessionfold/core';
+import type { EventStore, JsonValue, NewEvent } from '@sessionfold/core/kernel';
 import {
   appendTypes,
   expectInvalid,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { JsonObject, NewEvent, Snapshot } from '@sessionfold/core';
+import type { JsonObject, NewEvent, Snapshot } from '@sessionfold/core/kernel';
 import { readFeed, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
 
 /** Stored data never aliases caller objects, in either direction. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RecordedEvent } from '@sessionfold/core';
+import type { RecordedEvent } from '@sessionfold/core/kernel';
 import { appendTypes, expectInvalid, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
 
 const revisions = (events: RecordedEvent[]) => events.map((e) => e.revision);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import { InvalidInputError } from '@sessionfold/core';
+import { InvalidInputError } from '@sessionfold/core/kernel';
 import { appendTypes, expectConflict, expectInvalid, listStreams, observe, readFeed, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
 
 /** Listing streams, compacting, restoring and deleting them. */

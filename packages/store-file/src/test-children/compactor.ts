@@ -2,7 +2,7 @@
 // Event k carries { n: k }; the folded state is { count, sum }. Prints `ack <revision>` and `compacted <revision>`.
 import { createInterface } from 'node:readline';
 import { fileStore } from '@sessionfold/store-file';
-import type { JsonValue } from '@sessionfold/core';
+import type { JsonValue } from '@sessionfold/core/kernel';
 
 const [directory, stream] = process.argv.slice(2) as [string, string];
 const lines = createInterface({ input: process.stdin });

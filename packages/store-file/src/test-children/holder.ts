@@ -1,6 +1,6 @@
 // Opens a store for writing (or read-only with `ro`), reports `open <pid>` or `locked <holderPid>`, then
 // waits to be killed or for stdin to close.
-import { StoreLockedError } from '@sessionfold/core';
+import { StoreLockedError } from '@sessionfold/core/kernel';
 import { fileStore } from '@sessionfold/store-file';
 
 const [directory, mode] = process.argv.slice(2) as [string, string | undefined];

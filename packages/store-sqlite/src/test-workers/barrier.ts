@@ -1,4 +1,4 @@
-import type { EventStore } from '@sessionfold/core';
+import type { EventStore } from '@sessionfold/core/kernel';
 
 /** Returns once `count` workers have arrived, so their work overlaps instead of following process start-up. */
 export async function barrier(store: EventStore, stream: string, count: number): Promise<void> {

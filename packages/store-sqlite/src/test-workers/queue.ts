@@ -1,6 +1,6 @@
 // Enqueues jobs on shared queue streams, then claims and completes jobs of any worker, each step an append
 // with the revision it read, so a claim that lost a race is retried against the new state.
-import { ConcurrencyError, type EventStore } from '@sessionfold/core';
+import { ConcurrencyError, type EventStore } from '@sessionfold/core/kernel';
 import { sqliteStore } from '../index.js';
 import { barrier } from './barrier.js';
 

@@ -1,5 +1,5 @@
 // Races appends with expected revisions against other processes on the same file; prints one JSON line per outcome.
-import { ConcurrencyError } from '@sessionfold/core';
+import { ConcurrencyError } from '@sessionfold/core/kernel';
 import { sqliteStore } from '../index.js';
 import { barrier } from './barrier.js';
 
