@@ -38,14 +38,14 @@ function fill(db: Db, stream: string, count: number): void {
   for (let i = 0; i < count; i += 10_000) insert(stream, i, Math.min(10_000, count - i));
 }
 
-/** better-sqlite3 directly: prepared inserts in transactions, `stmt.iterate` + `JSON.parse` for reads. */
+/** better-sqlite3 directly: prepared inserts in transactions; reads iterate rows as arrays (`.raw()`) + `JSON.parse`. */
 export const rawSqlite: RawFamily = {
   name: 'sqlite',
   describe: {
     appendBatches: 'better-sqlite3: the batch’s rows in one transaction (WAL, synchronous=FULL)',
     appendSpread: 'better-sqlite3: one row per stream, all in one transaction',
-    replay: 'stmt.iterate over the stream’s rows + JSON.parse + fold',
-    readAll: 'stmt.iterate over all rows in position order + JSON.parse',
+    replay: 'stmt.raw().iterate over the stream’s rows + JSON.parse + fold',
+    readAll: 'stmt.raw().iterate over all rows (all columns) in position order + JSON.parse',
     compact: 'one transaction: iterate + fold, insert snapshot row, delete the events',
     coldOpen: 'open the database, iterate + parse every row',
   },
@@ -79,8 +79,9 @@ export const rawSqlite: RawFamily = {
       const db = openDb(path);
       const record = emptyRecord();
       let n = 0;
-      for (const row of db.prepare('SELECT revision, data FROM events WHERE stream = ? ORDER BY revision').iterate('raw') as Iterable<{ revision: number; data: string }>) {
-        foldData(record, JSON.parse(row.data), row.revision);
+      const rows = db.prepare('SELECT revision, data FROM events WHERE stream = ? ORDER BY revision').raw().iterate('raw');
+      for (const [revision, data] of rows as Iterable<[number, string]>) {
+        foldData(record, JSON.parse(data), revision);
         if (++n % 4096 === 0) rss.sample();
       }
       const ms = performance.now() - start;
@@ -104,9 +105,9 @@ export const rawSqlite: RawFamily = {
       const db = openDb(path);
       const record = emptyRecord();
       let n = 0;
-      const rows = db.prepare('SELECT position, stream, revision, type, data, recorded_at FROM events ORDER BY position').iterate();
-      for (const row of rows as Iterable<{ revision: number; data: string }>) {
-        foldData(record, JSON.parse(row.data), row.revision);
+      const rows = db.prepare('SELECT position, stream, revision, type, data, recorded_at FROM events ORDER BY position').raw().iterate();
+      for (const row of rows as Iterable<[number, string, number, string, string, string]>) {
+        foldData(record, JSON.parse(row[4]), row[2]);
         if (++n % 4096 === 0) rss.sample();
       }
       const ms = performance.now() - start;
@@ -124,7 +125,7 @@ export const rawSqlite: RawFamily = {
       const drop = db.prepare('DELETE FROM events WHERE stream = ? AND revision <= ?');
       const compact = db.transaction(() => {
         const record = emptyRecord();
-        for (const row of select.iterate('s') as Iterable<{ revision: number; data: string }>) foldData(record, JSON.parse(row.data), row.revision);
+        for (const [revision, data] of select.raw().iterate('s') as Iterable<[number, string]>) foldData(record, JSON.parse(data), revision);
         snapshot.run('s', record.lastRevision, JSON.stringify(record));
         drop.run('s', record.lastRevision);
       });
@@ -145,8 +146,9 @@ export const rawSqlite: RawFamily = {
     return timeSequential(1, () => {
       const db = openDb(path);
       const record = emptyRecord();
-      for (const row of db.prepare('SELECT revision, data FROM events ORDER BY stream, revision').iterate() as Iterable<{ revision: number; data: string }>) {
-        foldData(record, JSON.parse(row.data), row.revision);
+      const rows = db.prepare('SELECT revision, data FROM events ORDER BY stream, revision').raw().iterate();
+      for (const [revision, data] of rows as Iterable<[number, string]>) {
+        foldData(record, JSON.parse(data), revision);
       }
       db.close();
     });
