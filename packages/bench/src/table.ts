@@ -68,9 +68,8 @@ export function formatTargets(targets: readonly TargetResult[]): string {
 
 /** The raw limits used by the run, one line per scenario and family. */
 export function formatLimits(rows: readonly Row[]): string {
-  const seen = new Map<string, string>();
-  for (const row of rows) if (row.limit) seen.set(`${row.title} — ${row.limit}`, '');
-  return [...seen.keys()].map((line) => `- ${line}`).join('\n');
+  const seen = new Set(rows.filter((row) => row.limit).map((row) => `${row.title} — ${row.limit}`));
+  return [...seen].map((line) => `- ${line}`).join('\n');
 }
 
 /** The whole report as text: machine, results, targets. */
