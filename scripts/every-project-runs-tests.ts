@@ -1,6 +1,9 @@
 import type { Reporter, TestModule } from 'vitest/node';
 
-/** Fails the run when a declared test project collected no tests (a silently empty project proves nothing). */
+/**
+ * Fails the run when a declared test project collected no tests (a silently empty project proves nothing),
+ * and ends the output with one plain `tests: N passed, N failed, N skipped` line.
+ */
 export default class EveryProjectRunsTests implements Reporter {
   readonly #declared: string[];
   constructor(declared: string[]) {
@@ -9,9 +12,12 @@ export default class EveryProjectRunsTests implements Reporter {
 
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
     const counted = new Map<string, number>();
+    const states = { passed: 0, failed: 0, skipped: 0, pending: 0 };
     for (const module of testModules) {
       const name = module.project.name;
-      counted.set(name, (counted.get(name) ?? 0) + [...module.children.allTests()].length);
+      const tests = [...module.children.allTests()];
+      counted.set(name, (counted.get(name) ?? 0) + tests.length);
+      for (const test of tests) states[test.result().state]++;
     }
     // A filtered run (a file or `--project` on the command line) only checks the projects it touched.
     const filtered = process.argv.slice(2).some((arg) => !arg.startsWith('-') && arg !== 'run');
@@ -21,5 +27,6 @@ export default class EveryProjectRunsTests implements Reporter {
       console.error(`\nThese test projects collected no tests: ${empty.join(', ')}`);
       process.exitCode = 1;
     }
+    console.log(`\ntests: ${states.passed} passed, ${states.failed} failed, ${states.skipped + states.pending} skipped`);
   }
 }
