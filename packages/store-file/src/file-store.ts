@@ -23,7 +23,7 @@ import {
 } from '@sessionfold/core/kernel';
 import { AtomicWriteDirectorySyncError } from '@sessionfold/sessionfile/atomic';
 import { BlobStore } from './blob-store.js';
-import { listDir, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
+import { inlineIo, listDir, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
 import { compactJournal, locateRevision } from './journal-compact.js';
 import { scanJournal } from './journal-scan.js';
 import { Layout } from './layout.js';
@@ -127,6 +127,8 @@ class FileStore implements EventStore {
     this.#reader = new StoreReader({ fs: fsl, layout, readOnly, entries: this.#entries, positions: () => this.#positions });
     this.#ctx = {
       fs: fsl,
+      inlineIo: inlineIo(fsl),
+      flushLoops: { running: 0 },
       layout,
       get positions() {
         return store.#positions;

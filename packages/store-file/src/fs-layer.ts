@@ -14,6 +14,12 @@ export interface FileSystem {
   /** Writes up to `length` bytes at `position`; resolves with how many were written (may be fewer). */
   write(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>;
   fdatasync(fd: number): Promise<void>;
+  /**
+   * Synchronous twins of `write` and `fdatasync`, used only to flush a lone append without a thread-pool
+   * round trip. Optional: without both, every flush takes the asynchronous calls.
+   */
+  writeSync?(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
+  fdatasyncSync?(fd: number): void;
   fsync(fd: number): Promise<void>;
   ftruncate(fd: number, length: number): Promise<void>;
   fchmod(fd: number, mode: number): Promise<void>;
@@ -43,6 +49,8 @@ export const nodeFileSystem: FileSystem = {
   // which under load costs more than the copy. The fdatasync that follows is what waits on the disk.
   write: async (fd, buffer, offset, length, position) => fs.writeSync(fd, buffer, offset, length, position),
   fdatasync: (fd) => call<[number], void>(fs.fdatasync)(fd),
+  writeSync: (fd, buffer, offset, length, position) => fs.writeSync(fd, buffer, offset, length, position),
+  fdatasyncSync: (fd) => fs.fdatasyncSync(fd),
   fsync: (fd) => call<[number], void>(fs.fsync)(fd),
   ftruncate: (fd, length) => call<[number, number], void>(fs.ftruncate)(fd, length),
   fchmod: (fd, mode) => call<[number, number], void>(fs.fchmod)(fd, mode),
@@ -60,7 +68,23 @@ export const nodeFileSystem: FileSystem = {
 
 /** The default file system with the caller's replacements applied. */
 export function withOverrides(overrides: Partial<FileSystem> | undefined): FileSystem {
-  return overrides ? { ...nodeFileSystem, ...overrides } : nodeFileSystem;
+  if (!overrides) return nodeFileSystem;
+  const merged: FileSystem = { ...nodeFileSystem, ...overrides };
+  // A replaced `write` or `fdatasync` (an injected fault) must not be bypassed by the default synchronous twin.
+  if (overrides.write && !overrides.writeSync) delete merged.writeSync;
+  if (overrides.fdatasync && !overrides.fdatasyncSync) delete merged.fdatasyncSync;
+  return merged;
+}
+
+/** The synchronous calls of a file system, when it has both. */
+export interface InlineIo {
+  writeSync(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
+  fdatasyncSync(fd: number): void;
+}
+
+/** `fsl` as `InlineIo`, or undefined when it lacks either synchronous call. */
+export function inlineIo(fsl: FileSystem): InlineIo | undefined {
+  return fsl.writeSync && fsl.fdatasyncSync ? (fsl as InlineIo) : undefined;
 }
 
 /** Writes all of `bytes` at `position`, looping over short writes (a full disk shows up as one). */
@@ -68,6 +92,16 @@ export async function writeAll(fsl: FileSystem, fd: number, bytes: Uint8Array, p
   let done = 0;
   while (done < bytes.length) {
     const written = await fsl.write(fd, bytes, done, bytes.length - done, position + done);
+    if (written <= 0) throw Object.assign(new Error('write made no progress'), { code: 'EIO' });
+    done += written;
+  }
+}
+
+/** `writeAll` with the synchronous call: the same loop over short writes. */
+export function writeAllSync(io: InlineIo, fd: number, bytes: Uint8Array, position: number): void {
+  let done = 0;
+  while (done < bytes.length) {
+    const written = io.writeSync(fd, bytes, done, bytes.length - done, position + done);
     if (written <= 0) throw Object.assign(new Error('write made no progress'), { code: 'EIO' });
     done += written;
   }

@@ -9,7 +9,7 @@ import {
   type NewEvent,
   type StreamId,
 } from '@sessionfold/core/kernel';
-import { errorCode, syncDir, writeAll, type FileSystem } from './fs-layer.js';
+import { errorCode, syncDir, writeAll, writeAllSync, type FileSystem, type InlineIo } from './fs-layer.js';
 import { eventPayloadJson, frameLine } from './journal-codec.js';
 import { CHECKPOINT_EVERY, emptyJournal, type JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
@@ -18,6 +18,10 @@ import type { Positions } from './positions.js';
 /** What every stream shares with the store. */
 export interface StoreContext {
   readonly fs: FileSystem;
+  /** The synchronous write and fdatasync of `fs`, when it has them (see `#inlineIo`). */
+  readonly inlineIo: InlineIo | undefined;
+  /** How many streams have a flush loop running: a lone append flushes inline only when its stream is the one. */
+  readonly flushLoops: { running: number };
   readonly layout: Layout;
   readonly positions: Positions;
   readonly clock: () => Date;
@@ -35,6 +39,14 @@ export interface ChangeMark {
   position: number;
   recordedAt: string;
 }
+
+/**
+ * Largest lone append flushed inline. The inline flush blocks the event loop for its write and fdatasync
+ * (≈ 0.2 ms for a small record, as a synchronous SQLite commit does); a larger one would block it longer.
+ */
+const INLINE_MAX_BYTES = 256 * 1024;
+/** Flushes of several appends taken inline, after one that showed no append arrives during the disk wait. */
+const INLINE_RUN = 15;
 
 interface PendingAppend {
   events: readonly NewEvent[];
@@ -70,6 +82,8 @@ export class StreamEntry {
   /** The journal was created and its directory entry is not yet known to be durable. */
   #unsyncedName = false;
   #queue: PendingAppend[] = [];
+  /** Flushes of several appends that may still run inline before one waits asynchronously again (see `#inlineIo`). */
+  #inlineCredit = 0;
   #flushing: Promise<void> | undefined;
   #exclusive: Promise<void> | undefined;
   readonly #pendingIds = new Map<string, Promise<AppendResult>>();
@@ -186,6 +200,8 @@ export class StreamEntry {
   }
 
   async #flushLoop(): Promise<void> {
+    // Counted before the first await, so streams whose appends arrived in the same tick see each other.
+    this.#ctx.flushLoops.running++;
     try {
       while (this.#queue.length > 0) {
         // Yield once to the event loop before taking the batch: callers answered by the previous flush append
@@ -201,15 +217,31 @@ export class StreamEntry {
         }
       }
     } finally {
+      this.#ctx.flushLoops.running--;
       this.#flushing = undefined;
     }
   }
 
   async #flush(batch: PendingAppend[]): Promise<void> {
-    const { fs, positions, layout } = this.#ctx;
+    const { positions } = this.#ctx;
+    const { start, lines, bytes } = this.#frame(batch);
+    try {
+      await this.#persist(bytes, this.#inlineIo(batch, bytes));
+    } catch (error) {
+      positions.settle(start);
+      this.#fail(batch, error);
+      return;
+    }
+    this.#committed(batch, lines, bytes.length);
+    positions.settle(start);
+    for (const pending of batch) pending.resolve({ ...pending.result });
+  }
+
+  /** Reserves the batch's positions and frames its lines; sets each append's result. */
+  #frame(batch: PendingAppend[]): { start: number; lines: string[]; bytes: Buffer } {
     let count = 0;
     for (const pending of batch) count += pending.events.length;
-    const start = positions.reserve(count);
+    const start = this.#ctx.positions.reserve(count);
     const recordedAtJson = JSON.stringify(this.#ctx.clock().toISOString());
     const typeJsons = new Map<string, string>();
     const lines: string[] = [];
@@ -224,49 +256,88 @@ export class StreamEntry {
       });
       pending.result = { revision: pending.firstRevision + n - 1, position: position - 1 };
     }
-    const text = lines.join('');
-    const bytes = Buffer.from(text);
+    return { start, lines, bytes: Buffer.from(lines.join('')) };
+  }
+
+  /**
+   * The synchronous calls to flush this batch with, or undefined to flush it asynchronously. Waiting for the
+   * disk asynchronously only pays when something can run meanwhile; the thread-pool round trip itself costs
+   * ≈ 0.05–0.1 ms. So a flush runs inline when no other stream is flushing and either
+   * - it is a lone append: the next flush could only hold appends made after it anyway; or
+   * - the last asynchronous flush of this stream saw no append arrive while it waited (callers that append
+   *   again only once answered); every `INLINE_RUN` such flushes, one waits asynchronously again to re-check.
+   * Appends made while a flush runs inline queue as always and form the next flush. Anything unusual (a
+   * journal to create or cut back first, a large record) takes the asynchronous path.
+   */
+  #inlineIo(batch: PendingAppend[], bytes: Buffer): InlineIo | undefined {
+    const io = this.#ctx.inlineIo;
+    if (!io || this.#ctx.flushLoops.running !== 1) return undefined;
+    if (this.#fd === undefined || this.#dirty || this.#unsyncedName || bytes.length > INLINE_MAX_BYTES) return undefined;
+    if (batch.length === 1) return io;
+    if (this.#inlineCredit === 0) return undefined;
+    this.#inlineCredit--;
+    return io;
+  }
+
+  /**
+   * Writes `bytes` at the end of the journal and fdatasyncs it, with `io`'s synchronous calls when given (the
+   * whole success path then runs without yielding). Every failure is handled alike on both paths: a failed
+   * write is cut back and rejects with `StorageError`; a failed fdatasync poisons the store.
+   */
+  async #persist(bytes: Buffer, io: InlineIo | undefined): Promise<void> {
+    const { layout } = this.#ctx;
     try {
-      try {
-        this.#ctx.assertNotPoisoned();
-        await this.#openForWrite();
-        this.#ctx.touched(this);
-        const fd = this.#fd as number;
-        if (this.#dirty) {
-          await fs.ftruncate(fd, this.journal.length);
-          this.#dirty = false;
-        }
-        await writeAll(fs, fd, bytes, this.journal.length);
-      } catch (cause) {
-        if (cause instanceof SessionfoldError) throw cause;
-        await this.#cutBack();
-        throw new StorageError(`Could not write to ${layout.journal(this.name)}.`, { cause });
-      }
-      try {
-        await fs.fdatasync(this.#fd as number);
-        // A new journal's name must be durable too, or the fsynced bytes could vanish with it.
-        if (this.#unsyncedName) {
-          await syncDir(fs, layout.streams);
-          this.#unsyncedName = false;
-        }
-      } catch (cause) {
-        // After a failed fdatasync the kernel may have dropped the dirty pages: a later fsync that succeeds
-        // would prove nothing, so nothing more is written until the store is reopened and the tail re-read.
-        this.#dirty = true;
-        this.#ctx.poison();
-        throw new StorageError(`Could not sync ${layout.journal(this.name)}; the store refuses writes until it is reopened.`, {
-          cause,
-          poisoned: true,
-        });
-      }
-    } catch (error) {
-      positions.settle(start);
-      this.#fail(batch, error);
-      return;
+      this.#ctx.assertNotPoisoned();
+      if (io) this.#writeInline(io, bytes);
+      else await this.#write(bytes);
+    } catch (cause) {
+      if (cause instanceof SessionfoldError) throw cause;
+      await this.#cutBack();
+      throw new StorageError(`Could not write to ${layout.journal(this.name)}.`, { cause });
     }
-    this.#committed(batch, lines, bytes.length);
-    positions.settle(start);
-    for (const pending of batch) pending.resolve({ ...pending.result });
+    try {
+      if (io) io.fdatasyncSync(this.#fd as number);
+      else await this.#sync();
+    } catch (cause) {
+      // After a failed fdatasync the kernel may have dropped the dirty pages: a later fsync that succeeds
+      // would prove nothing, so nothing more is written until the store is reopened and the tail re-read.
+      this.#dirty = true;
+      this.#ctx.poison();
+      throw new StorageError(`Could not sync ${layout.journal(this.name)}; the store refuses writes until it is reopened.`, {
+        cause,
+        poisoned: true,
+      });
+    }
+  }
+
+  /** Writes with the synchronous call to the open, clean journal (`#inlineIo` checked both). */
+  #writeInline(io: InlineIo, bytes: Buffer): void {
+    this.#ctx.touched(this);
+    writeAllSync(io, this.#fd as number, bytes, this.journal.length);
+  }
+
+  /** Opens the journal if needed, cuts back what a failed write left, then writes. */
+  async #write(bytes: Buffer): Promise<void> {
+    const { fs } = this.#ctx;
+    await this.#openForWrite();
+    this.#ctx.touched(this);
+    const fd = this.#fd as number;
+    if (this.#dirty) {
+      await fs.ftruncate(fd, this.journal.length);
+      this.#dirty = false;
+    }
+    await writeAll(fs, fd, bytes, this.journal.length);
+  }
+
+  /** fdatasyncs the journal and, for a new journal, its directory entry. */
+  async #sync(): Promise<void> {
+    await this.#ctx.fs.fdatasync(this.#fd as number);
+    this.#inlineCredit = this.#queue.length === 0 ? INLINE_RUN : 0;
+    // A new journal's name must be durable too, or the fsynced bytes could vanish with it.
+    if (this.#unsyncedName) {
+      await syncDir(this.#ctx.fs, this.#ctx.layout.streams);
+      this.#unsyncedName = false;
+    }
   }
 
   /** Opens (or creates, 0600) the journal for writing. */

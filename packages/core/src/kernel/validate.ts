@@ -7,6 +7,8 @@ export const STREAM_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** Default largest serialized event (type + data), in bytes. */
 export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
 const SHA256_PATTERN = /^[0-9a-f]{64}$/;
+/** Nesting the quick JSON check follows before it leaves the value (possibly cyclic) to `findNonJson`. */
+const QUICK_JSON_DEPTH = 64;
 
 /** Throws `InvalidInputError` unless `stream` is a valid stream id. */
 export function validateStreamId(stream: unknown, field = 'stream'): asserts stream is StreamId {
@@ -43,7 +45,7 @@ export function validateAppend(
   if (typeof options !== 'object' || options === null) throw new InvalidInputError('options', 'expected { expectedRevision }');
   validateExpectedRevision((options as { expectedRevision?: unknown }).expectedRevision);
   if (!Array.isArray(events) || events.length === 0) throw new InvalidInputError('events', 'expected a non-empty array of events');
-  const ids = new Set<string>();
+  let ids: Set<string> | undefined;
   return events.map((event: unknown, index) => {
     const at = `events[${index}]`;
     if (typeof event !== 'object' || event === null) throw new InvalidInputError(at, 'expected an object');
@@ -55,16 +57,38 @@ export function validateAppend(
       if (typeof eventId !== 'string' || eventId.length === 0 || eventId.length > 255) {
         throw new InvalidInputError(`${at}.eventId`, 'expected a string of 1..255 characters');
       }
+      ids ??= new Set<string>();
       if (ids.has(eventId)) throw new InvalidInputError(`${at}.eventId`, `${JSON.stringify(eventId)} appears twice in the batch`);
       ids.add(eventId);
     }
-    const bad = findNonJson(data);
+    // The quick check answers for nearly every event; only a doubtful one pays for the walk that names the bad path.
+    const bad = isQuicklyJson(data, 0) ? undefined : findNonJson(data);
     if (bad !== undefined) throw new InvalidInputError(`${at}.data`, `${bad.replace(/^\$/, 'data')} is not JSON`);
     const json = JSON.stringify(data);
+    // A UTF-16 code unit never takes more than 3 UTF-8 bytes: counting the bytes exactly is needed only near the limit.
+    if ((json.length + type.length) * 3 <= maxEventBytes) return json;
     const size = Buffer.byteLength(json) + Buffer.byteLength(type);
     if (size > maxEventBytes) throw new InvalidInputError(`${at}.data`, `event is ${size} bytes, over the limit of ${maxEventBytes}`);
     return json;
   });
+}
+
+/**
+ * True when `value` is plain JSON by the rules of `findNonJson`, without building the paths it reports. False
+ * means "not sure": past `QUICK_JSON_DEPTH` levels (where a cycle may be) or on anything that is not JSON.
+ */
+function isQuicklyJson(value: unknown, depth: number): boolean {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value !== 'object' || depth >= QUICK_JSON_DEPTH) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!isQuicklyJson(value[i], depth + 1)) return false;
+    return true;
+  }
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) return false;
+  for (const key of Object.keys(value)) if (!isQuicklyJson((value as Record<string, unknown>)[key], depth + 1)) return false;
+  return true;
 }
 
 /** Checks a snapshot handed to `compact` or `restoreStream` for `stream`. */

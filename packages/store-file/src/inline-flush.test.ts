@@ -1,0 +1,221 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { StorageError, type AppendResult, type EventStore, type StreamId } from '@sessionfold/core/kernel';
+import { nodeFileSystem, type FileSystem } from './fs-layer.js';
+import { fileStore } from './index.js';
+import { eventsOf, freshDir, randomStream } from './test-support.fixture.js';
+
+const journalOf = (dir: string, stream: StreamId) => join(dir, 'streams', `${stream}.jsonl`);
+const errno = (code: string) => Object.assign(new Error(`${code}: injected`), { code });
+
+/** What the journal calls of `twinFs` did, and the faults and hooks to apply to the next ones. */
+interface TwinState {
+  inlineWrites: number;
+  inlineSyncs: number;
+  asyncWrites: number;
+  asyncSyncs: number;
+  /** The next synchronous write lands this many bytes, then fails with ENOSPC (-1: no fault). */
+  inlineRoom: number;
+  /** The next synchronous fdatasync fails with EIO. */
+  failInlineSync: boolean;
+  /** Runs once, inside the next synchronous fdatasync, before it syncs or fails. */
+  duringInlineSync?: () => void;
+  /** Runs once, inside the next asynchronous fdatasync. */
+  duringAsyncSync?: () => void;
+}
+
+/**
+ * A file system with both the asynchronous and the synchronous write and fdatasync, counting which of them
+ * journals get and failing the synchronous ones on demand.
+ */
+function twinFs() {
+  const journals = new Set<number>();
+  const state: TwinState = { inlineWrites: 0, inlineSyncs: 0, asyncWrites: 0, asyncSyncs: 0, inlineRoom: -1, failInlineSync: false };
+  const once = (key: 'duringInlineSync' | 'duringAsyncSync') => {
+    const hook = state[key];
+    state[key] = undefined;
+    hook?.();
+  };
+  const fs: Partial<FileSystem> = {
+    open: async (path, flags, mode) => {
+      const fd = await nodeFileSystem.open(path, flags, mode);
+      if (/streams\/[^/]+\.jsonl$/.test(path) && flags !== 'r') journals.add(fd);
+      return fd;
+    },
+    close: async (fd) => {
+      journals.delete(fd);
+      await nodeFileSystem.close(fd);
+    },
+    write: async (fd, ...rest) => {
+      if (journals.has(fd)) state.asyncWrites++;
+      return nodeFileSystem.write(fd, ...rest);
+    },
+    fdatasync: async (fd) => {
+      if (journals.has(fd)) {
+        state.asyncSyncs++;
+        once('duringAsyncSync');
+      }
+      return nodeFileSystem.fdatasync(fd);
+    },
+    writeSync: (fd, buffer, offset, length, position) => {
+      if (!journals.has(fd)) return (nodeFileSystem.writeSync as NonNullable<FileSystem['writeSync']>)(fd, buffer, offset, length, position);
+      state.inlineWrites++;
+      const room = state.inlineRoom;
+      if (room < 0) return (nodeFileSystem.writeSync as NonNullable<FileSystem['writeSync']>)(fd, buffer, offset, length, position);
+      // The disk fills part-way through the record: `room` bytes land, then ENOSPC (once).
+      if (room === 0) {
+        state.inlineRoom = -1;
+        throw errno('ENOSPC');
+      }
+      const written = (nodeFileSystem.writeSync as NonNullable<FileSystem['writeSync']>)(fd, buffer, offset, Math.min(room, length), position);
+      state.inlineRoom -= written;
+      return written;
+    },
+    fdatasyncSync: (fd) => {
+      if (journals.has(fd)) {
+        state.inlineSyncs++;
+        once('duringInlineSync');
+        if (state.failInlineSync) {
+          state.failInlineSync = false;
+          throw errno('EIO');
+        }
+      }
+      (nodeFileSystem.fdatasyncSync as NonNullable<FileSystem['fdatasyncSync']>)(fd);
+    },
+  };
+  return { fs, state };
+}
+
+/** A store over `twinFs` with one event already in `stream`, so its journal exists and is open. */
+async function storeWithJournal(dir = freshDir()) {
+  const { fs, state } = twinFs();
+  const store = await fileStore({ directory: dir, fs });
+  const stream = randomStream();
+  await store.append(stream, [{ type: 'A', data: 0 }], { expectedRevision: 'no_stream' });
+  Object.assign(state, { inlineWrites: 0, inlineSyncs: 0, asyncWrites: 0, asyncSyncs: 0 });
+  return { dir, store, stream, state };
+}
+
+const appendOne = (store: EventStore, stream: StreamId, data: number): Promise<AppendResult> =>
+  store.append(stream, [{ type: 'A', data }], { expectedRevision: 'any' });
+
+describe('a lone append', () => {
+  it('is written and fdatasynced with the synchronous calls, once each', async () => {
+    const { store, stream, state } = await storeWithJournal();
+    const result = await store.append(stream, [{ type: 'A', data: 1 }, { type: 'B', data: 2 }], { expectedRevision: 1 });
+    expect(result.revision).toBe(3);
+    expect(state).toMatchObject({ inlineWrites: 1, inlineSyncs: 1, asyncWrites: 0, asyncSyncs: 0 });
+    expect((await eventsOf(store, stream)).map((e) => e.data)).toEqual([0, 1, 2]);
+    await store.close();
+  });
+
+  it('to a journal not yet created waits asynchronously (its directory entry is fsynced too)', async () => {
+    const { store, state } = await storeWithJournal();
+    await store.append(randomStream('new'), [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
+    expect(state).toMatchObject({ inlineSyncs: 0, asyncSyncs: 1 });
+    await store.close();
+  });
+
+  it('while another stream is flushing waits asynchronously, so the two fdatasyncs overlap', async () => {
+    const { store, stream, state } = await storeWithJournal();
+    const other = randomStream('other');
+    await store.append(other, [{ type: 'A', data: 0 }], { expectedRevision: 'no_stream' });
+    Object.assign(state, { inlineSyncs: 0, asyncSyncs: 0 });
+    await Promise.all([appendOne(store, stream, 1), appendOne(store, other, 1)]);
+    expect(state).toMatchObject({ inlineSyncs: 0, asyncSyncs: 2 });
+    await store.close();
+  });
+
+  it('made while an inline flush runs joins the next flush, in order, with its own result', async () => {
+    const { dir, store, stream, state } = await storeWithJournal();
+    const during: Promise<AppendResult>[] = [];
+    state.duringInlineSync = () => {
+      during.push(appendOne(store, stream, 2), appendOne(store, stream, 3));
+    };
+    const first = await appendOne(store, stream, 1);
+    const later = await Promise.all(during);
+    expect(first.revision).toBe(2);
+    expect(later.map((r) => r.revision)).toEqual([3, 4]);
+    expect(later[1]!.position).toBe(later[0]!.position + 1);
+    expect(state.inlineWrites + state.asyncWrites, 'the two made meanwhile share one flush').toBe(2);
+    await store.close();
+    const reopened = await fileStore({ directory: dir });
+    expect((await eventsOf(reopened, stream)).map((e) => [e.revision, e.data])).toEqual([
+      [1, 0],
+      [2, 1],
+      [3, 2],
+      [4, 3],
+    ]);
+    await reopened.close();
+  });
+});
+
+describe('an inline flush that fails', () => {
+  it('on fdatasync rejects as poisoned, with every append queued behind it, and refuses later writes', async () => {
+    const { dir, store, stream, state } = await storeWithJournal();
+    let behind: Promise<AppendResult> | undefined;
+    state.failInlineSync = true;
+    state.duringInlineSync = () => {
+      behind = appendOne(store, stream, 2);
+    };
+    const failed = await appendOne(store, stream, 1).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(StorageError);
+    expect((failed as StorageError).poisoned).toBe(true);
+    expect(((failed as StorageError).cause as { code?: string }).code).toBe('EIO');
+    await expect(behind).rejects.toBeInstanceOf(StorageError);
+    await expect(appendOne(store, stream, 3)).rejects.toMatchObject({ code: 'storage_error', poisoned: true });
+    expect((await store.read(stream)).revision).toBe(1);
+    expect((await eventsOf(store, stream)).map((e) => e.data)).toEqual([0]);
+    await store.close();
+    const reopened = await fileStore({ directory: dir });
+    const revision = (await reopened.read(stream)).revision;
+    expect((await reopened.append(stream, [{ type: 'B', data: 4 }], { expectedRevision: revision })).revision).toBe(revision + 1);
+    await reopened.close();
+  });
+
+  it('on a full disk part-way rejects without poisoning, cuts the half record back, and the next append lands on a clean line', async () => {
+    const { dir, store, stream, state } = await storeWithJournal();
+    const before = (await readFile(journalOf(dir, stream))).length;
+    state.inlineRoom = 40;
+    const failed = await appendOne(store, stream, 1).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(StorageError);
+    expect((failed as StorageError).poisoned).toBe(false);
+    expect(((failed as StorageError).cause as { code?: string }).code).toBe('ENOSPC');
+    expect(state.inlineSyncs, 'nothing is fdatasynced after a failed write').toBe(0);
+    expect((await readFile(journalOf(dir, stream))).length, 'the half record is cut back').toBe(before);
+    expect((await store.append(stream, [{ type: 'B', data: 2 }], { expectedRevision: 1 })).revision).toBe(2);
+    await store.close();
+    const reopened = await fileStore({ directory: dir });
+    expect((await eventsOf(reopened, stream)).map((e) => [e.revision, e.type, e.data])).toEqual([
+      [1, 'A', 0],
+      [2, 'B', 2],
+    ]);
+    await reopened.close();
+  });
+});
+
+describe('a flush of several appends', () => {
+  it('waits asynchronously while appends arrive during such waits, and runs inline once none did', async () => {
+    const { fs, state } = twinFs();
+    const store = await fileStore({ directory: freshDir(), fs });
+    const stream = randomStream();
+    const pair = (data: number) => Promise.all([appendOne(store, stream, data), appendOne(store, stream, data + 1)]);
+    // An append arrives while the journal's first flush waits on the disk: that wait was worth making.
+    let arrived: Promise<unknown> | undefined;
+    state.duringAsyncSync = () => {
+      arrived = appendOne(store, stream, 1);
+    };
+    await store.append(stream, [{ type: 'A', data: 0 }], { expectedRevision: 'no_stream' });
+    await arrived;
+    expect(state, 'a lone append runs inline regardless').toMatchObject({ asyncSyncs: 1, inlineSyncs: 1 });
+    await pair(2);
+    expect(state).toMatchObject({ asyncSyncs: 2, inlineSyncs: 1 });
+    // Nothing arrived during that wait: the next pairs run inline.
+    await pair(4);
+    await pair(6);
+    expect(state).toMatchObject({ asyncSyncs: 2, inlineSyncs: 3 });
+    expect((await eventsOf(store, stream)).map((e) => e.data)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    await store.close();
+  });
+});
