@@ -20,7 +20,7 @@ export interface StoreContext {
   readonly fs: FileSystem;
   /** The synchronous write and fdatasync of `fs`, when it has them (see `#inlineIo`). */
   readonly inlineIo: InlineIo | undefined;
-  /** How many streams have a flush loop running: a lone append flushes inline only when its stream is the one. */
+  /** How many streams have a flush loop running: a flush runs inline only when its stream's is the only one. */
   readonly flushLoops: { running: number };
   readonly layout: Layout;
   readonly positions: Positions;
@@ -41,11 +41,11 @@ export interface ChangeMark {
 }
 
 /**
- * Largest lone append flushed inline. The inline flush blocks the event loop for its write and fdatasync
- * (≈ 0.2 ms for a small record, as a synchronous SQLite commit does); a larger one would block it longer.
+ * Largest flush run inline. An inline flush blocks the event loop for its write and fdatasync (as a
+ * synchronous SQLite commit does); the more bytes, the longer it would block.
  */
 const INLINE_MAX_BYTES = 256 * 1024;
-/** Flushes of several appends taken inline, after one that showed no append arrives during the disk wait. */
+/** Flushes of several appends run inline after an asynchronous one during whose disk wait no append arrived. */
 const INLINE_RUN = 15;
 
 interface PendingAppend {
@@ -263,7 +263,7 @@ export class StreamEntry {
    * The synchronous calls to flush this batch with, or undefined to flush it asynchronously. Waiting for the
    * disk asynchronously only pays when something can run meanwhile; the thread-pool round trip itself costs
    * ≈ 0.05–0.1 ms. So a flush runs inline when no other stream is flushing and either
-   * - it is a lone append: the next flush could only hold appends made after it anyway; or
+   * - it is a lone append: its caller waits on it alone, and appends made meanwhile still form the next flush; or
    * - the last asynchronous flush of this stream saw no append arrive while it waited (callers that append
    *   again only once answered); every `INLINE_RUN` such flushes, one waits asynchronously again to re-check.
    * Appends made while a flush runs inline queue as always and form the next flush. Anything unusual (a
