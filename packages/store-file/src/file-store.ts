@@ -192,8 +192,7 @@ class FileStore implements EventStore {
       this.#assertOpen();
       const dataJson = validateAppend(stream, events, options, this.#maxEventBytes);
       this.#assertWritable();
-      const copies = events.map((event) => (event.eventId === undefined ? { type: event.type, data: null } : { type: event.type, data: null, eventId: event.eventId }));
-      return this.#entry(stream).append(copies, dataJson, options.expectedRevision);
+      return this.#entry(stream).append(ownCopies(events), dataJson, options.expectedRevision);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -444,6 +443,19 @@ class FileStore implements EventStore {
       }
     }
   }
+}
+
+/**
+ * What the store keeps of validated events until they are written: type and eventId, copied so a caller that
+ * changes its objects meanwhile changes nothing. The data travels as the JSON validation produced.
+ */
+function ownCopies(events: readonly NewEvent[]): NewEvent[] {
+  const copies = new Array<NewEvent>(events.length);
+  for (let i = 0; i < events.length; i++) {
+    const { type, eventId } = events[i] as NewEvent;
+    copies[i] = eventId === undefined ? { type, data: null } : { type, data: null, eventId };
+  }
+  return copies;
 }
 
 /** Serializes a validated snapshot's state now, before any await. */

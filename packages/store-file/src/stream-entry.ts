@@ -114,12 +114,13 @@ export class StreamEntry {
         const pending = this.#pendingIds.get(firstId);
         if (pending) return pending.then((result) => ({ ...result }));
       }
-      events.forEach((event, index) => {
-        if (index === 0 || event.eventId === undefined) return;
-        if (this.journal.eventIds.has(event.eventId) || this.#pendingIds.has(event.eventId)) {
-          throw new InvalidInputError(`events[${index}].eventId`, `${JSON.stringify(event.eventId)} is already in stream ${this.name}`);
+      for (let index = 1; index < events.length; index++) {
+        const eventId = (events[index] as NewEvent).eventId;
+        if (eventId === undefined) continue;
+        if (this.journal.eventIds.has(eventId) || this.#pendingIds.has(eventId)) {
+          throw new InvalidInputError(`events[${index}].eventId`, `${JSON.stringify(eventId)} is already in stream ${this.name}`);
         }
-      });
+      }
       if (!revisionMatches(expected, this.#head)) throw new ConcurrencyError(this.name, expected, this.#head);
     } catch (error) {
       return Promise.reject(error);
@@ -234,7 +235,8 @@ export class StreamEntry {
     }
     this.#committed(batch, lines, bytes.length);
     positions.settle(start);
-    for (const pending of batch) pending.resolve({ ...pending.result });
+    // Each result is a fresh object made by #frame and kept nowhere else, so callers get it as is.
+    for (const pending of batch) pending.resolve(pending.result);
   }
 
   /** Reserves the batch's positions and frames its lines; sets each append's result. */
@@ -242,19 +244,26 @@ export class StreamEntry {
     let count = 0;
     for (const pending of batch) count += pending.events.length;
     const start = this.#ctx.positions.reserve(count);
+    // One timestamp per flush: every event of a flush becomes durable at the same moment.
     const recordedAtJson = JSON.stringify(this.#ctx.clock().toISOString());
-    const typeJsons = new Map<string, string>();
-    const lines: string[] = [];
+    const lines = new Array<string>(count);
+    // Batches are nearly always of one event type: remembering the last one serializes it once per flush.
+    let lastType: string | undefined;
+    let typeJson = '';
     let position = start;
+    let index = 0;
     for (const pending of batch) {
-      const n = pending.events.length;
-      pending.events.forEach((event, i) => {
-        let typeJson = typeJsons.get(event.type);
-        if (typeJson === undefined) typeJsons.set(event.type, (typeJson = JSON.stringify(event.type)));
-        const payload = eventPayloadJson(pending.firstRevision + i, position++, recordedAtJson, typeJson, event.eventId, i < n - 1, pending.dataJson[i] as string);
-        lines.push(frameLine(payload));
-      });
-      pending.result = { revision: pending.firstRevision + n - 1, position: position - 1 };
+      const { events, dataJson, firstRevision } = pending;
+      const last = events.length - 1;
+      for (let i = 0; i <= last; i++) {
+        const event = events[i] as NewEvent;
+        if (event.type !== lastType) {
+          lastType = event.type;
+          typeJson = JSON.stringify(lastType);
+        }
+        lines[index++] = frameLine(eventPayloadJson(firstRevision + i, position++, recordedAtJson, typeJson, event.eventId, i < last, dataJson[i] as string));
+      }
+      pending.result = { revision: firstRevision + last, position: position - 1 };
     }
     return { start, lines, bytes: Buffer.from(lines.join('')) };
   }

@@ -45,32 +45,39 @@ export function validateAppend(
   if (typeof options !== 'object' || options === null) throw new InvalidInputError('options', 'expected { expectedRevision }');
   validateExpectedRevision((options as { expectedRevision?: unknown }).expectedRevision);
   if (!Array.isArray(events) || events.length === 0) throw new InvalidInputError('events', 'expected a non-empty array of events');
+  const dataJson = new Array<string>(events.length);
   let ids: Set<string> | undefined;
-  return events.map((event: unknown, index) => {
-    const at = `events[${index}]`;
-    if (typeof event !== 'object' || event === null) throw new InvalidInputError(at, 'expected an object');
+  for (let index = 0; index < events.length; index++) {
+    const event: unknown = events[index];
+    if (typeof event !== 'object' || event === null) throw new InvalidInputError(`events[${index}]`, 'expected an object');
     const { type, data, eventId } = event as Partial<NewEvent>;
     if (typeof type !== 'string' || type.length === 0 || type.length > 256 || type.startsWith('$')) {
-      throw new InvalidInputError(`${at}.type`, 'expected a string of 1..256 characters not starting with "$"');
+      throw new InvalidInputError(`events[${index}].type`, 'expected a string of 1..256 characters not starting with "$"');
     }
     if (eventId !== undefined) {
       if (typeof eventId !== 'string' || eventId.length === 0 || eventId.length > 255) {
-        throw new InvalidInputError(`${at}.eventId`, 'expected a string of 1..255 characters');
+        throw new InvalidInputError(`events[${index}].eventId`, 'expected a string of 1..255 characters');
       }
       ids ??= new Set<string>();
-      if (ids.has(eventId)) throw new InvalidInputError(`${at}.eventId`, `${JSON.stringify(eventId)} appears twice in the batch`);
+      if (ids.has(eventId)) throw new InvalidInputError(`events[${index}].eventId`, `${JSON.stringify(eventId)} appears twice in the batch`);
       ids.add(eventId);
     }
-    // The quick check answers for nearly every event; only a doubtful one pays for the walk that names the bad path.
-    const bad = isQuicklyJson(data, 0) ? undefined : findNonJson(data);
-    if (bad !== undefined) throw new InvalidInputError(`${at}.data`, `${bad.replace(/^\$/, 'data')} is not JSON`);
-    const json = JSON.stringify(data);
-    // A UTF-16 code unit never takes more than 3 UTF-8 bytes: counting the bytes exactly is needed only near the limit.
-    if ((json.length + type.length) * 3 <= maxEventBytes) return json;
-    const size = Buffer.byteLength(json) + Buffer.byteLength(type);
-    if (size > maxEventBytes) throw new InvalidInputError(`${at}.data`, `event is ${size} bytes, over the limit of ${maxEventBytes}`);
-    return json;
-  });
+    dataJson[index] = serializeData(data, type, index, maxEventBytes);
+  }
+  return dataJson;
+}
+
+/** Checks that an event's data is plain JSON within the size limit, and returns it serialized. */
+function serializeData(data: unknown, type: string, index: number, maxEventBytes: number): string {
+  // The quick check answers for nearly every event; only a doubtful one pays for the walk that names the bad path.
+  const bad = isQuicklyJson(data, 0) ? undefined : findNonJson(data);
+  if (bad !== undefined) throw new InvalidInputError(`events[${index}].data`, `${bad.replace(/^\$/, 'data')} is not JSON`);
+  const json = JSON.stringify(data);
+  // A UTF-16 code unit never takes more than 3 UTF-8 bytes: counting the bytes exactly is needed only near the limit.
+  if ((json.length + type.length) * 3 <= maxEventBytes) return json;
+  const size = Buffer.byteLength(json) + Buffer.byteLength(type);
+  if (size > maxEventBytes) throw new InvalidInputError(`events[${index}].data`, `event is ${size} bytes, over the limit of ${maxEventBytes}`);
+  return json;
 }
 
 /**
@@ -78,17 +85,32 @@ export function validateAppend(
  * means "not sure": past `QUICK_JSON_DEPTH` levels (where a cycle may be) or on anything that is not JSON.
  */
 function isQuicklyJson(value: unknown, depth: number): boolean {
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
-  if (typeof value === 'number') return Number.isFinite(value);
-  if (typeof value !== 'object' || depth >= QUICK_JSON_DEPTH) return false;
+  if (typeof value !== 'object') return isQuicklyJsonMember(value, depth);
+  if (value === null) return true;
+  if (depth >= QUICK_JSON_DEPTH) return false;
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) if (!isQuicklyJson(value[i], depth + 1)) return false;
+    for (let i = 0; i < value.length; i++) if (!isQuicklyJsonMember(value[i], depth + 1)) return false;
     return true;
   }
   const proto = Object.getPrototypeOf(value) as unknown;
   if (proto !== Object.prototype && proto !== null) return false;
-  for (const key of Object.keys(value)) if (!isQuicklyJson((value as Record<string, unknown>)[key], depth + 1)) return false;
+  for (const key of Object.keys(value)) if (!isQuicklyJsonMember((value as Record<string, unknown>)[key], depth + 1)) return false;
   return true;
+}
+
+/** `isQuicklyJson` deciding scalars in place: most members are one, and a call per member is what costs. */
+function isQuicklyJsonMember(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(value);
+    case 'object':
+      return isQuicklyJson(value, depth);
+    default:
+      return false;
+  }
 }
 
 /** Checks a snapshot handed to `compact` or `restoreStream` for `stream`. */
