@@ -94,7 +94,9 @@ function isQuicklyJson(value: unknown, depth: number): boolean {
   }
   const proto = Object.getPrototypeOf(value) as unknown;
   if (proto !== Object.prototype && proto !== null) return false;
-  for (const key of Object.keys(value)) if (!isQuicklyJsonMember((value as Record<string, unknown>)[key], depth + 1)) return false;
+  // An indexed loop: until this is optimized, an array iterator would cost per key.
+  const keys = Object.keys(value);
+  for (let i = 0; i < keys.length; i++) if (!isQuicklyJsonMember((value as Record<string, unknown>)[keys[i] as string], depth + 1)) return false;
   return true;
 }
 
