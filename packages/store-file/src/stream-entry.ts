@@ -140,10 +140,18 @@ export class StreamEntry {
       reject,
     };
     this.#head += events.length;
+    // A retry must not see what the first caller does with its result object, so retries wait on a copy taken
+    // before any caller's continuation runs (this callback is registered first). Only batches with ids pay.
+    let forRetries: Promise<AppendResult> | undefined;
     // Indexed loops on the per-event paths: until the code is optimized, an array iterator costs per element.
     for (let i = 0; i < events.length; i++) {
       const eventId = (events[i] as NewEvent).eventId;
-      if (eventId !== undefined) this.#pendingIds.set(eventId, promise);
+      if (eventId === undefined) continue;
+      if (!forRetries) {
+        forRetries = promise.then((result) => ({ ...result }));
+        forRetries.catch(() => undefined); // the first caller reports the failure; retries see it too
+      }
+      this.#pendingIds.set(eventId, forRetries);
     }
     this.#queue.push(pending);
     this.#flushing ??= this.#flushLoop();

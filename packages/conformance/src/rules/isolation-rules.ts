@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { JsonObject, NewEvent, Snapshot } from '@sessionfold/core/kernel';
+import type { AppendResult, JsonObject, NewEvent, Snapshot } from '@sessionfold/core/kernel';
 import { readFeed, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
 
 /** Stored data never aliases caller objects, in either direction. */
@@ -27,6 +27,23 @@ export function describeIsolationRules(ctx: SuiteContext): void {
       data.value = 'mutated while pending';
       await pending;
       expect((await readStream(store, s)).events[0]?.data).toEqual({ value: 'at call' });
+    });
+
+    it('a retry in flight gets its own result, whatever the first caller does with theirs', async () => {
+      const { store } = await ctx.fresh();
+      const s = streamId();
+      const event = { type: 'A', data: 1, eventId: 'e-1' };
+      let expected: AppendResult | undefined;
+      // The first caller's continuation is registered before the retry exists, so it runs first.
+      const first = store.append(s, [event], { expectedRevision: 'no_stream' }).then((result) => {
+        expected = { ...result };
+        result.revision = 99;
+        result.position = 99;
+      });
+      const retry = store.append(s, [event], { expectedRevision: 'no_stream' });
+      await first;
+      expect(await retry).toEqual(expected);
+      expect(await store.append(s, [event], { expectedRevision: 'any' })).toEqual(expected);
     });
 
     it('mutating what read and readAll return changes nothing stored', async () => {
