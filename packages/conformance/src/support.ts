@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { inspect } from 'node:util';
-import { expect, onTestFinished } from 'vitest';
+import { expect, onTestFinished, type TestContext } from 'vitest';
 import {
   ConcurrencyError,
   InvalidInputError,
@@ -161,4 +161,11 @@ export async function observe(store: EventStore, streams: StreamId[]): Promise<u
   const reads = [];
   for (const stream of streams) reads.push({ stream, read: await readStream(store, stream), blobs: await listBlobs(store, stream) });
   return { reads, feed: await readFeed(store), listed: await listStreams(store) };
+}
+
+/** Skips the running test when the store lacks a capability, printing why: a silent skip proves nothing. */
+export function skipWithout(t: TestContext, lacking: boolean, reason: string): void {
+  if (!lacking) return;
+  console.info(`skipped "${t.task.name}": ${reason}`);
+  t.skip(reason);
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConcurrencyError } from '@sessionfold/core/kernel';
 import { FeedConsumer, viewsFromReads } from '../feed-consumer.js';
-import { appendTypes, readFeed, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
+import { skipWithout, appendTypes, readFeed, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
 
 const settle = <T>(promises: Array<Promise<T>>) => Promise.allSettled(promises);
 
@@ -9,7 +9,7 @@ const settle = <T>(promises: Array<Promise<T>>) => Promise.allSettled(promises);
 export function describeConcurrencyRules(ctx: SuiteContext): void {
   describe('appends in flight together', () => {
     it('expecting the same revision: exactly one wins, the others get ConcurrencyError with the new revision [capability: concurrentAppends]', async (t) => {
-      t.skip(!ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
+      skipWithout(t, !ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
       const { store } = await ctx.fresh();
       const s = streamId();
       await appendTypes(store, s, ['Start']);
@@ -28,7 +28,7 @@ export function describeConcurrencyRules(ctx: SuiteContext): void {
     });
 
     it("expecting 'any': every batch commits whole, with distinct gap-free revisions [capability: concurrentAppends]", async (t) => {
-      t.skip(!ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
+      skipWithout(t, !ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
       const { store } = await ctx.fresh();
       const s = streamId();
       const results = await Promise.all(Array.from({ length: 10 }, (_, i) => appendTypes(store, s, [`B${i}-1`, `B${i}-2`])));
@@ -43,7 +43,7 @@ export function describeConcurrencyRules(ctx: SuiteContext): void {
     });
 
     it('appends to different streams all commit, with distinct increasing positions [capability: concurrentAppends]', async (t) => {
-      t.skip(!ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
+      skipWithout(t, !ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
       const { store } = await ctx.fresh();
       const streams = Array.from({ length: 8 }, () => streamId());
       const results = await Promise.all(streams.map((s) => appendTypes(store, s, ['A', 'B'], 'no_stream')));
@@ -60,7 +60,7 @@ export function describeConcurrencyRules(ctx: SuiteContext): void {
     });
   
     it('a consumer reading the feed while appends are in flight never misses one [capability: concurrentAppends]', async (t) => {
-      t.skip(!ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
+      skipWithout(t, !ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
       const { store } = await ctx.fresh();
       const streams = Array.from({ length: 6 }, () => streamId());
       const consumer = new FeedConsumer();
@@ -87,7 +87,7 @@ export function describeConcurrencyRules(ctx: SuiteContext): void {
     });
   
     it('compacting a stream while appends to it are in flight loses nothing [capability: concurrentAppends]', async (t) => {
-      t.skip(!ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
+      skipWithout(t, !ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
       const harness = await ctx.fresh();
       const s = streamId();
       await appendTypes(harness.store, s, ['A', 'B', 'C', 'D']);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { NewEvent } from '@sessionfold/core/kernel';
-import { expectInvalid, observe, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
+import { skipWithout, expectInvalid, observe, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
 
 const batch = (...ids: string[]): NewEvent[] => ids.map((eventId, n) => ({ type: 'Requested', data: { n }, eventId }));
 
@@ -86,7 +86,7 @@ export function describeIdempotencyRules(ctx: SuiteContext): void {
     });
 
     it('a retry after a reopen returns the original result [capability: reopen]', async (t) => {
-      t.skip(!ctx.caps.reopen, 'needs capabilities.reopen');
+      skipWithout(t, !ctx.caps.reopen, 'needs capabilities.reopen');
       const harness = await ctx.fresh();
       const s = streamId();
       const original = await harness.store.append(s, batch('r1', 'r2'), { expectedRevision: 'no_stream' });
@@ -99,7 +99,7 @@ export function describeIdempotencyRules(ctx: SuiteContext): void {
     });
 
     it('concurrent retries of one batch write it once [capability: concurrentAppends]', async (t) => {
-      t.skip(!ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
+      skipWithout(t, !ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
       const { store } = await ctx.fresh();
       const s = streamId();
       const results = await Promise.all(

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import {
+  skipWithout,
   appendTypes,
   expectClosed,
   expectConflict,
@@ -50,7 +51,7 @@ export function describeLifecycleRules(ctx: SuiteContext): void {
     });
 
     it('everything survives a reopen [capability: reopen]', async (t) => {
-      t.skip(!ctx.caps.reopen, 'needs capabilities.reopen');
+      skipWithout(t, !ctx.caps.reopen, 'needs capabilities.reopen');
       const harness = await ctx.fresh();
       const [a, b, c, gone] = [streamId('a'), streamId('b'), streamId('c'), streamId('gone')];
       let store = harness.store;
@@ -69,7 +70,7 @@ export function describeLifecycleRules(ctx: SuiteContext): void {
     });
 
     it('after a reopen, revisions and positions continue and expected revisions still hold [capability: reopen]', async (t) => {
-      t.skip(!ctx.caps.reopen, 'needs capabilities.reopen');
+      skipWithout(t, !ctx.caps.reopen, 'needs capabilities.reopen');
       const harness = await ctx.fresh();
       const s = streamId();
       await appendTypes(harness.store, s, ['A', 'B']);
