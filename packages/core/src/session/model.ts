@@ -109,6 +109,22 @@ export const lifecycleRecordSchema = z.object({
 });
 export type LifecycleRecord = z.infer<typeof lifecycleRecordSchema>;
 
+/** A record at version 1 with no provenance, no failures and nothing pending: where every session starts. */
+export function newLifecycleRecord(
+  fields: Pick<LifecycleRecord, 'id' | 'phase' | 'startedAt' | 'updatedAt' | 'state'>,
+): LifecycleRecord {
+  return {
+    ...fields,
+    provenanceId: null,
+    version: 1,
+    lastUserMessageAt: null,
+    endedAt: null,
+    ingressFailureCount: 0,
+    ingressFailures: [],
+    ingressNextAttemptAt: null,
+  };
+}
+
 /**
  * The folded state of one session stream. The log is kept in chunks so that appending to a long
  * transcript copies one small chunk, not the whole log.

@@ -8,6 +8,7 @@ import { sessionIdOfStream } from './ids.js';
 import {
   FIRST_USER_MESSAGE_LIMIT,
   catalogStateSchema,
+  newLifecycleRecord,
   sessionStreamStateSchema,
   type CatalogState,
   type LifecycleRecord,
@@ -47,20 +48,13 @@ export function applySessionEvent(state: SessionStreamState, event: SessionEvent
       case 'SessionStarted':
       case 'SessionRegistered': {
         if (record) return;
-        draft.record = {
+        draft.record = newLifecycleRecord({
           id: draft.sessionId,
           phase: 'active',
           startedAt: event.data.startedAt,
           updatedAt: event.data.startedAt,
           state: event.data.state,
-          provenanceId: null,
-          version: 1,
-          lastUserMessageAt: null,
-          endedAt: null,
-          ingressFailureCount: 0,
-          ingressFailures: [],
-          ingressNextAttemptAt: null,
-        } satisfies LifecycleRecord as Draft<LifecycleRecord>;
+        }) as Draft<LifecycleRecord>;
         return;
       }
       case 'SessionCheckpointed': {

@@ -1,6 +1,6 @@
 import type { JsonObject, JsonValue } from '../kernel/json.js';
 import { isJsonObject } from './json-schema.js';
-import type { CompletionReceipt, LifecycleRecord, LogEntry, SessionRecord, SessionStreamState } from './model.js';
+import { newLifecycleRecord, type CompletionReceipt, type LifecycleRecord, type LogEntry, type SessionRecord, type SessionStreamState } from './model.js';
 
 /** A transcript line of the materialised view. */
 export interface TranscriptEntry {
@@ -121,7 +121,7 @@ export function summaryRecord(record: LifecycleRecord, state: SessionStreamState
 
 /** The record of a completed session known only by its catalog receipt. */
 export function receiptRecord(receipt: CompletionReceipt, summary: boolean): SessionRecord {
-  const record: SessionRecord = {
+  const record: SessionRecord = newLifecycleRecord({
     id: receipt.sessionObjectId,
     phase: 'complete',
     startedAt: receipt.createdAt ?? '',
@@ -132,14 +132,7 @@ export function receiptRecord(receipt: CompletionReceipt, summary: boolean): Ses
       sessionType: receipt.sessionType,
       commitReceipt: structuredClone(receipt),
     },
-    provenanceId: null,
-    version: 1,
-    lastUserMessageAt: null,
-    endedAt: null,
-    ingressFailureCount: 0,
-    ingressFailures: [],
-    ingressNextAttemptAt: null,
-  };
+  });
   if (summary) record.summary = true;
   return record;
 }
