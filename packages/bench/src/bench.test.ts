@@ -117,15 +117,12 @@ describe('a tiny run', () => {
       'service-round-trip/file',
       'service-round-trip/sqlite',
     ]);
+    // Both durable stores can run every one of these scenarios: each row must be a measurement.
+    expect(report.rows.filter((r) => r.status !== 'ok').map((r) => `${r.scenario}/${r.store}: ${r.note}`)).toEqual([]);
     for (const r of report.rows) {
-      expect(['ok', 'n/a', 'error']).toContain(r.status);
-      if (r.status === 'ok') {
-        expect(r.rate).toBeGreaterThan(0);
-        expect(r.ratio).toBeGreaterThan(0);
-        expect(r.limit.length).toBeGreaterThan(0);
-      } else {
-        expect(r.note).toMatch(/^(n\/a|error)/);
-      }
+      expect(r.rate).toBeGreaterThan(0);
+      expect(r.ratio).toBeGreaterThan(0);
+      expect(r.limit.length).toBeGreaterThan(0);
     }
   });
 });
