@@ -97,6 +97,14 @@ export async function copyStore(
     if (target > source.revision) {
       throw new InvalidInputError('to', `stream ${stream} is at revision ${target} in the destination, past the source's ${source.revision}`);
     }
+    // What the destination holds at its head, to tell a stream copied before from one that diverged.
+    const destinationHead = target === 0 ? undefined : await headAt(to, stream, target);
+    const refuseIfDiverged = (sourceHead: string | undefined) => {
+      if (destinationHead !== undefined && sourceHead !== undefined && sourceHead !== destinationHead) {
+        throw new InvalidInputError('to', `stream ${stream} differs from the source at revision ${target} in the destination`);
+      }
+    };
+    if (source.snapshot?.revision === target) refuseIfDiverged(fingerprint(source.snapshot));
     let revision = target;
     if (target === source.revision) report.unchanged++;
     else if (source.snapshot && source.snapshot.revision > target) {
@@ -114,18 +122,37 @@ export async function copyStore(
       batch = [];
     };
     for await (const event of source.events) {
+      if (event.revision === target) refuseIfDiverged(fingerprint(event));
       if (event.revision <= revision) continue;
       batch.push(event);
       if (batch.length >= batchSize) await flush();
     }
     await flush();
+    const copied = new Set<string>();
+    for await (const sha of to.blobs(stream)) copied.add(sha);
     for await (const sha of from.blobs(stream)) {
+      if (copied.has(sha)) continue;
       const bytes = await from.getBlob(sha);
-      if (!bytes) continue;
+      if (!bytes) throw new CorruptionError(`blob ${sha}`, undefined, `stream ${stream} owns it but the source store has no bytes for it`);
       await to.putBlob(stream, bytes);
       report.blobs++;
     }
     options.onProgress?.(report, stream);
   }
   return report;
+}
+
+/** A comparable digest of the event (or snapshot) at a stream's revision. */
+function fingerprint(item: RecordedEvent | Snapshot): string {
+  return 'type' in item
+    ? JSON.stringify([item.type, item.eventId ?? null, item.data])
+    : JSON.stringify(['$snapshot', item.state]);
+}
+
+/** The fingerprint of what `store` holds at exactly `revision` of `stream`, if it holds an event or snapshot there. */
+async function headAt(store: EventStore, stream: StreamId, revision: number): Promise<string | undefined> {
+  const read = await store.read(stream, { fromRevision: revision });
+  if (read.snapshot) return read.snapshot.revision === revision ? fingerprint(read.snapshot) : undefined;
+  for await (const event of read.events) return event.revision === revision ? fingerprint(event) : undefined;
+  return undefined;
 }
