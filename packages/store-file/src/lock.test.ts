@@ -103,6 +103,28 @@ describe('read-only', () => {
     await writer.close();
   });
 
+  it('a read-only view whose snapshot the writer has since replaced or removed asks to be reopened', async () => {
+    const dir = freshDir();
+    const stream = randomStream();
+    const writer = await fileStore({ directory: dir });
+    await writer.append(stream, [1, 2, 3].map((n) => ({ type: 'N', data: n })), { expectedRevision: 'no_stream' });
+    await writer.compact(stream, { revision: 1, state: 'one', identity: { stream, schemaVersion: 1 } });
+    const reader = await fileStore({ directory: dir, readOnly: true });
+    expect((await reader.read(stream)).snapshot?.state).toBe('one');
+    await writer.compact(stream, { revision: 2, state: 'two', identity: { stream, schemaVersion: 1 } });
+    const refused = await reader.read(stream).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toBeInstanceOf(StorageError);
+    expect(String(refused)).toMatch(/replaced by the writer.*reopen it/);
+    await expect(collect(reader.readAll())).rejects.toThrow(/reopen it/);
+    await writer.deleteStream(stream, { expectedRevision: 3 });
+    await expect(reader.read(stream)).rejects.toBeInstanceOf(StorageError);
+    await reader.close();
+    await writer.close();
+  });
+
   it('lock files left by a process killed while taking the lock are cleaned up by the next writer', async () => {
     const dir = freshDir();
     await (await fileStore({ directory: dir })).close();

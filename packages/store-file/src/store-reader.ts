@@ -56,9 +56,7 @@ export class StoreReader {
       if (entry.snapshot && entry.snapshot.revision >= from) {
         const stored = await readSnapshotFile(fs, layout.snapshot(stream), stream);
         if (entry.generation !== generation) continue;
-        if (!stored || stored.position !== entry.snapshot.position) {
-          throw new CorruptionError(layout.snapshot(stream), 1, 'the snapshot file changed under the store');
-        }
+        if (!stored || stored.position !== entry.snapshot.position) throw this.#snapshotChanged(stream);
         snapshot = stored.snapshot;
       }
       const withSnapshot = snapshot ? { revision, snapshot } : { revision };
@@ -97,9 +95,23 @@ export class StoreReader {
     this.#open.clear();
   }
 
+  /**
+   * The writer owns the snapshot files, so one that moved under a read-only view was replaced by the writer
+   * (ask for a reopen); under the writer itself, it can only be damage.
+   */
+  #snapshotChanged(stream: StreamId): Error {
+    const path = this.#ctx.layout.snapshot(stream);
+    if (this.#ctx.readOnly) {
+      return new StorageError(`@sessionfold/store-file: ${path} was replaced by the writer after this read-only store opened; reopen it.`);
+    }
+    return new CorruptionError(path, 1, 'the snapshot file changed under the store');
+  }
+
   async #snapshotRecord(entry: StreamEntry, mark: ChangeMark): Promise<RecordedEvent | undefined> {
     const stored = await readSnapshotFile(this.#ctx.fs, this.#ctx.layout.snapshot(entry.name), entry.name);
-    // A newer compaction replaced it: that change sits at a later position, past this read.
+    // A read-only view cannot see the later change that replaced it: refuse rather than skip it.
+    if ((!stored || stored.position !== mark.position) && this.#ctx.readOnly) throw this.#snapshotChanged(entry.name);
+    // Under the writer, a newer compaction replaced it: that change sits at a later position, past this read.
     if (!stored || stored.position !== mark.position) return undefined;
     return changeRecord(entry.name, SNAPSHOT_RECORD, mark, stored.snapshot as unknown as JsonValue);
   }
