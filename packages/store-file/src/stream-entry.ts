@@ -41,8 +41,8 @@ export interface ChangeMark {
 }
 
 /**
- * Largest flush run inline. An inline flush blocks the event loop for its write and fdatasync (as a
- * synchronous SQLite commit does); the more bytes, the longer it would block.
+ * Largest flush run inline. Every flush writes synchronously (into the page cache); an inline one also waits
+ * for its fdatasync on the event loop (as a synchronous SQLite commit does), and the more bytes, the longer.
  */
 const INLINE_MAX_BYTES = 256 * 1024;
 /** Flushes of several appends run inline after an asynchronous one during whose disk wait no append arrived. */

@@ -76,8 +76,8 @@ export interface SessionHistoryOptions {
   /** Source of every time the service records (default: the system clock). */
   clock?: () => Date;
   /**
-   * Source of random UUIDs (default `crypto.randomUUID`). Reserved: session and command ids are derived
-   * from idempotency keys by name (UUID v5), so nothing the service records depends on it today.
+   * Reserved and not read: session and command ids are derived from idempotency keys by name (UUID v5), so
+   * that processes racing on one key agree without asking each other; nothing the service records is random.
    */
   ids?: () => string;
   /** The control-state whitelist (default `DEFAULT_CONTROL_STATE_KEYS`). */
