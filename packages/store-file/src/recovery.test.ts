@@ -2,6 +2,7 @@ import { readFile, stat, writeFile, copyFile, appendFile, truncate } from 'node:
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CorruptionError, type EventStore, type StreamId } from '@sessionfold/core/kernel';
+import { nodeFileSystem, type FileSystem } from './fs-layer.js';
 import { fileStore } from './index.js';
 import { eventPayload, frameLine } from './journal-codec.js';
 import { collect, eventsOf, freshDir, randomStream } from './test-support.fixture.js';
@@ -281,14 +282,27 @@ describe('positions survive restart, compaction and deletion', () => {
     });
   });
 
-  it('readAll from past the last position does no work and returns nothing', async () => {
+  it('readAll from past the last position does no I/O and returns nothing', async () => {
     const dir = freshDir();
     const stream = randomStream();
-    await withStore(dir, async (store) => {
+    const reads = { count: 0 };
+    const counted: Partial<FileSystem> = {
+      open: async (path, flags, mode) => (reads.count++, nodeFileSystem.open(path, flags, mode)),
+      read: async (...args) => (reads.count++, nodeFileSystem.read(...args)),
+      readFile: async (path) => (reads.count++, nodeFileSystem.readFile(path)),
+      readdir: async (path) => (reads.count++, nodeFileSystem.readdir(path)),
+    };
+    const store = await fileStore({ directory: dir, fs: counted });
+    try {
       const { position } = await store.append(stream, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
+      reads.count = 0;
       expect(await collect(store.readAll({ fromPosition: position + 1 }))).toEqual([]);
+      expect(reads.count).toBe(0);
       expect((await collect(store.readAll({ fromPosition: position }))).map((r) => r.position)).toEqual([position]);
-    });
+      expect(reads.count).toBeGreaterThan(0);
+    } finally {
+      await store.close();
+    }
   });
 });
 
