@@ -126,6 +126,20 @@ describe('group commit', () => {
     await store.close();
   });
 
+  it('commits a lone append within the next turns of the event loop, with no timer', async () => {
+    const path = freshPath();
+    const store = sqliteStore({ path });
+    const raw = new Database(path, { readonly: true });
+    const stream = randomStream();
+    const pending = store.append(stream, [{ type: 'Noted', data: 1 }], { expectedRevision: 'no_stream' });
+    await new Promise<void>((resolve) => setImmediate(() => setImmediate(resolve)));
+    // Committed before any timer could have fired; the caller is answered after the commit.
+    expect(raw.prepare('SELECT count(*) FROM events WHERE stream = ?').pluck().get(stream)).toBe(1);
+    await expect(pending).resolves.toMatchObject({ revision: 1 });
+    raw.close();
+    await store.close();
+  });
+
   it('fails every append of a flush with a clear StorageError when another connection holds the lock past the timeout', async () => {
     const path = freshPath();
     const store = sqliteStore({ path, busyTimeoutMs: 100 });
