@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { JsonValue } from './json-value.js';
 import { pythonJsonDumps, pythonJsonNumber, pythonJsonString } from './python-json.js';
 import { startPythonDumps, type PythonDumps } from './python-dumps.fixture.js';
+import { propertyRuns } from './property-runs.fixture.js';
 
 let python: PythonDumps;
 beforeAll(() => {
@@ -69,14 +70,14 @@ describe('pythonJsonDumps', () => {
     expect(() => pythonJsonDumps([() => 1] as unknown as JsonValue)).toThrow(TypeError);
   });
 
-  test.prop([fc.jsonValue({ stringUnit: 'binary', maxDepth: 4 })], { numRuns: 150 })(
+  test.prop([fc.jsonValue({ stringUnit: 'binary', maxDepth: 4 })], { numRuns: propertyRuns(150) })(
     'writes the same bytes as python3 for any JSON value',
     async (value) => {
       await matchesPython(value as JsonValue);
     },
   );
 
-  test.prop([fc.double({ noNaN: true, noDefaultInfinity: true })], { numRuns: 300 })(
+  test.prop([fc.double({ noNaN: true, noDefaultInfinity: true })], { numRuns: propertyRuns(300) })(
     'writes every finite double as python3 does',
     async (value) => {
       expect(pythonJsonNumber(value)).toBe(await python.dumps(value));

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import { loadSnapshot, saveSnapshot } from './snapshot-file.js';
 import { startPythonDumps, type PythonDumps } from './python-dumps.fixture.js';
 import { snapshotArbitrary } from './snapshots.fixture.js';
+import { propertyRuns } from './property-runs.fixture.js';
 
 let dir: string;
 let python: PythonDumps;
@@ -19,7 +20,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-test.prop([snapshotArbitrary], { numRuns: 60 })(
+test.prop([snapshotArbitrary], { numRuns: propertyRuns(60) })(
   'any valid snapshot loads back equal, from bytes identical to what python3 writes',
   async (snapshot) => {
     const path = join(dir, `run-${++file}.json`);
@@ -30,7 +31,7 @@ test.prop([snapshotArbitrary], { numRuns: 60 })(
   },
 );
 
-test.prop([snapshotArbitrary], { numRuns: 30 })('saving a loaded snapshot again writes the same bytes', async (snapshot) => {
+test.prop([snapshotArbitrary], { numRuns: propertyRuns(30) })('saving a loaded snapshot again writes the same bytes', async (snapshot) => {
   const path = join(dir, `again-${++file}.json`);
   await saveSnapshot(path, snapshot);
   const first = await readFile(path, 'utf8');

@@ -12,6 +12,9 @@ import { catalogReducer, sessionReducer } from './reducer.js';
 import type { SessionHistory } from './service.js';
 import { openTestHistory, streamNames } from './test-support.fixture.js';
 
+/** `SESSIONFOLD_PROPERTY_RUNS` when set (a long run is one variable away), else `fallback`. */
+const propertyRuns = (fallback: number): number => Number(process.env['SESSIONFOLD_PROPERTY_RUNS'] ?? fallback);
+
 const SESSION = '9078bb6e-0931-4477-9ce9-b1430d0335a2';
 const STREAM = sessionStream(SESSION);
 
@@ -90,7 +93,7 @@ describe('folding session streams', () => {
         expect(incremental).toEqual(all.state);
         expect((await foldStream(single, STREAM, sessionReducer)).state).toEqual(all.state);
       }),
-      { numRuns: 100 },
+      { numRuns: propertyRuns(100) },
     );
   });
 
@@ -109,7 +112,7 @@ describe('folding session streams', () => {
         await compactStream(plain, STREAM, sessionReducer);
         expect(await foldStream(plain, STREAM, sessionReducer)).toEqual(before);
       }),
-      { numRuns: 100 },
+      { numRuns: propertyRuns(100) },
     );
   });
 });
@@ -259,7 +262,7 @@ describe('random sequences of service calls', () => {
           expect(await fresh.commandHeads()).toEqual(await running.commandHeads());
         }
       }),
-      { numRuns: 40 },
+      { numRuns: propertyRuns(40) },
     );
   });
 
@@ -277,7 +280,7 @@ describe('random sequences of service calls', () => {
         const { history: fresh } = await openTestHistory({ store });
         expect(await fresh.list()).toEqual(await second.list());
       }),
-      { numRuns: 40 },
+      { numRuns: propertyRuns(40) },
     );
   });
 });
