@@ -1,6 +1,7 @@
 import * as nodeFs from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
+import { errorCode } from './error-code.js';
 import { AtomicWriteDirectorySyncError, DestinationIsDirectoryError, SessionFileIoError } from './errors.js';
 
 /** The slice of an open file handle the atomic writer uses (node's `FileHandle` satisfies it). */
@@ -155,10 +156,3 @@ async function createTemporary(
   throw new SessionFileIoError(join(directory, `.${base}.*.tmp`), 'create temporary file', { cause: lastCause });
 }
 
-function errorCode(error: unknown): string | undefined {
-  if (typeof error === 'object' && error !== null && 'code' in error) {
-    const code = (error as { code: unknown }).code;
-    return typeof code === 'string' ? code : undefined;
-  }
-  return undefined;
-}

@@ -18,22 +18,5 @@ export {
 export type { SessionIdentity, Turn, ToolCall, ToolResult, Usage, TranscriptEntry, LoopState } from './records.js';
 export { jsonValueSchema, jsonObjectSchema, type JsonValue, type JsonObject } from './json-value.js';
 export { pythonJsonDumps } from './python-json.js';
-export {
-  writeFileAtomic,
-  syncDirectory,
-  DIRECTORY_MODE,
-  FILE_MODE,
-  type AtomicWriteOptions,
-  type AtomicWriteFs,
-  type AtomicWriteFileHandle,
-} from './atomic-write.js';
-export {
-  SessionFileError,
-  SessionFileIoError,
-  DestinationIsDirectoryError,
-  AtomicWriteDirectorySyncError,
-  SessionFileInvalidError,
-  SessionIdentityMismatchError,
-  WAYS_OUT,
-  type IoOperation,
-} from './errors.js';
+// The atomic writer and every error type, as the `./atomic` entry point exports them.
+export * from './atomic.js';

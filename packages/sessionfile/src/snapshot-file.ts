@@ -5,6 +5,7 @@ import { SessionFileInvalidError, SessionFileIoError } from './errors.js';
 import type { JsonValue } from './json-value.js';
 import { pythonJsonDumps } from './python-json.js';
 import type { SessionIdentity } from './records.js';
+import { errorCode } from './error-code.js';
 
 /** A run that has said nothing yet: no turns, no transcript, an empty loop, no compactions. */
 export function newSnapshot(identity: SessionIdentity): SessionSnapshot {
@@ -38,7 +39,7 @@ export async function loadSnapshot(path: string): Promise<SessionSnapshot | unde
   try {
     bytes = await readFile(path);
   } catch (cause) {
-    if (typeof cause === 'object' && cause !== null && (cause as { code?: unknown }).code === 'ENOENT') return undefined;
+    if (errorCode(cause) === 'ENOENT') return undefined;
     throw new SessionFileIoError(path, 'read', { cause });
   }
   let parsed: unknown;
