@@ -40,8 +40,12 @@ function boxContent(kind: JsonValue | undefined): JsonObject | undefined {
 
 /** The text a reader sees for a log entry: a box's text when the entry is a persisted box, else its raw text. */
 export function displayText(entry: Pick<LogEntry, 'text'>): string {
-  const text = boxContent(persistedContextKind(entry.text))?.text;
-  return typeof text === 'string' ? text : entry.text;
+  return shownText(entry, boxContent(persistedContextKind(entry.text)));
+}
+
+/** `displayText` for an entry whose box content was already parsed (each entry's text is parsed once). */
+function shownText(entry: Pick<LogEntry, 'text'>, content: JsonObject | undefined): string {
+  return typeof content?.text === 'string' ? content.text : entry.text;
 }
 
 /**
@@ -50,6 +54,10 @@ export function displayText(entry: Pick<LogEntry, 'text'>): string {
  */
 export function transcriptEntry(entry: LogEntry): TranscriptEntry | undefined {
   const content = boxContent(persistedContextKind(entry.text));
+  return transcriptLine(entry, content, shownText(entry, content));
+}
+
+function transcriptLine(entry: LogEntry, content: JsonObject | undefined, text: string): TranscriptEntry | undefined {
   const metadata = isJsonObject(content?.metadata) ? content.metadata : undefined;
   let role: TranscriptEntry['role'];
   switch (entry.role) {
@@ -69,7 +77,7 @@ export function transcriptEntry(entry: LogEntry): TranscriptEntry | undefined {
     default:
       return undefined;
   }
-  const item: TranscriptEntry = { role, content: displayText(entry), boxId: entry.boxId };
+  const item: TranscriptEntry = { role, content: text, boxId: entry.boxId };
   if (content && Array.isArray(content.objects)) item.objects = structuredClone(content.objects);
   if (metadata) {
     if (Object.hasOwn(metadata, 'inputKind')) item.inputKind = structuredClone(metadata.inputKind as JsonValue);
@@ -91,12 +99,22 @@ export function transcriptText(entries: readonly LogEntry[]): string {
  */
 export function materialise(record: LifecycleRecord, state: SessionStreamState): SessionRecord {
   const entries = state.log.flat();
-  const view: JsonObject = structuredClone(record.state);
+  const transcript: TranscriptEntry[] = [];
+  const blocks: string[] = [];
+  for (const entry of entries) {
+    const content = boxContent(persistedContextKind(entry.text));
+    const text = shownText(entry, content);
+    const line = transcriptLine(entry, content, text);
+    if (line) transcript.push(line);
+    blocks.push(`[${entry.role}]\n${text}`);
+  }
+  const { state: control, ...lifecycle } = record;
+  const view: JsonObject = structuredClone(control);
   view.sessionId = record.id;
-  view.transcript = entries.map(transcriptEntry).filter((item) => item !== undefined) as unknown as JsonValue[];
+  view.transcript = transcript as unknown as JsonValue[];
   view.events = structuredClone(entries) as unknown as JsonValue[];
-  view.transcriptText = transcriptText(entries);
-  return { ...structuredClone(record), state: view };
+  view.transcriptText = blocks.join('\n\n');
+  return { ...structuredClone(lifecycle), state: view };
 }
 
 /** The record `list()` shows for a session: `summary: true` and a few state fields for an overview. */
