@@ -1,4 +1,5 @@
 import { memoryStore, type EventStore } from '@sessionfold/core';
+import { loadPeer } from './peers.js';
 import type { RawFamilyName } from './raw-limits.js';
 
 /** Abilities a scenario may need; a store that lacks one gets "n/a" with the reason, never a crash. */
@@ -39,6 +40,19 @@ async function factory(specifier: string, exportName: string): Promise<Factory |
   }
 }
 
+/** What the Emmett SQLite peer's adapter module exports. */
+interface EmmettPeer {
+  emmettSqliteStore(dir: string, counters: { busyRetries: number }): EventStore;
+}
+
+/** Whether loading a peer that is not installed installs it (the benchmark's own run) or skips its rows (tests). */
+let peersInstallOnLoad = false;
+
+/** Makes loading a peer install it first when it is missing: the benchmark's command line turns this on. */
+export function installPeersOnLoad(on: boolean): void {
+  peersInstallOnLoad = on;
+}
+
 /** Every store the bench knows, in table order. Add a store here and every scenario runs it. */
 export const SUBJECTS: readonly SubjectEntry[] = [
   {
@@ -72,27 +86,24 @@ export const SUBJECTS: readonly SubjectEntry[] = [
   {
     name: 'emmett-sqlite',
     async load() {
-      try {
-        const { emmettSqliteStore } = await import('./emmett-store.js');
-        const counters = { busyRetries: 0 };
-        return {
-          name: 'emmett-sqlite',
-          raw: 'sqlite',
-          lacks: {
-            concurrentAppends: 'concurrent appends on one store fail (SQLITE_MISUSE: Database is closed)',
-            compact: 'no compaction',
-            service: 'not a sessionfold store',
-          },
-          open: async (dir) => emmettSqliteStore(dir, counters),
-          takeNote() {
-            const retries = counters.busyRetries;
-            counters.busyRetries = 0;
-            return retries === 0 ? undefined : `${retries} append(s) retried after SQLITE_BUSY`;
-          },
-        };
-      } catch {
-        return { unavailable: 'n/a (not installed)' };
-      }
+      const peer = await loadPeer<EmmettPeer>('emmett-sqlite', 'store.ts', peersInstallOnLoad);
+      if ('unavailable' in peer) return peer;
+      const counters = { busyRetries: 0 };
+      return {
+        name: 'emmett-sqlite',
+        raw: 'sqlite',
+        lacks: {
+          concurrentAppends: 'concurrent appends on one store fail (SQLITE_MISUSE: Database is closed)',
+          compact: 'no compaction',
+          service: 'not a sessionfold store',
+        },
+        open: async (dir) => peer.emmettSqliteStore(dir, counters),
+        takeNote() {
+          const retries = counters.busyRetries;
+          counters.busyRetries = 0;
+          return retries === 0 ? undefined : `${retries} append(s) retried after SQLITE_BUSY`;
+        },
+      };
     },
   },
 ];
