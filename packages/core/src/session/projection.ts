@@ -13,7 +13,7 @@ export interface ProjectedStream<S> {
 
 /**
  * The service's in-memory view across sessions: every session's record and commands (not its log) and
- * the catalog, with indexes by command id and start idempotency key. It follows the store's change feed
+ * the catalog, with an index by command id. It follows the store's change feed
  * (`readAll`), so writes by other processes are seen on the next `catchUp`, and each query costs only
  * the changes since the last one.
  */
@@ -22,7 +22,7 @@ export class SessionProjection {
   readonly #sessions = new Map<StreamId, ProjectedStream<SessionStreamState>>();
   #catalog: ProjectedStream<CatalogState> = { revision: 0, state: catalogReducer.initial(CATALOG_STREAM) };
   readonly #commandStreams = new Map<string, StreamId>();
-  readonly #startStreams = new Map<string, StreamId>();
+  #highestEnqueueOrder = 0;
   #lastPosition = 0;
   #queue: Promise<void> = Promise.resolve();
 
@@ -63,9 +63,9 @@ export class SessionProjection {
     return this.#commandStreams.get(commandId);
   }
 
-  /** The stream of the session whose control state names `idempotencyId` as its start key, if any. */
-  streamOfStartKey(idempotencyId: string): StreamId | undefined {
-    return this.#startStreams.get(idempotencyId);
+  /** The highest `enqueueOrder` of any command seen so far (also of commands gone since). */
+  highestEnqueueOrder(): number {
+    return this.#highestEnqueueOrder;
   }
 
   async #readFeed(): Promise<void> {
@@ -118,10 +118,6 @@ export class SessionProjection {
 
   #unindex(stream: StreamId, previous: ProjectedStream<SessionStreamState> | undefined, next: ProjectedStream<SessionStreamState> | undefined): void {
     if (!previous) return;
-    const oldKey = startKey(previous.state);
-    if (oldKey !== undefined && oldKey !== (next && startKey(next.state)) && this.#startStreams.get(oldKey) === stream) {
-      this.#startStreams.delete(oldKey);
-    }
     if (next && extendsCommands(previous.state, next.state)) return;
     for (const command of previous.state.commands) {
       if (this.#commandStreams.get(command.id) === stream) this.#commandStreams.delete(command.id);
@@ -130,11 +126,12 @@ export class SessionProjection {
 
   #index(stream: StreamId, previous: ProjectedStream<SessionStreamState> | undefined, next: ProjectedStream<SessionStreamState> | undefined): void {
     if (!next) return;
-    const key = startKey(next.state);
-    if (key !== undefined) this.#startStreams.set(key, stream);
     // Commands are only ever added, so after an ordinary event only the new tail needs indexing.
     const known = previous && extendsCommands(previous.state, next.state) ? previous.state.commands.length : 0;
-    for (const command of next.state.commands.slice(known)) this.#commandStreams.set(command.id, stream);
+    for (const command of next.state.commands.slice(known)) {
+      this.#commandStreams.set(command.id, stream);
+      if (command.enqueueOrder > this.#highestEnqueueOrder) this.#highestEnqueueOrder = command.enqueueOrder;
+    }
   }
 }
 
@@ -142,9 +139,4 @@ export class SessionProjection {
 function extendsCommands(previous: SessionStreamState, next: SessionStreamState): boolean {
   const count = previous.commands.length;
   return next.commands.length >= count && (count === 0 || next.commands[count - 1]?.id === previous.commands[count - 1]?.id);
-}
-
-function startKey(state: SessionStreamState): string | undefined {
-  const key = state.record?.state.startIdempotencyId;
-  return typeof key === 'string' ? key : undefined;
 }
