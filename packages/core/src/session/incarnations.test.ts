@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { memoryStore } from '../kernel/index.js';
-import { legacySessionIdForStart, sessionStream, startKeyStream } from './ids.js';
+import { legacySessionIdForStart, sessionIdForStart, sessionStream, startKeyStream } from './ids.js';
 import { feedLength, interleavingStore, openTestHistory, startConversation, streamNames } from './test-support.fixture.js';
 import type { SessionHistory } from './service.js';
 
@@ -99,6 +99,47 @@ describe('SessionHistory: a start key’s successive sessions', () => {
 
     expect(won?.created).toBe(true);
     expect(lost).toMatchObject({ created: false, value: { id: won?.value.id, state: { sessionType: 'winner' } } });
+  });
+
+  it('a start overtaken by a whole life of its incarnation removes the session it created and starts the next', async () => {
+    const inner = memoryStore();
+    const { store, beforeNextAppend } = interleavingStore(inner);
+    const { history: slow } = await openTestHistory({ store });
+    const { history: fast } = await openTestHistory({ store: inner });
+    let overtaking: string | undefined;
+    beforeNextAppend(async () => {
+      // Between the slow start's read of the key and its append, the first session lives and completes.
+      overtaking = (await startConversation(fast, 'overtaken')).id;
+      await fast.complete(overtaking, { expectedVersion: 1, state: { sessionObjectId: 'OV1' } });
+    });
+
+    const started = await slow.start({ idempotencyId: 'overtaken', ...START });
+
+    expect(started.created).toBe(true);
+    expect(started.value.id).not.toBe(overtaking);
+    await expect(slow.get(overtaking as string)).rejects.toMatchObject({ code: 'not_found' });
+    expect(await streamNames(inner)).toEqual(['catalog', sessionStream(started.value.id)]);
+    expect(await fast.start({ idempotencyId: 'overtaken', ...START })).toMatchObject({ created: false, value: { id: started.value.id } });
+  });
+
+  it('a session a start created but never bound (a crash between the two) is bound by the next start, or released by its completion', async () => {
+    const store = memoryStore();
+    const unbound = async (key: string): Promise<string> => {
+      const id = sessionIdForStart(key, 1);
+      const state = { sessionId: id, sessionType: 'conversation', startIdempotencyId: key };
+      await store.append(sessionStream(id), [{ type: 'SessionStarted', data: { at: '2026-07-01T00:00:00.000Z', startedAt: '2026-07-01T00:00:00Z', state } }], { expectedRevision: 'no_stream' });
+      return id;
+    };
+    const resumed = await unbound('resumed');
+    const completed = await unbound('completed');
+    const { history } = await openTestHistory({ store });
+
+    expect(await history.start({ idempotencyId: 'resumed', ...START })).toMatchObject({ created: false, value: { id: resumed } });
+    await history.checkpoint(completed, { expectedVersion: 1, state: { sessionType: 'conversation' } });
+    await history.complete(completed, { expectedVersion: 2, state: { sessionObjectId: 'C1' } });
+    const next = await history.start({ idempotencyId: 'completed', ...START });
+    expect(next.created).toBe(true);
+    expect(next.value.id).toBe(sessionIdForStart('completed', 2));
   });
 
   it('the streams that bind start keys are neither listed nor found as sessions', async () => {

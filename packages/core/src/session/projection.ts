@@ -2,8 +2,10 @@ import { checkSnapshotIdentity, foldStream, type StreamReducer } from '../kernel
 import type { JsonValue } from '../kernel/json.js';
 import { DELETED_RECORD, SNAPSHOT_RECORD, type EventStore, type RecordedEvent, type Snapshot, type StreamId } from '../kernel/port.js';
 import { CATALOG_STREAM, SESSION_STREAM_PREFIX, sessionIdOfStream } from './ids.js';
-import type { CatalogState, SessionStreamState } from './model.js';
+import { isOpenCommand } from './decisions.js';
+import type { CatalogState, Phase, SessionCommand, SessionRecord, SessionStreamState } from './model.js';
 import { catalogReducer, sessionSummaryReducer } from './reducer.js';
+import { receiptRecord, summaryRecord } from './view.js';
 
 /** A stream's folded state and the revision it reflects. */
 export interface ProjectedStream<S> {
@@ -56,6 +58,42 @@ export class SessionProjection {
   /** The projected catalog. */
   catalog(): ProjectedStream<CatalogState> {
     return this.#catalog;
+  }
+
+  /** Summaries of every live session and every completion receipt (of `phase` only, if given), most recently updated first. */
+  list(phase?: Phase): SessionRecord[] {
+    const records: SessionRecord[] = [];
+    const receipts = this.#catalog.state.receipts;
+    const archived = new Set(receipts.map((receipt) => receipt.sessionObjectId));
+    for (const [, projected] of this.sessions()) {
+      const { record, receipt } = projected.state;
+      // A completed stream awaiting deletion is listed through its receipt once that is recorded.
+      if (!record || (record.phase === 'complete' && receipt && archived.has(receipt.sessionObjectId))) continue;
+      records.push(summaryRecord(record, projected.state));
+    }
+    for (const receipt of receipts) records.push(receiptRecord(receipt, true));
+    const kept = phase === undefined ? records : records.filter((record) => record.phase === phase);
+    // A stable sort keeps sessions (by stream name) ahead of receipts when times tie.
+    return kept.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
+  }
+
+  /**
+   * The next open command of every session (lowest `sequence`), by `createdAt`, then `enqueueOrder`, then
+   * session id: enqueue order, exactly for enqueues one service decided, to the millisecond across services.
+   */
+  commandHeads(): SessionCommand[] {
+    const heads: SessionCommand[] = [];
+    for (const [, projected] of this.#sessions) {
+      let head: SessionCommand | undefined;
+      for (const command of projected.state.commands) {
+        if (isOpenCommand(command) && (!head || command.sequence < head.sequence)) head = command;
+      }
+      if (head) heads.push(structuredClone(head));
+    }
+    return heads.sort(
+      (a, b) =>
+        compareText(a.createdAt, b.createdAt) || a.enqueueOrder - b.enqueueOrder || compareText(a.sessionId, b.sessionId),
+    );
   }
 
   /** The stream of the session holding command `commandId`, if known. */
@@ -139,4 +177,8 @@ export class SessionProjection {
 function extendsCommands(previous: SessionStreamState, next: SessionStreamState): boolean {
   const count = previous.commands.length;
   return next.commands.length >= count && (count === 0 || next.commands[count - 1]?.id === previous.commands[count - 1]?.id);
+}
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -17,12 +17,9 @@ import {
   decideReleaseInterruptedIngress,
   decideRequestIngress,
   decideRetryIngress,
-  decideStageObject,
   decideStartIngress,
   decideStop,
   findCommand,
-  isOpenCommand,
-  objectStagingRefusal,
   type Decision,
   type DecisionOptions,
 } from './decisions.js';
@@ -64,10 +61,11 @@ import {
 import type { CatalogState, LogEntry, SessionCommand, SessionRecord, SessionStreamState, StartKeyState } from './model.js';
 import { SessionProjection } from './projection.js';
 import { CompletionSteps } from './completion.js';
+import { SessionObjects } from './objects.js';
 import { SessionStarts } from './starts.js';
 import { BackOff, DEFAULT_RETRY_POLICY, StreamWriter } from './stream-writer.js';
 import { applyCatalogEvent, applySessionEvent, applyStartKeyEvent, catalogReducer, logEntry, sessionReducer, startKeyReducer } from './reducer.js';
-import { materialise, receiptRecord, sanitiseFileName, sanitiseMediaType, summaryRecord, type StoredObject } from './view.js';
+import { materialise, receiptRecord, type StoredObject } from './view.js';
 
 /** Options of `openSessionHistory`. */
 export interface SessionHistoryOptions {
@@ -198,6 +196,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   const catalog = new StreamWriter<CatalogState, CatalogEvent>({ store, reducer: catalogReducer, evolve: applyCatalogEvent, now, backOff, cacheSize: 1 });
   const completions = new CompletionSteps(store, { sessions, keys: startKeys, catalog });
   const starts = new SessionStarts(store, sessions, startKeys, backOff.attempts);
+  const objects = new SessionObjects(store, sessions);
 
   // Exact within this process: every enqueue decided here gets a number above every one decided or seen before.
   let lastEnqueueOrder = 0;
@@ -270,19 +269,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       sync(() => parseInput(listOptionsSchema, listOptions, 'options')).then(({ phase }) =>
         run(async () => {
           await projection.catchUp();
-          const records: SessionRecord[] = [];
-          const receipts = projection.catalog().state.receipts;
-          const archived = new Set(receipts.map((receipt) => receipt.sessionObjectId));
-          for (const [, projected] of projection.sessions()) {
-            const { record, receipt } = projected.state;
-            // A completed stream awaiting deletion is listed through its receipt once that is recorded.
-            if (!record || (record.phase === 'complete' && receipt && archived.has(receipt.sessionObjectId))) continue;
-            records.push(summaryRecord(record, projected.state));
-          }
-          for (const receipt of receipts) records.push(receiptRecord(receipt, true));
-          const kept = phase === undefined ? records : records.filter((record) => record.phase === phase);
-          // A stable sort keeps sessions (by stream name) ahead of receipts when times tie.
-          return kept.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
+          return projection.list(phase);
         }),
       ),
 
@@ -307,20 +294,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     commandHeads: () =>
       run(async () => {
         await projection.catchUp();
-        const heads: SessionCommand[] = [];
-        for (const [, projected] of projection.sessions()) {
-          let head: SessionCommand | undefined;
-          for (const command of projected.state.commands) {
-            if (isOpenCommand(command) && (!head || command.sequence < head.sequence)) head = command;
-          }
-          if (head) heads.push(structuredClone(head));
-        }
-        return heads.sort(
-          (a, b) =>
-            (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0) ||
-            a.enqueueOrder - b.enqueueOrder ||
-            (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0),
-        );
+        return projection.commandHeads();
       }),
 
     claimCommand: (commandId) => changeCommand(commandId, decideClaimCommand),
@@ -344,33 +318,14 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
 
     stageObject: (id, input) =>
       sync(() => ({ stream: streamOf(id), parsed: parseInput(newObjectSchema, input, '') })).then(({ stream, parsed }) =>
-        run(async () => {
-          // Refuse before storing bytes that no event would ever own.
-          const refusal = objectStagingRefusal((await fold(stream)).state);
-          if (refusal) throw refusal;
-          const sha256 = await store.putBlob(stream, parsed.bytes);
-          const metadata = { fileName: parsed.fileName, mediaType: parsed.mediaType, size: parsed.bytes.byteLength, sha256 };
-          const result = await mutate(stream, (state, at) => decideStageObject(state, metadata, at));
-          const staged = result.events.find((event) => event.type === 'ObjectStaged');
-          if (staged?.type !== 'ObjectStaged') throw new Error('staging an object appended no ObjectStaged event');
-          return staged.data.pendingId;
-        }),
+        run(() => objects.stage(stream, parsed)),
       ),
 
     object: (id, pendingId) =>
       sync(() => {
         const position = parseInput(pendingIdSchema, pendingId, 'pendingId');
         return { position, stream: streamOf(id) };
-      }).then(({ position, stream }) =>
-        run(async () => {
-          const folded = await fold(stream);
-          const staged = folded.exists ? logEntry(folded.state, position)?.object : undefined;
-          if (!staged) throw SessionHistoryError.notFound();
-          const bytes = await store.getBlob(staged.sha256);
-          if (!bytes) throw SessionHistoryError.notFound();
-          return { fileName: sanitiseFileName(staged.fileName), mediaType: sanitiseMediaType(staged.mediaType), bytes };
-        }),
-      ),
+      }).then(({ position, stream }) => run(() => objects.read(stream, position))),
 
     checkpoint: (id, input) =>
       sync(() => parseInput(checkpointSchema, input, '')).then((parsed) => change(id, (state, at) => decideCheckpoint(state, parsed, at, decisionOptions))),

@@ -68,7 +68,14 @@ export interface StreamWriterOptions<S, E> {
   cacheSize?: number;
 }
 
-type Entry = { run: () => Promise<unknown>; resolve: (value: unknown) => void; reject: (error: unknown) => void };
+/**
+ * A write waiting in a stream's queue: a decision to make on the stream's state and append, or a task that
+ * needs the stream to itself. Decisions stay data until they run, so consecutive ones can be taken together.
+ */
+type Entry<S, E> = { resolve: (value: never) => void; reject: (error: unknown) => void } & (
+  | { kind: 'decide'; decide: (state: S, at: Date) => StreamDecision<E>; eventId: string | undefined }
+  | { kind: 'task'; task: () => Promise<unknown> }
+);
 
 /**
  * Writes to streams of one kind. Within this process, the writes of one stream wait in a queue and run one
@@ -82,7 +89,7 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
   readonly #now: () => Date;
   readonly #backOff: BackOff;
   readonly #cache: StateCache<S>;
-  readonly #queues = new Map<StreamId, Entry[]>();
+  readonly #queues = new Map<StreamId, Entry<S, E>[]>();
 
   constructor(options: StreamWriterOptions<S, E>) {
     this.#store = options.store;
@@ -103,23 +110,12 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
    * `eventId` (derived from content only) goes on the first event, making a repeated append a no-op.
    */
   mutate(stream: StreamId, decide: (state: S, at: Date) => StreamDecision<E>, eventId?: string): Promise<Written<S, E>> {
-    // Queued as a unit of its own; consecutive queued decisions could also be decided on one state and
-    // appended as one batch, since each decision only needs the state the previous one left.
-    return this.exclusive(stream, () => this.#decideAndAppend(stream, decide, eventId));
+    return new Promise((resolve, reject) => this.#enqueue(stream, { kind: 'decide', decide, eventId, resolve, reject }));
   }
 
   /** Runs `task` when no other write of `stream` in this process is running, and before any queued after it. */
   exclusive<T>(stream: StreamId, task: () => Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const queue = this.#queues.get(stream);
-      const entry: Entry = { run: task, resolve: resolve as (value: unknown) => void, reject };
-      if (queue) {
-        queue.push(entry);
-        return;
-      }
-      this.#queues.set(stream, [entry]);
-      void this.#drain(stream);
-    });
+    return new Promise((resolve, reject) => this.#enqueue(stream, { kind: 'task', task, resolve, reject }));
   }
 
   /** Runs `attempt` until it succeeds, retrying after a concurrent change (with back-off) a bounded number of times. */
@@ -140,11 +136,26 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
     this.#cache.forget(stream);
   }
 
+  #enqueue(stream: StreamId, entry: Entry<S, E>): void {
+    const queue = this.#queues.get(stream);
+    if (queue) {
+      queue.push(entry);
+      return;
+    }
+    this.#queues.set(stream, [entry]);
+    void this.#drain(stream);
+  }
+
+  /**
+   * Runs the stream's queue to its end, one entry at a time. (Consecutive decisions could also be decided
+   * one after another on one state and appended as one batch: each needs only the state the previous left.)
+   */
   async #drain(stream: StreamId): Promise<void> {
-    const queue = this.#queues.get(stream) as Entry[];
+    const queue = this.#queues.get(stream) as Entry<S, E>[];
     for (let entry = queue[0]; entry; entry = queue[0]) {
       try {
-        entry.resolve(await entry.run());
+        const value = entry.kind === 'decide' ? await this.#decideAndAppend(stream, entry.decide, entry.eventId) : await entry.task();
+        entry.resolve(value as never);
       } catch (error) {
         entry.reject(error);
       }
