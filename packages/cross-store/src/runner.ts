@@ -129,6 +129,12 @@ export class SessionRunner {
     return this.#liveIds.get(ref) ?? firstSessionIdOf(ref);
   }
 
+  /** Makes each session ref stand for the session it stands for in `other` (a store copied from `other`'s). */
+  followSessionsOf(other: SessionRunner): void {
+    this.#liveIds.clear();
+    for (const [ref, id] of other.#liveIds) this.#liveIds.set(ref, id);
+  }
+
   /** The id of command `command` of session ref `session`. */
   commandIdOf(session: SessionRef, command: CommandRef): string {
     return commandIdFor(this.sessionIdOf(session), commandKey(command));
