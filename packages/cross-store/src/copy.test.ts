@@ -26,6 +26,7 @@ describe('copying a store into another', () => {
               const pair = `${fromKind.name} → ${toKind.name}`;
               try {
                 const first = await copyStore(source.store, target.store);
+                target.followSessionsOf(source);
                 expect(first.streams, `${pair}: streams copied`).toBe(streams.length);
                 await target.reopen();
                 const copied = await target.storeView();

@@ -8,6 +8,8 @@ import {
   sessionIdForStart,
   sessionReducer,
   sessionStream,
+  START_KEY_STREAM_PREFIX,
+  startKeyReducer,
   type EventStore,
   type JsonObject,
   type SessionHistory,
@@ -24,14 +26,9 @@ export const CLOCK_START = '2026-07-23T08:00:00.000Z';
 /** Session refs the calls use, including the one that is never started. */
 export const SESSION_REFS: readonly SessionRef[] = [0, 1, 2, 3];
 
-/** The session id of ref `ref` (derived from its start key, as the service derives it). */
-export function sessionIdOf(ref: SessionRef): string {
-  return sessionIdForStart(startKey(ref));
-}
-
-/** The id of command `command` of session `session`. */
-export function commandIdOf(session: SessionRef, command: CommandRef): string {
-  return commandIdFor(sessionIdOf(session), commandKey(command));
+/** The id the first session started with ref `ref`'s start key gets (as the service derives it). */
+export function firstSessionIdOf(ref: SessionRef): string {
+  return sessionIdForStart(startKey(ref), 1);
 }
 
 /** What one call did on one store: the call, the expected version it resolved to (if any), and its outcome. */
@@ -70,12 +67,6 @@ export function steppingClock(start = CLOCK_START): () => Date {
   };
 }
 
-/** Deterministic UUIDs for the service's `ids` port. */
-export function sequentialIds(): () => string {
-  let counter = 0;
-  return () => `00000000-0000-4000-8000-${(++counter).toString(16).padStart(12, '0')}`;
-}
-
 /** Drains an async iterable. */
 export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
   const output: T[] = [];
@@ -92,25 +83,24 @@ export class SessionRunner {
   #store: EventStore;
   #history: SessionHistory;
   readonly #clock: () => Date;
-  readonly #ids: () => string;
+  /** The session each ref's start key last started (what its calls address), kept across reopening. */
+  readonly #liveIds = new Map<SessionRef, string>();
   /** The last change-feed position `newChanges` has handed out. */
   #seen = 0;
 
-  private constructor(subject: StoreSubject, store: EventStore, history: SessionHistory, clock: () => Date, ids: () => string) {
+  private constructor(subject: StoreSubject, store: EventStore, history: SessionHistory, clock: () => Date) {
     this.subject = subject;
     this.#store = store;
     this.#history = history;
     this.#clock = clock;
-    this.#ids = ids;
   }
 
   /** Opens `subject`'s store and a service on it. */
   static async open(subject: StoreSubject): Promise<SessionRunner> {
     const store = await subject.open();
     const clock = steppingClock();
-    const ids = sequentialIds();
     try {
-      return new SessionRunner(subject, store, await openSessionHistory({ store, clock, ids }), clock, ids);
+      return new SessionRunner(subject, store, await openSessionHistory({ store, clock }), clock);
     } catch (error) {
       await subject.dispose(store);
       throw error;
@@ -131,7 +121,23 @@ export class SessionRunner {
   async reopen(): Promise<void> {
     await this.#history.close();
     this.#store = await this.subject.reopen(this.#store);
-    this.#history = await openSessionHistory({ store: this.#store, clock: this.#clock, ids: this.#ids });
+    this.#history = await openSessionHistory({ store: this.#store, clock: this.#clock });
+  }
+
+  /** The id of the session ref `ref` stands for: the one its start key last started, else its first. */
+  sessionIdOf(ref: SessionRef): string {
+    return this.#liveIds.get(ref) ?? firstSessionIdOf(ref);
+  }
+
+  /** Makes each session ref stand for the session it stands for in `other` (a store copied from `other`'s). */
+  followSessionsOf(other: SessionRunner): void {
+    this.#liveIds.clear();
+    for (const [ref, id] of other.#liveIds) this.#liveIds.set(ref, id);
+  }
+
+  /** The id of command `command` of session ref `session`. */
+  commandIdOf(session: SessionRef, command: CommandRef): string {
+    return commandIdFor(this.sessionIdOf(session), commandKey(command));
   }
 
   /** Closes everything and removes the subject's files. */
@@ -146,36 +152,39 @@ export class SessionRunner {
     const history = this.#history;
     const versioned = async (session: SessionRef, skew: VersionSkew): Promise<number> => {
       // A session that cannot be read gets 1 + skew, which reaches the service's own refusal.
-      const current = await history.get(sessionIdOf(session)).then((record) => record.version, () => 1);
+      const current = await history.get(this.sessionIdOf(session)).then((record) => record.version, () => 1);
       step.expectedVersion = Math.max(0, current + skew);
       return step.expectedVersion;
     };
     const commandOf = async (session: SessionRef, target: CommandTarget): Promise<string> => {
-      if (target !== 'head') return commandIdOf(session, target);
+      if (target !== 'head') return this.commandIdOf(session, target);
       // The session's next open command, or its first command's id when it has none open.
       const heads = await history.commandHeads().catch(() => []);
-      step.commandId = heads.find((head) => head.sessionId === sessionIdOf(session))?.id ?? commandIdOf(session, 0);
+      step.commandId = heads.find((head) => head.sessionId === this.sessionIdOf(session))?.id ?? this.commandIdOf(session, 0);
       return step.commandId;
     };
     step.outcome = await observe(async () => {
       switch (call.op) {
-        case 'start':
-          return history.start({
+        case 'start': {
+          const started = await history.start({
             idempotencyId: call.invalid === 'idempotencyId' ? '' : startKey(call.session),
             startedAt: call.invalid === 'startedAt' ? '23 July 2026' : STARTED_AT,
             sessionType: call.sessionType,
             ...(call.sessionType === 'free-time' ? { durationMinutes: 30 } : {}),
           });
+          this.#liveIds.set(call.session, started.value.id);
+          return started;
+        }
         case 'register':
-          return history.register({ id: sessionIdOf(call.session), startedAt: STARTED_AT, state: call.state });
+          return history.register({ id: this.sessionIdOf(call.session), startedAt: STARTED_AT, state: call.state });
         case 'get':
-          return history.get(sessionIdOf(call.session));
+          return history.get(this.sessionIdOf(call.session));
         case 'list':
           return history.list(call.phase === null ? undefined : { phase: call.phase });
         case 'commandHeads':
           return history.commandHeads();
         case 'enqueue':
-          return history.enqueue(sessionIdOf(call.session), { idempotencyId: commandKey(call.command), kind: call.kind, payload: call.payload });
+          return history.enqueue(this.sessionIdOf(call.session), { idempotencyId: commandKey(call.command), kind: call.kind, payload: call.payload });
         case 'claimCommand':
           return history.claimCommand(await commandOf(call.session, call.command));
         case 'completeCommand':
@@ -183,19 +192,19 @@ export class SessionRunner {
         case 'cancelCommand':
           return history.cancelCommand(await commandOf(call.session, call.command));
         case 'stop':
-          return history.stop(sessionIdOf(call.session));
+          return history.stop(this.sessionIdOf(call.session));
         case 'checkpoint':
-          return history.checkpoint(sessionIdOf(call.session), {
+          return history.checkpoint(this.sessionIdOf(call.session), {
             expectedVersion: await versioned(call.session, call.skew),
             state: call.state,
             userActivity: call.userActivity,
           });
         case 'requestIngress':
-          return history.requestIngress(sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew), state: call.state });
+          return history.requestIngress(this.sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew), state: call.state });
         case 'startIngress':
-          return history.startIngress(sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew), provenanceId: call.provenanceId });
+          return history.startIngress(this.sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew), provenanceId: call.provenanceId });
         case 'failIngress':
-          return history.failIngress(sessionIdOf(call.session), {
+          return history.failIngress(this.sessionIdOf(call.session), {
             expectedVersion: await versioned(call.session, call.skew),
             stage: 'ingest',
             code: call.code,
@@ -203,37 +212,37 @@ export class SessionRunner {
             roundsUsed: 2,
           });
         case 'failedAttempt': {
-          const id = sessionIdOf(call.session);
+          const id = this.sessionIdOf(call.session);
           const started = await history.startIngress(id, { expectedVersion: await versioned(call.session, 0), provenanceId: 'prov-attempt' });
           const failed = await history.failIngress(id, { expectedVersion: started.version, stage: 'ingest', code: call.code, message: 'attempt failed' });
           return { started, failed };
         }
         case 'retryIngress':
-          return history.retryIngress(sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew), state: call.state });
+          return history.retryIngress(this.sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew), state: call.state });
         case 'releaseInterruptedIngress':
           return history.releaseInterruptedIngress();
         case 'completeIngress':
-          return history.completeIngress(sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew) });
+          return history.completeIngress(this.sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew) });
         case 'appendTranscript':
-          return history.appendTranscript(sessionIdOf(call.session), { role: call.role, text: call.text });
+          return history.appendTranscript(this.sessionIdOf(call.session), { role: call.role, text: call.text });
         case 'appendOversize':
-          return history.appendTranscript(sessionIdOf(call.session), { role: 'user-message', text: 'x'.repeat(OVERSIZE_TEXT_LENGTH) });
+          return history.appendTranscript(this.sessionIdOf(call.session), { role: 'user-message', text: 'x'.repeat(OVERSIZE_TEXT_LENGTH) });
         case 'stageObject':
-          return history.stageObject(sessionIdOf(call.session), { fileName: call.fileName, mediaType: call.mediaType, bytes: Uint8Array.from(call.bytes) });
+          return history.stageObject(this.sessionIdOf(call.session), { fileName: call.fileName, mediaType: call.mediaType, bytes: Uint8Array.from(call.bytes) });
         case 'object':
-          return history.object(sessionIdOf(call.session), `pending:${call.pending}`);
+          return history.object(this.sessionIdOf(call.session), `pending:${call.pending}`);
         case 'complete':
-          return history.complete(sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew), state: completionState(call.objectId, call.nested) });
+          return history.complete(this.sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew), state: completionState(call.objectId, call.nested) });
         case 'recordCompletion':
           return history.recordCompletion({
             sessionObjectId: call.objectId,
-            ...(call.session === null ? {} : { sessionId: sessionIdOf(call.session) }),
+            ...(call.session === null ? {} : { sessionId: this.sessionIdOf(call.session) }),
             sessionType: 'conversation',
           });
         case 'compact':
           return call.stream === 'catalog'
             ? compactStream(this.#store, CATALOG_STREAM, catalogReducer)
-            : compactStream(this.#store, sessionStream(sessionIdOf(call.stream)), sessionReducer);
+            : compactStream(this.#store, sessionStream(this.sessionIdOf(call.stream)), sessionReducer);
         case 'reopen':
           return this.reopen();
       }
@@ -261,7 +270,7 @@ export class SessionRunner {
   async serviceView(): Promise<ServiceView> {
     const history = this.#history;
     const sessions: Outcome[] = [];
-    for (const ref of SESSION_REFS) sessions.push(await observe(() => history.get(sessionIdOf(ref))));
+    for (const ref of SESSION_REFS) sessions.push(await observe(() => history.get(this.sessionIdOf(ref))));
     return { list: await observe(() => history.list()), commandHeads: await observe(() => history.commandHeads()), sessions };
   }
 
@@ -272,7 +281,13 @@ export class SessionRunner {
     const folds: Record<string, unknown> = {};
     const blobs: Record<string, string[]> = {};
     for (const { stream } of streams) {
-      folds[stream] = plain(stream === CATALOG_STREAM ? await foldStream(store, stream, catalogReducer) : await foldStream(store, stream, sessionReducer));
+      folds[stream] = plain(
+        stream === CATALOG_STREAM
+          ? await foldStream(store, stream, catalogReducer)
+          : stream.startsWith(START_KEY_STREAM_PREFIX)
+            ? await foldStream(store, stream, startKeyReducer)
+            : await foldStream(store, stream, sessionReducer),
+      );
       blobs[stream] = await collect(store.blobs(stream));
     }
     const feed = (await collect(store.readAll())).map(feedEntry);

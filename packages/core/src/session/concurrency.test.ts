@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { compactStream, foldStream } from '../kernel/fold.js';
 import { ConcurrencyError, memoryStore, type EventStore } from '../kernel/index.js';
 import { openSessionHistory } from './service.js';
-import { sessionIdForStart, sessionStream } from './ids.js';
+import { sessionIdForStart, sessionStream, startKeyStream } from './ids.js';
 import { sessionReducer } from './reducer.js';
 import { interleavingStore, openTestHistory, startConversation, streamNames } from './test-support.fixture.js';
 
@@ -15,7 +15,7 @@ async function lastPosition(store: EventStore): Promise<number> {
 const START = { startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' };
 
 describe('SessionHistory across processes', () => {
-  it('start is idempotent by idempotency id and derives the session id from it', async () => {
+  it('start is idempotent by idempotency id and derives the session id from it and its incarnation', async () => {
     const { history } = await openTestHistory();
     const first = await history.start({ idempotencyId: 'start-1', ...START });
     const again = await history.start({ idempotencyId: 'start-1', ...START, sessionType: 'ignored' });
@@ -25,7 +25,7 @@ describe('SessionHistory across processes', () => {
     expect(again.created).toBe(false);
     expect(again.value.id).toBe(first.value.id);
     expect(again.value.state.sessionType).toBe('conversation');
-    expect(first.value.id).toBe(sessionIdForStart('start-1'));
+    expect(first.value.id).toBe(sessionIdForStart('start-1', 1));
     expect(other.value.id).not.toBe(first.value.id);
   });
 
@@ -38,7 +38,7 @@ describe('SessionHistory across processes', () => {
 
     expect(results.map((result) => result.created).sort()).toEqual([false, true]);
     expect(results[0].value.id).toBe(results[1].value.id);
-    expect(await streamNames(store)).toEqual([sessionStream(results[0].value.id)]);
+    expect(await streamNames(store, { startKeys: true })).toEqual([sessionStream(results[0].value.id), startKeyStream('race')].sort());
   });
 
   it('a start that loses the append race returns the winner’s session', async () => {

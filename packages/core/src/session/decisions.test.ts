@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { decideComplete, decideEnqueue, decideFailIngress, decideStart, type Decision } from './decisions.js';
 import { SessionHistoryError } from './errors.js';
-import { commandIdFor, isUuid, sessionIdForStart, uuidV5 } from './ids.js';
+import { commandIdFor, isUuid, legacySessionIdForStart, sessionIdForStart, uuidV5 } from './ids.js';
 import { applySessionEvent, initialSessionState } from './reducer.js';
 import type { SessionStreamState } from './model.js';
 import { sanitiseFileName, sanitiseMediaType } from './view.js';
 
-const SESSION = sessionIdForStart('decisions');
+const SESSION = sessionIdForStart('decisions', 1);
 const NOW = new Date('2026-07-23T12:00:00.000Z');
 
 function given(...decisions: ((state: SessionStreamState) => Decision)[]): SessionStreamState {
@@ -84,9 +84,11 @@ describe('decisions (pure, no store)', () => {
 describe('ids and sanitising', () => {
   it('name-based UUIDs match the published version 5 example', () => {
     expect(uuidV5('www.example.com', '6ba7b810-9dad-11d1-80b4-00c04fd430c8')).toBe('2ed6657d-e927-568b-95e1-2665a8aea6a2');
-    expect(isUuid(sessionIdForStart('any key'))).toBe(true);
-    expect(sessionIdForStart('a')).toBe(sessionIdForStart('a'));
-    expect(sessionIdForStart('a')).not.toBe(sessionIdForStart('b'));
+    expect(isUuid(sessionIdForStart('any key', 1))).toBe(true);
+    expect(sessionIdForStart('a', 1)).toBe(sessionIdForStart('a', 1));
+    expect(sessionIdForStart('a', 1)).not.toBe(sessionIdForStart('b', 1));
+    expect(sessionIdForStart('a', 2)).not.toBe(sessionIdForStart('a', 1));
+    expect(sessionIdForStart('a', 1)).not.toBe(legacySessionIdForStart('a'));
   });
 
   it('media types need one slash and no spaces or controls', () => {

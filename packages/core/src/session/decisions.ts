@@ -1,8 +1,8 @@
 import type { JsonObject, JsonValue } from '../kernel/json.js';
 import { controlState, DEFAULT_CONTROL_STATE_KEYS } from './control-state.js';
 import { SessionHistoryError, messages } from './errors.js';
-import { describeZodError, sessionEvent, type CatalogEvent, type SessionEvent } from './events.js';
-import { commandIdFor } from './ids.js';
+import { describeZodError, sessionEvent, type CatalogEvent, type SessionEvent, type StartKeyEvent } from './events.js';
+import { commandIdFor, sessionIdForStart } from './ids.js';
 import type { Checkpoint, IngressFailure, NewCommand, RecordCompletion, RegisterSession, StartSession } from './inputs.js';
 import { isJsonObject } from './json-schema.js';
 import {
@@ -15,6 +15,7 @@ import {
   type LifecycleRecord,
   type SessionCommand,
   type SessionStreamState,
+  type StartKeyState,
   type LogRole,
 } from './model.js';
 
@@ -81,8 +82,11 @@ export function decideRegister(state: SessionStreamState, input: RegisterSession
   return [sessionEvent('SessionRegistered', { at: iso(now), startedAt: input.startedAt, state: controlState(input.state, keysOf(options)) })];
 }
 
-/** Queues a command on an active session; no events when a command with the same idempotency id exists. */
-export function decideEnqueue(state: SessionStreamState, input: NewCommand, now: Date): Decision {
+/**
+ * Queues a command on an active session; no events when a command with the same idempotency id exists.
+ * `enqueueOrder` is the caller's order of this decision among enqueues (on any session).
+ */
+export function decideEnqueue(state: SessionStreamState, input: NewCommand, now: Date, enqueueOrder = 0): Decision {
   const record = existing(state);
   if (record instanceof SessionHistoryError) return record;
   if (record.phase !== 'active') return SessionHistoryError.conflict(messages.noLongerActive);
@@ -91,6 +95,7 @@ export function decideEnqueue(state: SessionStreamState, input: NewCommand, now:
     id: commandIdFor(state.sessionId, input.idempotencyId),
     sessionId: state.sessionId,
     sequence: state.commands.reduce((max, candidate) => Math.max(max, candidate.sequence), 0) + 1,
+    enqueueOrder,
     kind: input.kind,
     payload: input.payload,
     status: 'pending',
@@ -340,4 +345,30 @@ export function decideRecordCompletion(state: SessionStreamState, receipt: Compl
 export function decideRecordReceipt(catalog: CatalogState, receipt: CompletionReceipt): CatalogEvent[] {
   if (catalog.receipts.some((existingReceipt) => existingReceipt.sessionObjectId === receipt.sessionObjectId)) return [];
   return [{ type: 'CompletionRecorded', data: { receipt } }];
+}
+
+/**
+ * Binds start key `idempotencyId`'s `incarnation`-th session to `sessionId`. No events when that incarnation
+ * is bound already or is not the next one: the caller reads the state to learn which session holds it.
+ */
+export function decideBindStartKey(state: StartKeyState, idempotencyId: string, incarnation: number, sessionId: string, now: Date): StartKeyEvent[] {
+  if (state.bindings.length !== incarnation - 1) return [];
+  return [{ type: 'StartKeyBound', data: { at: iso(now), idempotencyId, incarnation, sessionId } }];
+}
+
+/**
+ * Records that the session `sessionId` started by the key has ended, before its stream is deleted, so that no
+ * later start derives its id again. A session the key started but never bound (a start interrupted between
+ * creating and binding it) is bound first when it is the next incarnation. No events for any other session.
+ */
+export function decideReleaseStartKey(state: StartKeyState, idempotencyId: string, sessionId: string, now: Date): StartKeyEvent[] {
+  const at = iso(now);
+  const bound = state.bindings.find((binding) => binding.sessionId === sessionId);
+  if (bound) return bound.released ? [] : [{ type: 'StartKeyReleased', data: { at, incarnation: bound.incarnation, sessionId } }];
+  const incarnation = state.bindings.length + 1;
+  if (sessionIdForStart(idempotencyId, incarnation) !== sessionId) return [];
+  return [
+    { type: 'StartKeyBound', data: { at, idempotencyId, incarnation, sessionId } },
+    { type: 'StartKeyReleased', data: { at, incarnation, sessionId } },
+  ];
 }

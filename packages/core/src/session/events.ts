@@ -61,6 +61,14 @@ export const catalogEventSchemas = {
   CompletionRecorded: z.object({ receipt: completionReceiptSchema }),
 } as const;
 
+/** Events of a start-key stream (`start-key-<uuid>`), which gives each start of the key its own session id. */
+export const startKeyEventSchemas = {
+  /** The key's `incarnation`-th session is `sessionId`; a start with the key returns it while it lives. */
+  StartKeyBound: z.object({ at, idempotencyId: z.string(), incarnation: z.number().int().min(1), sessionId: z.string() }),
+  /** The session of `incarnation` completed; its stream is deleted next, and the next start gets a new session. */
+  StartKeyReleased: z.object({ at, incarnation: z.number().int().min(1), sessionId: z.string() }),
+} as const;
+
 type Schemas = typeof sessionEventSchemas;
 export type SessionEventType = keyof Schemas;
 export type SessionEventData<T extends SessionEventType> = z.infer<Schemas[T]>;
@@ -68,6 +76,9 @@ export type SessionEventData<T extends SessionEventType> = z.infer<Schemas[T]>;
 /** A session-stream event: `{ type, data }` with the data typed by its type. */
 export type SessionEvent = { [T in SessionEventType]: { type: T; data: SessionEventData<T> } }[SessionEventType];
 export type CatalogEvent = { type: 'CompletionRecorded'; data: z.infer<(typeof catalogEventSchemas)['CompletionRecorded']> };
+type StartKeySchemas = typeof startKeyEventSchemas;
+/** A start-key-stream event. */
+export type StartKeyEvent = { [T in keyof StartKeySchemas]: { type: T; data: z.infer<StartKeySchemas[T]> } }[keyof StartKeySchemas];
 
 /** Every session event type name. */
 export const SESSION_EVENT_TYPES = Object.keys(sessionEventSchemas) as SessionEventType[];
@@ -107,6 +118,14 @@ export function parseCatalogEvent(type: string, data: JsonValue): CatalogEvent |
   const parsed = catalogEventSchemas.CompletionRecorded.safeParse(data);
   if (!parsed.success) return `malformed ${type} event: ${describeZodError(parsed.error)}`;
   return { type, data: parsed.data };
+}
+
+/** Parses stored start-key event data, or returns an error text. */
+export function parseStartKeyEvent(type: string, data: JsonValue): StartKeyEvent | string {
+  if (!Object.hasOwn(startKeyEventSchemas, type)) return `unknown start-key event type ${JSON.stringify(type)}`;
+  const parsed = startKeyEventSchemas[type as keyof StartKeySchemas].safeParse(data);
+  if (!parsed.success) return `malformed ${type} event: ${describeZodError(parsed.error)}`;
+  return { type, data: parsed.data } as StartKeyEvent;
 }
 
 /** `path: message` of a zod error's first issue. */

@@ -24,8 +24,14 @@ export function uuidV5(name: string, namespace: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
-/** Namespace of session ids derived from start idempotency keys. */
+/** Namespace of the session ids release 0.1.0 derived from a start idempotency key alone. */
 export const SESSION_ID_NAMESPACE = uuidV5('urn:sessionfold:session', URL_NAMESPACE);
+
+/** Namespace of session ids derived from a start idempotency key and its incarnation. */
+export const START_INCARNATION_NAMESPACE = uuidV5('urn:sessionfold:session-incarnation', URL_NAMESPACE);
+
+/** Namespace of the names of start-key streams. */
+export const START_KEY_NAMESPACE = uuidV5('urn:sessionfold:start-key', URL_NAMESPACE);
 
 /** Namespace of catalog event ids derived from session object ids. */
 export const RECEIPT_ID_NAMESPACE = uuidV5('urn:sessionfold:completion-receipt', URL_NAMESPACE);
@@ -33,12 +39,29 @@ export const RECEIPT_ID_NAMESPACE = uuidV5('urn:sessionfold:completion-receipt',
 /** Prefix of every session stream: `session-<uuid>`. */
 export const SESSION_STREAM_PREFIX = 'session-';
 
+/** Prefix of every start-key stream: `start-key-<uuid>`, the uuid derived from the key. */
+export const START_KEY_STREAM_PREFIX = 'start-key-';
+
 /** The stream holding completion receipts. */
 export const CATALOG_STREAM: StreamId = 'catalog';
 
-/** The session id a start with `idempotencyId` creates, the same in every process. */
-export function sessionIdForStart(idempotencyId: string): string {
+/**
+ * The id of the session a start with `idempotencyId` creates as the key's `incarnation`-th session (1, 2, ...):
+ * the same in every process, and never the id of another incarnation or of a release-0.1.0 session.
+ */
+export function sessionIdForStart(idempotencyId: string, incarnation: number): string {
+  if (!Number.isSafeInteger(incarnation) || incarnation < 1) throw new TypeError(`incarnation ${incarnation} is not a positive integer`);
+  return uuidV5(JSON.stringify([idempotencyId, incarnation]), START_INCARNATION_NAMESPACE);
+}
+
+/** The id release 0.1.0 gave the session of a start with `idempotencyId` (the key alone, for every incarnation). */
+export function legacySessionIdForStart(idempotencyId: string): string {
   return uuidV5(idempotencyId, SESSION_ID_NAMESPACE);
+}
+
+/** The stream binding start key `idempotencyId` to its sessions, one incarnation after another. */
+export function startKeyStream(idempotencyId: string): StreamId {
+  return `${START_KEY_STREAM_PREFIX}${uuidV5(idempotencyId, START_KEY_NAMESPACE)}`;
 }
 
 /** The id of the command a session gets for `idempotencyId`, the same in every process. */

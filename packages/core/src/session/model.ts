@@ -41,11 +41,15 @@ export const completionReceiptSchema = z.object({
 });
 export type CompletionReceipt = z.infer<typeof completionReceiptSchema>;
 
-/** One command of a session's queue. Commands run one at a time, lowest `sequence` first. */
+/**
+ * One command of a session's queue. Commands run one at a time, lowest `sequence` first. `enqueueOrder` is
+ * the order the service decided enqueues in, across sessions; 0 on commands recorded before it existed.
+ */
 export const sessionCommandSchema = z.object({
   id: z.string(),
   sessionId: z.string(),
   sequence: z.number().int().min(1),
+  enqueueOrder: z.number().int().min(0).default(0),
   kind: z.string(),
   payload: jsonValueSchema,
   status: z.enum(['pending', 'processing', 'complete']),
@@ -137,12 +141,22 @@ export const sessionStreamStateSchema = z.object({
   logSize: z.number().int().min(0),
   firstUserMessage: nullableString,
   receipt: completionReceiptSchema.nullable(),
+  /** The idempotency key of the start that created the session (null: registered, or folded by release 0.1.0). */
+  startKey: nullableString.default(null),
 });
 export type SessionStreamState = z.infer<typeof sessionStreamStateSchema>;
 
 /** The folded catalog stream: receipts in the order recorded, unique by `sessionObjectId`. */
 export const catalogStateSchema = z.object({ receipts: z.array(completionReceiptSchema) });
 export type CatalogState = z.infer<typeof catalogStateSchema>;
+
+/** One session a start key was bound to: the key's `incarnation`-th, and whether that session has ended. */
+export const startKeyBindingSchema = z.object({ incarnation: z.number().int().min(1), sessionId: z.string(), released: z.boolean() });
+export type StartKeyBinding = z.infer<typeof startKeyBindingSchema>;
+
+/** The folded start-key stream: the sessions the key started, in incarnation order. */
+export const startKeyStateSchema = z.object({ bindings: z.array(startKeyBindingSchema) });
+export type StartKeyState = z.infer<typeof startKeyStateSchema>;
 
 /** A session as the service returns it. `summary` is true only in `list()`. */
 export interface SessionRecord extends LifecycleRecord {

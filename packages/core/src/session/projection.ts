@@ -2,8 +2,10 @@ import { checkSnapshotIdentity, foldStream, type StreamReducer } from '../kernel
 import type { JsonValue } from '../kernel/json.js';
 import { DELETED_RECORD, SNAPSHOT_RECORD, type EventStore, type RecordedEvent, type Snapshot, type StreamId } from '../kernel/port.js';
 import { CATALOG_STREAM, SESSION_STREAM_PREFIX, sessionIdOfStream } from './ids.js';
-import type { CatalogState, SessionStreamState } from './model.js';
+import { isOpenCommand } from './decisions.js';
+import type { CatalogState, Phase, SessionCommand, SessionRecord, SessionStreamState } from './model.js';
 import { catalogReducer, sessionSummaryReducer } from './reducer.js';
+import { receiptRecord, summaryRecord } from './view.js';
 
 /** A stream's folded state and the revision it reflects. */
 export interface ProjectedStream<S> {
@@ -13,7 +15,7 @@ export interface ProjectedStream<S> {
 
 /**
  * The service's in-memory view across sessions: every session's record and commands (not its log) and
- * the catalog, with indexes by command id and start idempotency key. It follows the store's change feed
+ * the catalog, with an index by command id. It follows the store's change feed
  * (`readAll`), so writes by other processes are seen on the next `catchUp`, and each query costs only
  * the changes since the last one.
  */
@@ -22,7 +24,7 @@ export class SessionProjection {
   readonly #sessions = new Map<StreamId, ProjectedStream<SessionStreamState>>();
   #catalog: ProjectedStream<CatalogState> = { revision: 0, state: catalogReducer.initial(CATALOG_STREAM) };
   readonly #commandStreams = new Map<string, StreamId>();
-  readonly #startStreams = new Map<string, StreamId>();
+  #highestEnqueueOrder = 0;
   #lastPosition = 0;
   #queue: Promise<void> = Promise.resolve();
 
@@ -58,14 +60,50 @@ export class SessionProjection {
     return this.#catalog;
   }
 
+  /** Summaries of every live session and every completion receipt (of `phase` only, if given), most recently updated first. */
+  list(phase?: Phase): SessionRecord[] {
+    const records: SessionRecord[] = [];
+    const receipts = this.#catalog.state.receipts;
+    const archived = new Set(receipts.map((receipt) => receipt.sessionObjectId));
+    for (const [, projected] of this.sessions()) {
+      const { record, receipt } = projected.state;
+      // A completed stream awaiting deletion is listed through its receipt once that is recorded.
+      if (!record || (record.phase === 'complete' && receipt && archived.has(receipt.sessionObjectId))) continue;
+      records.push(summaryRecord(record, projected.state));
+    }
+    for (const receipt of receipts) records.push(receiptRecord(receipt, true));
+    const kept = phase === undefined ? records : records.filter((record) => record.phase === phase);
+    // A stable sort keeps sessions (by stream name) ahead of receipts when times tie.
+    return kept.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
+  }
+
+  /**
+   * The next open command of every session (lowest `sequence`), by `createdAt`, then `enqueueOrder`, then
+   * session id: enqueue order, exactly for enqueues one service decided, to the millisecond across services.
+   */
+  commandHeads(): SessionCommand[] {
+    const heads: SessionCommand[] = [];
+    for (const [, projected] of this.#sessions) {
+      let head: SessionCommand | undefined;
+      for (const command of projected.state.commands) {
+        if (isOpenCommand(command) && (!head || command.sequence < head.sequence)) head = command;
+      }
+      if (head) heads.push(structuredClone(head));
+    }
+    return heads.sort(
+      (a, b) =>
+        compareText(a.createdAt, b.createdAt) || a.enqueueOrder - b.enqueueOrder || compareText(a.sessionId, b.sessionId),
+    );
+  }
+
   /** The stream of the session holding command `commandId`, if known. */
   streamOfCommand(commandId: string): StreamId | undefined {
     return this.#commandStreams.get(commandId);
   }
 
-  /** The stream of the session whose control state names `idempotencyId` as its start key, if any. */
-  streamOfStartKey(idempotencyId: string): StreamId | undefined {
-    return this.#startStreams.get(idempotencyId);
+  /** The highest `enqueueOrder` of any command seen so far (also of commands gone since). */
+  highestEnqueueOrder(): number {
+    return this.#highestEnqueueOrder;
   }
 
   async #readFeed(): Promise<void> {
@@ -118,10 +156,6 @@ export class SessionProjection {
 
   #unindex(stream: StreamId, previous: ProjectedStream<SessionStreamState> | undefined, next: ProjectedStream<SessionStreamState> | undefined): void {
     if (!previous) return;
-    const oldKey = startKey(previous.state);
-    if (oldKey !== undefined && oldKey !== (next && startKey(next.state)) && this.#startStreams.get(oldKey) === stream) {
-      this.#startStreams.delete(oldKey);
-    }
     if (next && extendsCommands(previous.state, next.state)) return;
     for (const command of previous.state.commands) {
       if (this.#commandStreams.get(command.id) === stream) this.#commandStreams.delete(command.id);
@@ -130,11 +164,12 @@ export class SessionProjection {
 
   #index(stream: StreamId, previous: ProjectedStream<SessionStreamState> | undefined, next: ProjectedStream<SessionStreamState> | undefined): void {
     if (!next) return;
-    const key = startKey(next.state);
-    if (key !== undefined) this.#startStreams.set(key, stream);
     // Commands are only ever added, so after an ordinary event only the new tail needs indexing.
     const known = previous && extendsCommands(previous.state, next.state) ? previous.state.commands.length : 0;
-    for (const command of next.state.commands.slice(known)) this.#commandStreams.set(command.id, stream);
+    for (const command of next.state.commands.slice(known)) {
+      this.#commandStreams.set(command.id, stream);
+      if (command.enqueueOrder > this.#highestEnqueueOrder) this.#highestEnqueueOrder = command.enqueueOrder;
+    }
   }
 }
 
@@ -144,7 +179,6 @@ function extendsCommands(previous: SessionStreamState, next: SessionStreamState)
   return next.commands.length >= count && (count === 0 || next.commands[count - 1]?.id === previous.commands[count - 1]?.id);
 }
 
-function startKey(state: SessionStreamState): string | undefined {
-  const key = state.record?.state.startIdempotencyId;
-  return typeof key === 'string' ? key : undefined;
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

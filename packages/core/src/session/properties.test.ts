@@ -6,7 +6,7 @@ import type { JsonValue } from '../kernel/json.js';
 import { SessionHistoryError } from './errors.js';
 import { findJsonProblem } from './json-schema.js';
 import { sessionEvent, type SessionEvent } from './events.js';
-import { sessionIdForStart, sessionStream } from './ids.js';
+import { START_KEY_STREAM_PREFIX, sessionIdForStart, sessionStream } from './ids.js';
 import { LOG_ROLES, RETAINED_INGRESS_FAILURES, type SessionCommand } from './model.js';
 import { catalogReducer, sessionReducer } from './reducer.js';
 import type { SessionHistory } from './service.js';
@@ -58,9 +58,9 @@ const anyEvent: fc.Arbitrary<SessionEvent> = fc.oneof(
   fc.record({ at, state }).map((data) => sessionEvent('IngressRetried', data)),
   fc.record({ at, resetFailureCount: fc.boolean(), retainedFailures: fc.integer({ min: 1, max: 6 }) }).map((data) => sessionEvent('IngressReleased', data)),
   fc.record({ at, state, receipt }).map((data) => sessionEvent('SessionCompleted', data)),
-  fc.record({ id: commandId, sequence: fc.integer({ min: 1, max: 5 }), createdAt: at }).map(({ id, sequence, createdAt }) =>
+  fc.record({ id: commandId, sequence: fc.integer({ min: 1, max: 5 }), enqueueOrder: fc.nat(9), createdAt: at }).map(({ id, sequence, enqueueOrder, createdAt }) =>
     sessionEvent('CommandEnqueued', {
-      command: { id, sessionId: SESSION, sequence, kind: 'message', payload: {}, status: 'pending', cancelRequested: false, outcome: null, createdAt, processingStartedAt: null, completedAt: null, idempotencyId: id },
+      command: { id, sessionId: SESSION, sequence, enqueueOrder, kind: 'message', payload: {}, status: 'pending', cancelRequested: false, outcome: null, createdAt, processingStartedAt: null, completedAt: null, idempotencyId: id },
     }),
   ),
   fc.record({ at, commandId }).map((data) => sessionEvent('CommandClaimed', data)),
@@ -140,7 +140,9 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constantFrom('complete' as const, 'recordCompletion' as const), s, object: fc.constantFrom('O1', 'O2') }),
 );
 
-const idOf = (index: number) => sessionIdForStart(`k${index}`);
+/** The id of the session key `k<index>` started last (its first incarnation's before any start). */
+let liveIds = new Map<number, string>();
+const idOf = (index: number) => liveIds.get(index) ?? sessionIdForStart(`k${index}`, 1);
 
 /** Runs one step on `history`; refusals are expected, but only as typed errors other than internal_error. */
 async function runStep(history: SessionHistory, step: Op): Promise<void> {
@@ -148,7 +150,7 @@ async function runStep(history: SessionHistory, step: Op): Promise<void> {
   try {
     switch (step.kind) {
       case 'start':
-        await history.start({ idempotencyId: `k${step.s}`, startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' });
+        liveIds.set(step.s, (await history.start({ idempotencyId: `k${step.s}`, startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' })).value.id);
         break;
       case 'enqueue':
         await history.enqueue(idOf(step.s), { idempotencyId: `m${step.key}`, kind: 'message' });
@@ -213,8 +215,8 @@ async function runStep(history: SessionHistory, step: Op): Promise<void> {
 }
 
 /** Checks every stream of the store against the invariants; `lastVersion` carries versions between checks. */
-async function checkInvariants(store: EventStore, history: SessionHistory, lastVersion: Map<string, number>): Promise<void> {
-  const names = await streamNames(store);
+async function checkInvariants(store: EventStore, history: SessionHistory, lastVersion: Map<string, number>, gone: Set<string>): Promise<void> {
+  const names = (await streamNames(store)).filter((name) => !name.startsWith(START_KEY_STREAM_PREFIX));
   const expectedHeads: string[] = [];
   for (const name of names) {
     if (name === 'catalog') {
@@ -234,8 +236,13 @@ async function checkInvariants(store: EventStore, history: SessionHistory, lastV
     // what is kept is bounded.
     expect(record.ingressFailures.length).toBeLessThanOrEqual(RETAINED_INGRESS_FAILURES);
   }
-  // A deleted stream may come back under the same start key as a new session at version 1.
-  for (const name of lastVersion.keys()) if (!names.includes(name)) lastVersion.delete(name);
+  // A session's id is never used again once its stream is gone.
+  for (const name of names) expect(gone.has(name), `${name} came back`).toBe(false);
+  for (const name of lastVersion.keys()) {
+    if (names.includes(name)) continue;
+    lastVersion.delete(name);
+    gone.add(name);
+  }
   const heads: SessionCommand[] = await history.commandHeads();
   expect(new Set(heads.map((head) => head.sessionId)).size).toBe(heads.length);
   expect(heads.map((head) => head.id).sort()).toEqual(expectedHeads.sort());
@@ -251,10 +258,12 @@ describe('random sequences of service calls', () => {
         const { history: first, store } = await openTestHistory();
         const { history: second } = await openTestHistory({ store });
         const lastVersion = new Map<string, number>();
+        const gone = new Set<string>();
+        liveIds = new Map();
         for (const [index, step] of [...STARTS, ...ops].entries()) {
           const history = index % 2 === 0 ? first : second;
           await runStep(history, step);
-          await checkInvariants(store, history, lastVersion);
+          await checkInvariants(store, history, lastVersion, gone);
         }
         const { history: fresh } = await openTestHistory({ store });
         for (const running of [first, second]) {
@@ -272,10 +281,12 @@ describe('random sequences of service calls', () => {
         const { history: first, store } = await openTestHistory();
         const { history: second } = await openTestHistory({ store });
         const lastVersion = new Map<string, number>();
+        const gone = new Set<string>();
+        liveIds = new Map();
         for (const step of STARTS) await runStep(first, step);
         for (const [a, b] of pairs) {
           await Promise.all([runStep(first, a), runStep(second, b)]);
-          await checkInvariants(store, first, lastVersion);
+          await checkInvariants(store, first, lastVersion, gone);
         }
         const { history: fresh } = await openTestHistory({ store });
         expect(await fresh.list()).toEqual(await second.list());

@@ -3,14 +3,16 @@ import { CorruptionError } from '../kernel/errors.js';
 import type { JsonValue } from '../kernel/json.js';
 import type { RecordedEvent, StreamId } from '../kernel/port.js';
 import type { StreamReducer } from '../kernel/fold.js';
-import { parseCatalogEvent, parseSessionEvent, type CatalogEvent, type SessionEvent } from './events.js';
+import { parseCatalogEvent, parseSessionEvent, parseStartKeyEvent, type CatalogEvent, type SessionEvent, type StartKeyEvent } from './events.js';
 import { sessionIdOfStream } from './ids.js';
 import {
   FIRST_USER_MESSAGE_LIMIT,
   catalogStateSchema,
   newLifecycleRecord,
   sessionStreamStateSchema,
+  startKeyStateSchema,
   type CatalogState,
+  type StartKeyState,
   type LifecycleRecord,
   type LogEntry,
   type SessionStreamState,
@@ -27,10 +29,11 @@ export const LOG_CHUNK_SIZE = 256;
 /** Bumped whenever the folded state's shape changes; snapshots of another version are refused. */
 export const SESSION_STATE_SCHEMA_VERSION = 1;
 export const CATALOG_STATE_SCHEMA_VERSION = 1;
+export const START_KEY_STATE_SCHEMA_VERSION = 1;
 
 /** The state of a session stream before its first event. */
 export function initialSessionState(sessionId: string): SessionStreamState {
-  return { sessionId, record: null, commands: [], log: [], logSize: 0, firstUserMessage: null, receipt: null };
+  return { sessionId, record: null, commands: [], log: [], logSize: 0, firstUserMessage: null, receipt: null, startKey: null };
 }
 
 /**
@@ -55,6 +58,8 @@ export function applySessionEvent(state: SessionStreamState, event: SessionEvent
           updatedAt: event.data.startedAt,
           state: event.data.state,
         }) as Draft<LifecycleRecord>;
+        const key = event.data.state.startIdempotencyId;
+        if (event.type === 'SessionStarted' && typeof key === 'string') draft.startKey = key;
         return;
       }
       case 'SessionCheckpointed': {
@@ -271,4 +276,39 @@ export const catalogReducer: StreamReducer<CatalogState> = {
   apply: (state, event) => applyCatalogEvent(state, parseOrCorrupt(parseCatalogEvent, event)),
   toSnapshot: (state) => structuredClone(state) as unknown as JsonValue,
   fromSnapshot: (state) => fromSnapshotWith(catalogStateSchema, state, 'catalog snapshot'),
+};
+
+/** A start key before its first session. */
+export function initialStartKeyState(): StartKeyState {
+  return { bindings: [] };
+}
+
+/**
+ * Binds the next incarnation (a binding out of turn changes nothing), or marks one released. Pure and total:
+ * the decisions only ever record the next incarnation, so a binding out of turn is a stray to ignore.
+ */
+export function applyStartKeyEvent(state: StartKeyState, event: StartKeyEvent): StartKeyState {
+  switch (event.type) {
+    case 'StartKeyBound': {
+      if (event.data.incarnation !== state.bindings.length + 1) return state;
+      return { bindings: [...state.bindings, { incarnation: event.data.incarnation, sessionId: event.data.sessionId, released: false }] };
+    }
+    case 'StartKeyReleased': {
+      const index = event.data.incarnation - 1;
+      const binding = state.bindings[index];
+      if (!binding || binding.released || binding.sessionId !== event.data.sessionId) return state;
+      return { bindings: state.bindings.map((candidate, at) => (at === index ? { ...candidate, released: true } : candidate)) };
+    }
+    default:
+      return assertNever(event);
+  }
+}
+
+/** The reducer of start-key streams. */
+export const startKeyReducer: StreamReducer<StartKeyState> = {
+  schemaVersion: START_KEY_STATE_SCHEMA_VERSION,
+  initial: () => initialStartKeyState(),
+  apply: (state, event) => applyStartKeyEvent(state, parseOrCorrupt(parseStartKeyEvent, event)),
+  toSnapshot: (state) => structuredClone(state) as unknown as JsonValue,
+  fromSnapshot: (state) => fromSnapshotWith(startKeyStateSchema, state, 'start-key snapshot'),
 };

@@ -1,5 +1,5 @@
-import { ConcurrencyError, InvalidInputError } from '../kernel/errors.js';
-import type { AppendResult, EventStore, ExpectedRevision, NewEvent, StreamId } from '../kernel/port.js';
+import { InvalidInputError } from '../kernel/errors.js';
+import type { EventStore, StreamId } from '../kernel/port.js';
 import { DEFAULT_CONTROL_STATE_KEYS } from './control-state.js';
 import {
   buildCompletionReceipt,
@@ -13,24 +13,19 @@ import {
   decideEnqueue,
   decideFailIngress,
   decideRecordCompletion,
-  decideRecordReceipt,
   decideRegister,
   decideReleaseInterruptedIngress,
   decideRequestIngress,
   decideRetryIngress,
-  decideStageObject,
-  decideStart,
   decideStartIngress,
   decideStop,
   findCommand,
-  isOpenCommand,
-  objectStagingRefusal,
   type Decision,
   type DecisionOptions,
 } from './decisions.js';
 import { SessionHistoryError, messages } from './errors.js';
-import type { SessionEvent } from './events.js';
-import { CATALOG_STREAM, RECEIPT_ID_NAMESPACE, sessionIdForStart, sessionIdOfStream, sessionStream, uuidV5 } from './ids.js';
+import type { CatalogEvent, SessionEvent, StartKeyEvent } from './events.js';
+import { sessionIdOfStream, sessionStream } from './ids.js';
 import {
   appendTranscriptSchema,
   checkpointSchema,
@@ -63,11 +58,14 @@ import {
   type StartIngressInput,
   type StartSessionInput,
 } from './inputs.js';
-import type { CompletionReceipt, LogEntry, SessionCommand, SessionRecord, SessionStreamState } from './model.js';
+import type { CatalogState, LogEntry, SessionCommand, SessionRecord, SessionStreamState, StartKeyState } from './model.js';
 import { SessionProjection } from './projection.js';
-import { StateCache } from './state-cache.js';
-import { applySessionEvent, logEntry, sessionReducer } from './reducer.js';
-import { materialise, receiptRecord, sanitiseFileName, sanitiseMediaType, summaryRecord, type StoredObject } from './view.js';
+import { CompletionSteps } from './completion.js';
+import { SessionObjects } from './objects.js';
+import { SessionStarts } from './starts.js';
+import { BackOff, DEFAULT_RETRY_POLICY, StreamWriter } from './stream-writer.js';
+import { applyCatalogEvent, applySessionEvent, applyStartKeyEvent, catalogReducer, logEntry, sessionReducer, startKeyReducer } from './reducer.js';
+import { materialise, receiptRecord, type StoredObject } from './view.js';
 
 /** Options of `openSessionHistory`. */
 export interface SessionHistoryOptions {
@@ -76,10 +74,11 @@ export interface SessionHistoryOptions {
   /** Source of every time the service records (default: the system clock). */
   clock?: () => Date;
   /**
-   * Reserved and not read: session and command ids are derived from idempotency keys by name (UUID v5), so
-   * that processes racing on one key agree without asking each other; nothing the service records is random.
+   * Source of the jitter in the back-off between attempts of a write that another process changed
+   * concurrently: a function returning a number in [0, 1), like `Math.random` (the default). Only waiting
+   * times come from it; nothing the service records is random (ids are derived by name).
    */
-  ids?: () => string;
+  random?: () => number;
   /** The control-state whitelist (default `DEFAULT_CONTROL_STATE_KEYS`). */
   controlStateKeys?: readonly string[];
 }
@@ -105,7 +104,10 @@ export interface SessionHistory {
   get(id: string): Promise<SessionRecord>;
   /** Queues a command on an active session; idempotent per session by `idempotencyId`. */
   enqueue(id: string, input: NewCommandInput): Promise<Created<SessionCommand>>;
-  /** The next open command of every session that has one, oldest first. */
+  /**
+   * The next open command of every session that has one, in enqueue order: by `createdAt`, then by the order
+   * this service decided the enqueues in (`enqueueOrder`), then by session id.
+   */
   commandHeads(): Promise<SessionCommand[]>;
   /** Marks a command as processing (again: no change); `state_conflict` once it is complete. */
   claimCommand(commandId: string): Promise<SessionCommand>;
@@ -145,24 +147,16 @@ export interface SessionHistory {
   close(): Promise<void>;
 }
 
-/** Appends are retried after a concurrent change at most this many times before giving up. */
-const MAX_ATTEMPTS = 25;
-
-interface Mutation {
-  state: SessionStreamState;
-  revision: number;
-  events: SessionEvent[];
-}
-
 /**
  * Opens the service on `store`: builds the cross-session projection from the change feed and finishes
- * any completion a crash interrupted (receipt recorded, stream deleted).
+ * any completion a crash interrupted (receipt recorded, start key released, stream deleted).
  */
 export async function openSessionHistory(options: SessionHistoryOptions): Promise<SessionHistory> {
   if (typeof options !== 'object' || options === null || typeof options.store?.append !== 'function') {
     throw SessionHistoryError.invalid('store: expected an EventStore', 'store');
   }
   if (options.clock !== undefined && typeof options.clock !== 'function') throw SessionHistoryError.invalid('clock: expected a function returning a Date', 'clock');
+  if (options.random !== undefined && typeof options.random !== 'function') throw SessionHistoryError.invalid('random: expected a function returning a number in [0, 1)', 'random');
   const keyList: unknown = options.controlStateKeys;
   if (keyList !== undefined && (!Array.isArray(keyList) || keyList.some((key) => typeof key !== 'string' || key === '__proto__'))) {
     throw SessionHistoryError.invalid('controlStateKeys: expected an array of key names', 'controlStateKeys');
@@ -195,45 +189,21 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     return value;
   };
 
-  /**
-   * Appends `events` at `expected`. Only an id derived from the content itself is ever attached: an event id
-   * two writers could share by accident would turn the loser's append into a silent no-op.
-   */
-  const append = (stream: StreamId, events: readonly { type: string; data: unknown }[], expected: ExpectedRevision, eventId?: string): Promise<AppendResult> => {
-    const batch = events.map((event, index): NewEvent => ({
-      type: event.type,
-      data: event.data as NewEvent['data'],
-      ...(index === 0 && eventId !== undefined ? { eventId } : {}),
-    }));
-    return store.append(stream, batch, { expectedRevision: expected });
-  };
+  // One back-off for every writer; each writer queues the writes of a stream so this process never races itself.
+  const backOff = new BackOff(DEFAULT_RETRY_POLICY, options.random ?? Math.random);
+  const sessions = new StreamWriter<SessionStreamState, SessionEvent>({ store, reducer: sessionReducer, evolve: applySessionEvent, now, backOff });
+  const startKeys = new StreamWriter<StartKeyState, StartKeyEvent>({ store, reducer: startKeyReducer, evolve: applyStartKeyEvent, now, backOff });
+  const catalog = new StreamWriter<CatalogState, CatalogEvent>({ store, reducer: catalogReducer, evolve: applyCatalogEvent, now, backOff, cacheSize: 1 });
+  const completions = new CompletionSteps(store, { sessions, keys: startKeys, catalog });
+  const starts = new SessionStarts(store, sessions, startKeys, backOff.attempts);
+  const objects = new SessionObjects(store, sessions);
 
-  // Decisions need the whole state of one session; the cache spares re-reading a long stream on every call.
-  const cache = new StateCache(store, sessionReducer);
-  const fold = (stream: StreamId) => cache.load(stream);
+  // Exact within this process: every enqueue decided here gets a number above every one decided or seen before.
+  let lastEnqueueOrder = 0;
+  const nextEnqueueOrder = (): number => (lastEnqueueOrder = Math.max(lastEnqueueOrder, projection.highestEnqueueOrder()) + 1);
 
-  /**
-   * Decides on the stream's current state and appends at the revision it was decided on. A concurrent
-   * append makes the decision run again on the new state, so version-guarded decisions then report the
-   * version that moved, and the others simply apply on top.
-   */
-  const mutate = async (stream: StreamId, decide: (state: SessionStreamState, at: Date) => Decision): Promise<Mutation> => {
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const folded = await fold(stream);
-      const decision = decide(folded.state, now());
-      if (decision instanceof SessionHistoryError) throw decision;
-      if (decision.length === 0) return { state: folded.state, revision: folded.revision, events: [] };
-      try {
-        const result = await append(stream, decision, folded.exists ? folded.revision : 'no_stream');
-        const state = decision.reduce((current, event) => applySessionEvent(current, event), folded.state);
-        cache.remember(stream, { state, revision: result.revision, exists: true, position: result.position });
-        return { state, revision: result.revision, events: decision };
-      } catch (error) {
-        if (!(error instanceof ConcurrencyError)) throw error;
-      }
-    }
-    throw SessionHistoryError.conflict(messages.tooManyConflicts);
-  };
+  const fold = (stream: StreamId) => sessions.load(stream);
+  const mutate = (stream: StreamId, decide: (state: SessionStreamState, at: Date) => Decision) => sessions.mutate(stream, decide);
 
   const streamOf = (id: unknown): StreamId => sessionStream(parseInput(sessionIdSchema, id, 'id'));
 
@@ -246,45 +216,6 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     const command = findCommand(state, commandId);
     if (!command) throw SessionHistoryError.notFound();
     return structuredClone(command);
-  };
-
-  /** Puts `receipt` in the catalog unless its session object is there already. */
-  const ensureReceipt = async (receipt: CompletionReceipt): Promise<void> => {
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      await projection.catchUp();
-      const catalog = projection.catalog();
-      const events = decideRecordReceipt(catalog.state, receipt);
-      if (events.length === 0) return;
-      try {
-        await append(CATALOG_STREAM, events, catalog.revision === 0 ? 'no_stream' : catalog.revision, uuidV5(receipt.sessionObjectId, RECEIPT_ID_NAMESPACE));
-        return;
-      } catch (error) {
-        if (!(error instanceof ConcurrencyError)) throw error;
-      }
-    }
-    throw SessionHistoryError.conflict(messages.tooManyConflicts);
-  };
-
-  /**
-   * Finishes a completed session: its receipt into the catalog, then the stream deleted. Each step is
-   * idempotent, so running it again after a crash between them completes the work.
-   */
-  const finishCompletion = async (stream: StreamId, known?: { state: SessionStreamState; revision: number }): Promise<void> => {
-    let current = known;
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const { state, revision } = current ?? (await fold(stream));
-      if (state.record?.phase !== 'complete' || !state.receipt) return;
-      await ensureReceipt(state.receipt);
-      try {
-        await store.deleteStream(stream, { expectedRevision: revision });
-        cache.forget(stream);
-        return;
-      } catch (error) {
-        if (!(error instanceof ConcurrencyError)) throw error;
-        current = undefined;
-      }
-    }
-    throw SessionHistoryError.conflict(messages.tooManyConflicts);
   };
 
   /** The mutation of a session named by the caller, returning the materialised record. */
@@ -316,7 +247,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   await run(async () => {
     await projection.catchUp();
     for (const [stream, projected] of projection.sessions()) {
-      if (projected.state.record?.phase === 'complete') await finishCompletion(stream);
+      if (projected.state.record?.phase === 'complete') await completions.finish(stream);
     }
   });
 
@@ -324,14 +255,8 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     start: (input) =>
       sync(() => parseInput(startSessionSchema, input, '')).then((parsed) =>
         run(async () => {
-          await projection.catchUp();
-          const known = projection.streamOfStartKey(parsed.idempotencyId);
-          if (known) {
-            const folded = await fold(known);
-            if (folded.state.record) return { value: recordOf(folded.state), created: false };
-          }
-          const result = await mutate(sessionStream(sessionIdForStart(parsed.idempotencyId)), (state, at) => decideStart(state, parsed, at));
-          return { value: recordOf(result.state), created: result.events.length > 0 };
+          const result = await starts.start(parsed);
+          return { value: recordOf(result.state), created: result.created };
         }),
       ),
 
@@ -344,19 +269,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       sync(() => parseInput(listOptionsSchema, listOptions, 'options')).then(({ phase }) =>
         run(async () => {
           await projection.catchUp();
-          const records: SessionRecord[] = [];
-          const receipts = projection.catalog().state.receipts;
-          const archived = new Set(receipts.map((receipt) => receipt.sessionObjectId));
-          for (const [, projected] of projection.sessions()) {
-            const { record, receipt } = projected.state;
-            // A completed stream awaiting deletion is listed through its receipt once that is recorded.
-            if (!record || (record.phase === 'complete' && receipt && archived.has(receipt.sessionObjectId))) continue;
-            records.push(summaryRecord(record, projected.state));
-          }
-          for (const receipt of receipts) records.push(receiptRecord(receipt, true));
-          const kept = phase === undefined ? records : records.filter((record) => record.phase === phase);
-          // A stable sort keeps sessions (by stream name) ahead of receipts when times tie.
-          return kept.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
+          return projection.list(phase);
         }),
       ),
 
@@ -371,7 +284,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     enqueue: (id, input) =>
       sync(() => ({ stream: streamOf(id), parsed: parseInput(newCommandSchema, input, '') })).then(({ stream, parsed }) =>
         run(async () => {
-          const result = await mutate(stream, (state, at) => decideEnqueue(state, parsed, at));
+          const result = await mutate(stream, (state, at) => decideEnqueue(state, parsed, at, nextEnqueueOrder()));
           const command = result.state.commands.find((candidate) => candidate.idempotencyId === parsed.idempotencyId);
           if (!command) throw SessionHistoryError.notFound();
           return { value: structuredClone(command), created: result.events.length > 0 };
@@ -381,15 +294,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     commandHeads: () =>
       run(async () => {
         await projection.catchUp();
-        const heads: SessionCommand[] = [];
-        for (const [, projected] of projection.sessions()) {
-          let head: SessionCommand | undefined;
-          for (const command of projected.state.commands) {
-            if (isOpenCommand(command) && (!head || command.sequence < head.sequence)) head = command;
-          }
-          if (head) heads.push(structuredClone(head));
-        }
-        return heads.sort((a, b) => (a.createdAt < b.createdAt ? -1 : a.createdAt > b.createdAt ? 1 : 0));
+        return projection.commandHeads();
       }),
 
     claimCommand: (commandId) => changeCommand(commandId, decideClaimCommand),
@@ -413,33 +318,14 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
 
     stageObject: (id, input) =>
       sync(() => ({ stream: streamOf(id), parsed: parseInput(newObjectSchema, input, '') })).then(({ stream, parsed }) =>
-        run(async () => {
-          // Refuse before storing bytes that no event would ever own.
-          const refusal = objectStagingRefusal((await fold(stream)).state);
-          if (refusal) throw refusal;
-          const sha256 = await store.putBlob(stream, parsed.bytes);
-          const metadata = { fileName: parsed.fileName, mediaType: parsed.mediaType, size: parsed.bytes.byteLength, sha256 };
-          const result = await mutate(stream, (state, at) => decideStageObject(state, metadata, at));
-          const staged = result.events.find((event) => event.type === 'ObjectStaged');
-          if (staged?.type !== 'ObjectStaged') throw new Error('staging an object appended no ObjectStaged event');
-          return staged.data.pendingId;
-        }),
+        run(() => objects.stage(stream, parsed)),
       ),
 
     object: (id, pendingId) =>
       sync(() => {
         const position = parseInput(pendingIdSchema, pendingId, 'pendingId');
         return { position, stream: streamOf(id) };
-      }).then(({ position, stream }) =>
-        run(async () => {
-          const folded = await fold(stream);
-          const staged = folded.exists ? logEntry(folded.state, position)?.object : undefined;
-          if (!staged) throw SessionHistoryError.notFound();
-          const bytes = await store.getBlob(staged.sha256);
-          if (!bytes) throw SessionHistoryError.notFound();
-          return { fileName: sanitiseFileName(staged.fileName), mediaType: sanitiseMediaType(staged.mediaType), bytes };
-        }),
-      ),
+      }).then(({ position, stream }) => run(() => objects.read(stream, position))),
 
     checkpoint: (id, input) =>
       sync(() => parseInput(checkpointSchema, input, '')).then((parsed) => change(id, (state, at) => decideCheckpoint(state, parsed, at, decisionOptions))),
@@ -489,9 +375,9 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
           if (receipt instanceof SessionHistoryError) throw receipt;
           const stream = parsed.sessionId ? sessionStream(parsed.sessionId) : undefined;
           // The session records its completion first, so a crash before the delete is finished on the next open.
-          const marked = stream ? await mutate(stream, (state, at) => decideRecordCompletion(state, receipt, at)) : undefined;
-          await ensureReceipt(receipt);
-          if (stream && marked) await finishCompletion(stream, marked.events.length > 0 ? marked : undefined);
+          if (stream) await mutate(stream, (state, at) => decideRecordCompletion(state, receipt, at));
+          await completions.ensureReceipt(receipt);
+          if (stream) await completions.finish(stream);
         }),
       ),
 
@@ -507,7 +393,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     return run(async () => {
       const result = await mutate(stream, decide);
       const record = recordOf(result.state);
-      await finishCompletion(stream, result);
+      await completions.finish(stream);
       return record;
     });
   }

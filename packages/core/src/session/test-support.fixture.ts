@@ -1,4 +1,5 @@
 import { memoryStore, type EventStore } from '../kernel/index.js';
+import { START_KEY_STREAM_PREFIX } from './ids.js';
 import { openSessionHistory, type SessionHistory, type SessionHistoryOptions } from './service.js';
 
 /** A clock that starts at `start` and moves one second on every reading, so every recorded time differs. */
@@ -11,16 +12,10 @@ export function steppingClock(start = '2026-07-23T00:00:00.000Z', stepMs = 1000)
   };
 }
 
-/** Deterministic UUIDs: 00000000-0000-4000-8000-000000000001, ...02, ... */
-export function sequentialIds(prefix = '00000000-0000-4000-8000-'): () => string {
-  let counter = 0;
-  return () => `${prefix}${(++counter).toString(16).padStart(12, '0')}`;
-}
-
-/** A service on a fresh memory store with a fixed clock and id generator. */
+/** A service on a fresh memory store with a stepping clock. */
 export async function openTestHistory(options: Partial<SessionHistoryOptions> = {}): Promise<{ history: SessionHistory; store: EventStore }> {
   const store = options.store ?? memoryStore({ clock: () => new Date('2026-07-23T00:00:00.000Z') });
-  const history = await openSessionHistory({ clock: steppingClock(), ids: sequentialIds(), ...options, store });
+  const history = await openSessionHistory({ clock: steppingClock(), ...options, store });
   return { history, store };
 }
 
@@ -55,10 +50,10 @@ export async function eventsOf(store: EventStore, stream: string) {
   return events;
 }
 
-/** The names of every stream in the store. */
-export async function streamNames(store: EventStore): Promise<string[]> {
+/** The names of every session stream and the catalog in the store (start-key streams only when asked for). */
+export async function streamNames(store: EventStore, options: { startKeys?: boolean } = {}): Promise<string[]> {
   const names: string[] = [];
-  for await (const { stream } of store.streams()) names.push(stream);
+  for await (const { stream } of store.streams()) if (options.startKeys || !stream.startsWith(START_KEY_STREAM_PREFIX)) names.push(stream);
   return names;
 }
 
