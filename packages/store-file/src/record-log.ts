@@ -75,6 +75,28 @@ export class RecordLog {
     this.#exists = exists;
   }
 
+  /** Bytes of complete records: where the next one goes. */
+  get length(): number {
+    return this.#length;
+  }
+
+  /** Cuts the log back to `length` bytes, durably: takes back records appended since it was that long. */
+  cutBack(length: number): Promise<void> {
+    const run = this.#chain.then(async () => {
+      const fd = await this.#fs.open(this.path, 'r+');
+      try {
+        await this.#fs.ftruncate(fd, length);
+        await this.#fs.fdatasync(fd);
+      } finally {
+        await this.#fs.close(fd).catch(() => undefined);
+      }
+      this.#length = length;
+      this.#dirty = false;
+    });
+    this.#chain = run.catch(() => undefined);
+    return run;
+  }
+
   /** Appends one record per payload, durably. */
   append(payloads: readonly string[]): Promise<void> {
     const run = this.#chain.then(() => this.#append(payloads));
