@@ -32,6 +32,7 @@ import { Positions } from './positions.js';
 import { readSnapshotFile, writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
 import { StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
 import { StoreReader } from './store-reader.js';
+import { readStoreFormat, STORE_FORMAT_VERSION, writeStoreFormat } from './store-format.js';
 import { Tombstones } from './tombstones.js';
 
 /** Options of `fileStore`. */
@@ -74,7 +75,7 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
   let lock: WriterLock | undefined;
   if (!readOnly) {
     try {
-      for (const dir of [layout.directory, layout.streams, layout.blobs, layout.owners]) await fsl.mkdir(dir, 0o700);
+      await fsl.mkdir(layout.directory, 0o700);
     } catch (cause) {
       throw new StorageError(`@sessionfold/store-file: could not create ${layout.directory}.`, { cause });
     }
@@ -88,8 +89,19 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
     }
   }
   try {
+    // Read before anything is created or repaired: a layout of a newer release is not this one's to touch.
+    const format = await readStoreFormat(fsl, layout.format);
+    if (!readOnly) for (const dir of [layout.streams, layout.blobs, layout.owners]) await fsl.mkdir(dir, 0o700);
     const store = new FileStore(fsl, layout, readOnly, options.clock ?? (() => new Date()), maxEventBytes, lock);
     await store.open();
+    if (!readOnly && format < STORE_FORMAT_VERSION) {
+      try {
+        await writeStoreFormat(fsl, layout.format);
+      } catch (error) {
+        await store.close();
+        throw error;
+      }
+    }
     return store;
   } catch (error) {
     await lock?.release().catch(() => undefined);
