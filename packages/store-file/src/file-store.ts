@@ -23,7 +23,7 @@ import {
 } from '@sessionfold/core/kernel';
 import { AtomicWriteDirectorySyncError } from '@sessionfold/sessionfile/atomic';
 import { BlobStore } from './blob-store.js';
-import { inlineIo, listDir, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
+import { errorCode, inlineIo, listDir, readingFile, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
 import { compactJournal, locateRevision } from './journal-compact.js';
 import { scanJournal } from './journal-scan.js';
 import { Layout } from './layout.js';
@@ -79,7 +79,16 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
     } catch (cause) {
       throw new StorageError(`@sessionfold/store-file: could not create ${layout.directory}.`, { cause });
     }
-    lock = await acquireLock(fsl, layout.directory);
+    try {
+      lock = await acquireLock(fsl, layout.directory);
+    } catch (cause) {
+      if (cause instanceof SessionfoldError) throw cause;
+      throw new StorageError(
+        `@sessionfold/store-file: cannot write in ${layout.directory} (${errorCode(cause) ?? String(cause)}), so it cannot take the writer lock; ` +
+          'check the permissions of the directory, or open it read-only.',
+        { cause },
+      );
+    }
   } else {
     // A read-only view of a directory that is not there is almost always a wrong path: say so.
     try {
@@ -174,8 +183,10 @@ class FileStore implements EventStore {
     const worker = async () => {
       for (let next = queue.pop(); next; next = queue.pop()) {
         const [stream, files] = next;
-        const stored = files.snapshot ? await readSnapshotFile(this.#fs, this.#layout.snapshot(stream), stream) : undefined;
-        const journal = files.journal ? await scanJournal(this.#fs, this.#layout.journal(stream), stored?.snapshot.revision ?? 0, repair) : undefined;
+        const [snapshotPath, journalPath] = [this.#layout.snapshot(stream), this.#layout.journal(stream)];
+        const stored = files.snapshot ? await readingFile(snapshotPath, () => readSnapshotFile(this.#fs, snapshotPath, stream)) : undefined;
+        const from = stored?.snapshot.revision ?? 0;
+        const journal = files.journal ? await readingFile(journalPath, () => scanJournal(this.#fs, journalPath, from, repair)) : undefined;
         const entry = this.#entry(stream);
         entry.load(journal, stored && { revision: stored.snapshot.revision, position: stored.position, recordedAt: stored.recordedAt });
         maxPosition = Math.max(maxPosition, stored?.position ?? 0, journal?.maxPosition ?? 0);
