@@ -102,6 +102,11 @@ export class BlobStore {
     return [...(this.#owned.get(stream)?.shas ?? [])].sort();
   }
 
+  /** The streams that have an owners log (possibly empty). */
+  owners(): StreamId[] {
+    return [...this.#owned.keys()];
+  }
+
   /** Blob files that no stream owns, ascending: never removed by the store, only reported. */
   orphans(): Promise<string[]> {
     return this.#serial(async () => {

@@ -23,6 +23,7 @@ import {
 } from '@sessionfold/core/kernel';
 import { AtomicWriteDirectorySyncError } from '@sessionfold/sessionfile/atomic';
 import { BlobStore } from './blob-store.js';
+import { CaseCollisions, isCaseInsensitive } from './case-collisions.js';
 import { errorCode, inlineIo, listDir, readingFile, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
 import { compactJournal, locateRevision } from './journal-compact.js';
 import { scanJournal } from './journal-scan.js';
@@ -134,6 +135,8 @@ class FileStore implements EventStore {
   #positions = new Positions(0);
   /** Set by `open()`. */
   #tombstones!: Tombstones;
+  /** Set by `open()` on a case-insensitive directory, where ids that differ only in case would share files. */
+  #cases: CaseCollisions | undefined;
   #closed = false;
   #poisoned = false;
 
@@ -170,6 +173,7 @@ class FileStore implements EventStore {
     this.#tombstones = await Tombstones.load(this.#fs, this.#layout.tombstones, repair);
     let maxPosition = this.#tombstones.maxPosition;
     await this.#blobs.load(repair);
+    if (await isCaseInsensitive(this.#fs, this.#layout.directory)) this.#cases = new CaseCollisions();
 
     const names = new Map<StreamId, { journal: boolean; snapshot: boolean }>();
     for (const name of await listDir(this.#fs, this.#layout.streams)) {
@@ -179,6 +183,7 @@ class FileStore implements EventStore {
       files[parsed.kind] = true;
       names.set(parsed.stream, files);
     }
+    for (const stream of [...names.keys(), ...this.#blobs.owners()]) this.#cases?.claim(stream);
     const queue = [...names];
     const worker = async () => {
       for (let next = queue.pop(); next; next = queue.pop()) {
@@ -200,7 +205,10 @@ class FileStore implements EventStore {
       const leftovers = entry.journalExists || entry.snapshot !== undefined;
       if (leftovers && mark.position > contentMax) {
         // A delete was recorded but the process died before removing every file: finish it.
-        if (repair) await this.#removeStreamFiles(stream);
+        if (repair) {
+          await this.#removeStreamFiles(stream);
+          this.#cases?.release(stream);
+        }
         entry.reset(mark);
       } else {
         entry.tombstone = mark;
@@ -215,6 +223,7 @@ class FileStore implements EventStore {
       this.#assertOpen();
       const dataJson = validateAppend(stream, events, options, this.#maxEventBytes);
       this.#assertWritable();
+      this.#cases?.claim(stream);
       return this.#entry(stream).append(ownCopies(events), dataJson, options.expectedRevision);
     } catch (error) {
       return Promise.reject(error);
@@ -224,6 +233,7 @@ class FileStore implements EventStore {
   async read(stream: StreamId, options: { fromRevision?: number } = {}): Promise<StreamRead> {
     this.#assertOpen();
     validateStreamId(stream);
+    this.#cases?.check(stream);
     validateFrom('fromRevision', options?.fromRevision);
     return this.#reader.read(stream, options?.fromRevision ?? 1);
   }
@@ -247,6 +257,7 @@ class FileStore implements EventStore {
       this.#assertOpen();
       validateSnapshot(stream, snapshot);
       this.#assertWritable();
+      this.#cases?.check(stream);
       const entry = this.#entries.get(stream);
       if (!entry || entry.revision === 0) throw new InvalidInputError('stream', `stream ${stream} does not exist`);
       const kept = toWrite(stream, snapshot);
@@ -273,6 +284,7 @@ class FileStore implements EventStore {
       this.#assertOpen();
       validateSnapshot(stream, snapshot);
       this.#assertWritable();
+      this.#cases?.claim(stream);
       const entry = this.#entry(stream);
       const kept = toWrite(stream, snapshot);
       return entry.exclusive(async () => {
@@ -293,6 +305,7 @@ class FileStore implements EventStore {
       validateExpectedRevision(options?.expectedRevision);
       const expected = options.expectedRevision;
       this.#assertWritable();
+      this.#cases?.check(stream);
       const entry = this.#entries.get(stream);
       if (!entry) {
         if (!revisionMatches(expected, 0)) throw new ConcurrencyError(stream, expected, 0);
@@ -317,6 +330,7 @@ class FileStore implements EventStore {
           entry.reset(mark);
           try {
             await this.#removeStreamFiles(stream);
+            this.#cases?.release(stream);
           } catch (cause) {
             this.#poisoned = true;
             throw new StorageError(`Deleted ${stream}, but could not remove all of its files; reopen the store to finish.`, { cause, poisoned: true });
@@ -334,6 +348,7 @@ class FileStore implements EventStore {
       validateStreamId(stream);
       if (!(bytes instanceof Uint8Array)) throw new InvalidInputError('bytes', 'expected a Uint8Array');
       this.#assertWritable();
+      this.#cases?.claim(stream);
       try {
         return await this.#blobs.put(stream, Uint8Array.from(bytes));
       } catch (error) {
@@ -352,6 +367,7 @@ class FileStore implements EventStore {
   async *blobs(stream: StreamId): AsyncIterable<string> {
     this.#assertOpen();
     validateStreamId(stream);
+    this.#cases?.check(stream);
     yield* this.#blobs.list(stream);
   }
 
