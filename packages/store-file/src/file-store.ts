@@ -75,11 +75,7 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
   const layout = new Layout(options.directory);
   let lock: WriterLock | undefined;
   if (!readOnly) {
-    try {
-      await fsl.mkdir(layout.directory, 0o700);
-    } catch (cause) {
-      throw new StorageError(`@sessionfold/store-file: could not create ${layout.directory}.`, { cause });
-    }
+    await createDirectory(fsl, layout.directory);
     try {
       lock = await acquireLock(fsl, layout.directory);
     } catch (cause) {
@@ -101,7 +97,7 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
   try {
     // Read before anything is created or repaired: a layout of a newer release is not this one's to touch.
     const format = await readStoreFormat(fsl, layout.format);
-    if (!readOnly) for (const dir of [layout.streams, layout.blobs, layout.owners]) await fsl.mkdir(dir, 0o700);
+    if (!readOnly) for (const dir of [layout.streams, layout.blobs, layout.owners]) await createDirectory(fsl, dir);
     const store = new FileStore(fsl, layout, readOnly, options.clock ?? (() => new Date()), maxEventBytes, lock);
     await store.open();
     if (!readOnly && format < STORE_FORMAT_VERSION) {
@@ -500,6 +496,15 @@ function ownCopies(events: readonly NewEvent[]): NewEvent[] {
 /** Serializes a validated snapshot's state now, before any await. */
 function toWrite(stream: StreamId, snapshot: Snapshot): Omit<SnapshotToWrite, 'position' | 'recordedAt'> {
   return { revision: snapshot.revision, identity: { stream, schemaVersion: snapshot.identity.schemaVersion }, stateJson: JSON.stringify(snapshot.state) };
+}
+
+/** Creates `path` (0700) if missing; a failure names the directory. */
+async function createDirectory(fsl: FileSystem, path: string): Promise<void> {
+  try {
+    await fsl.mkdir(path, 0o700);
+  } catch (cause) {
+    throw new StorageError(`@sessionfold/store-file: could not create ${path}.`, { cause });
+  }
 }
 
 /** Native errors leave the store as `StorageError` (with the original as `cause`); the store's own pass through. */

@@ -54,6 +54,18 @@ describe('opening a store reports what is wrong and where', () => {
     expect((error as Error).cause).toMatchObject({ code: 'EACCES' });
   });
 
+  it('a subdirectory the store may not create is a StorageError naming it', async () => {
+    const dir = freshDir();
+    const streams = join(dir, 'streams');
+    const error = await openFailure({
+      directory: dir,
+      fs: { mkdir: async (path, mode) => (path === streams ? Promise.reject(denied('mkdir', path)) : nodeFileSystem.mkdir(path, mode)) },
+    });
+    expect(error).toBeInstanceOf(StorageError);
+    expect((error as Error).message).toContain(streams);
+    expect((error as Error).cause).toMatchObject({ code: 'EACCES' });
+  });
+
   it.each([
     ['empty', ''],
     ['not JSON', 'not a lock\n'],
