@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { appendFile, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CorruptionError, StorageError } from '@sessionfold/core/kernel';
+import { copyStore, CorruptionError, memoryStore, StorageError } from '@sessionfold/core/kernel';
 import { BlobStore } from './blob-store.js';
 import { nodeFileSystem, type FileSystem } from './fs-layer.js';
 import { fileStore } from './index.js';
@@ -110,10 +110,11 @@ describe('blobs', () => {
     expect(await blobs.orphans()).not.toContain(owned);
   });
 
-  it('an owner record whose blob never made it is dropped by the next writer, and only ignored by a read-only view', async () => {
+  it('an owner record whose blob never made it is dropped by the next writer, and ignored (copied past) by a read-only view', async () => {
     const dir = freshDir();
     const [s, t] = [randomStream('s'), randomStream('t')];
     let store = await fileStore({ directory: dir });
+    await store.append(s, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
     const kept = await store.putBlob(s, new Uint8Array([1]));
     await store.close();
     // What a crash between recording the owner and writing the blob leaves behind.
@@ -123,6 +124,9 @@ describe('blobs', () => {
 
     const view = await fileStore({ directory: dir, readOnly: true });
     expect(await collect(view.blobs(s))).toEqual([kept]);
+    const copy = memoryStore();
+    expect(await copyStore(view, copy)).toMatchObject({ blobs: 1 });
+    expect(await collect(copy.blobs(s))).toEqual([kept]);
     await view.close();
     expect(await readFile(ownersFile(dir, s))).toEqual(before);
 
