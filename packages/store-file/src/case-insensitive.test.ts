@@ -1,4 +1,5 @@
 import { readdirSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { InvalidInputError, type EventStore } from '@sessionfold/core/kernel';
@@ -101,8 +102,10 @@ describe('stream ids that differ only in case', () => {
     expect(fs.writes).toEqual([]);
   });
 
-  it('on a case-sensitive directory they are two streams', async () => {
+  it('on a case-sensitive directory they are two streams, even beside a STREAMS directory of its own', async () => {
     const dir = freshDir();
+    await mkdir(join(dir, 'streams'));
+    await mkdir(join(dir, 'STREAMS'));
     const store = await fileStore({ directory: dir });
     await store.append('Order-1', once, { expectedRevision: 'no_stream' });
     await store.append('order-1', [...once, ...once], { expectedRevision: 'no_stream' });
