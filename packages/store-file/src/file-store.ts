@@ -23,7 +23,8 @@ import {
 } from '@sessionfold/core/kernel';
 import { AtomicWriteDirectorySyncError } from '@sessionfold/sessionfile/atomic';
 import { BlobStore } from './blob-store.js';
-import { inlineIo, listDir, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
+import { CaseCollisions, isCaseInsensitive } from './case-collisions.js';
+import { errorCode, inlineIo, listDir, readingFile, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
 import { compactJournal, locateRevision } from './journal-compact.js';
 import { scanJournal } from './journal-scan.js';
 import { Layout } from './layout.js';
@@ -32,6 +33,7 @@ import { Positions } from './positions.js';
 import { readSnapshotFile, writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
 import { StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
 import { StoreReader } from './store-reader.js';
+import { readStoreFormat, STORE_FORMAT_VERSION, writeStoreFormat } from './store-format.js';
 import { Tombstones } from './tombstones.js';
 
 /** Options of `fileStore`. */
@@ -73,12 +75,17 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
   const layout = new Layout(options.directory);
   let lock: WriterLock | undefined;
   if (!readOnly) {
+    await createDirectory(fsl, layout.directory);
     try {
-      for (const dir of [layout.directory, layout.streams, layout.blobs, layout.owners]) await fsl.mkdir(dir, 0o700);
+      lock = await acquireLock(fsl, layout.directory);
     } catch (cause) {
-      throw new StorageError(`@sessionfold/store-file: could not create ${layout.directory}.`, { cause });
+      if (cause instanceof SessionfoldError) throw cause;
+      throw new StorageError(
+        `@sessionfold/store-file: cannot write in ${layout.directory} (${errorCode(cause) ?? String(cause)}), so it cannot take the writer lock; ` +
+          'check the permissions of the directory, or open it read-only.',
+        { cause },
+      );
     }
-    lock = await acquireLock(fsl, layout.directory);
   } else {
     // A read-only view of a directory that is not there is almost always a wrong path: say so.
     try {
@@ -88,8 +95,19 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
     }
   }
   try {
+    // Read before anything is created or repaired: a layout of a newer release is not this one's to touch.
+    const format = await readStoreFormat(fsl, layout.format);
+    if (!readOnly) for (const dir of [layout.streams, layout.blobs, layout.owners]) await createDirectory(fsl, dir);
     const store = new FileStore(fsl, layout, readOnly, options.clock ?? (() => new Date()), maxEventBytes, lock);
     await store.open();
+    if (!readOnly && format < STORE_FORMAT_VERSION) {
+      try {
+        await writeStoreFormat(fsl, layout.format);
+      } catch (error) {
+        await store.close();
+        throw error;
+      }
+    }
     return store;
   } catch (error) {
     await lock?.release().catch(() => undefined);
@@ -113,6 +131,8 @@ class FileStore implements EventStore {
   #positions = new Positions(0);
   /** Set by `open()`. */
   #tombstones!: Tombstones;
+  /** Set by `open()` on a case-insensitive directory, where ids that differ only in case would share files. */
+  #cases: CaseCollisions | undefined;
   #closed = false;
   #poisoned = false;
 
@@ -149,6 +169,7 @@ class FileStore implements EventStore {
     this.#tombstones = await Tombstones.load(this.#fs, this.#layout.tombstones, repair);
     let maxPosition = this.#tombstones.maxPosition;
     await this.#blobs.load(repair);
+    if (await isCaseInsensitive(this.#fs, this.#layout.directory)) this.#cases = new CaseCollisions();
 
     const names = new Map<StreamId, { journal: boolean; snapshot: boolean }>();
     for (const name of await listDir(this.#fs, this.#layout.streams)) {
@@ -158,12 +179,15 @@ class FileStore implements EventStore {
       files[parsed.kind] = true;
       names.set(parsed.stream, files);
     }
+    for (const stream of [...names.keys(), ...this.#blobs.owners()]) this.#cases?.claim(stream);
     const queue = [...names];
     const worker = async () => {
       for (let next = queue.pop(); next; next = queue.pop()) {
         const [stream, files] = next;
-        const stored = files.snapshot ? await readSnapshotFile(this.#fs, this.#layout.snapshot(stream), stream) : undefined;
-        const journal = files.journal ? await scanJournal(this.#fs, this.#layout.journal(stream), stored?.snapshot.revision ?? 0, repair) : undefined;
+        const [snapshotPath, journalPath] = [this.#layout.snapshot(stream), this.#layout.journal(stream)];
+        const stored = files.snapshot ? await readingFile(snapshotPath, () => readSnapshotFile(this.#fs, snapshotPath, stream)) : undefined;
+        const from = stored?.snapshot.revision ?? 0;
+        const journal = files.journal ? await readingFile(journalPath, () => scanJournal(this.#fs, journalPath, from, repair)) : undefined;
         const entry = this.#entry(stream);
         entry.load(journal, stored && { revision: stored.snapshot.revision, position: stored.position, recordedAt: stored.recordedAt });
         maxPosition = Math.max(maxPosition, stored?.position ?? 0, journal?.maxPosition ?? 0);
@@ -177,7 +201,10 @@ class FileStore implements EventStore {
       const leftovers = entry.journalExists || entry.snapshot !== undefined;
       if (leftovers && mark.position > contentMax) {
         // A delete was recorded but the process died before removing every file: finish it.
-        if (repair) await this.#removeStreamFiles(stream);
+        if (repair) {
+          await this.#removeStreamFiles(stream);
+          this.#cases?.release(stream);
+        }
         entry.reset(mark);
       } else {
         entry.tombstone = mark;
@@ -192,6 +219,7 @@ class FileStore implements EventStore {
       this.#assertOpen();
       const dataJson = validateAppend(stream, events, options, this.#maxEventBytes);
       this.#assertWritable();
+      this.#cases?.claim(stream);
       return this.#entry(stream).append(ownCopies(events), dataJson, options.expectedRevision);
     } catch (error) {
       return Promise.reject(error);
@@ -201,6 +229,7 @@ class FileStore implements EventStore {
   async read(stream: StreamId, options: { fromRevision?: number } = {}): Promise<StreamRead> {
     this.#assertOpen();
     validateStreamId(stream);
+    this.#cases?.check(stream);
     validateFrom('fromRevision', options?.fromRevision);
     return this.#reader.read(stream, options?.fromRevision ?? 1);
   }
@@ -224,6 +253,7 @@ class FileStore implements EventStore {
       this.#assertOpen();
       validateSnapshot(stream, snapshot);
       this.#assertWritable();
+      this.#cases?.check(stream);
       const entry = this.#entries.get(stream);
       if (!entry || entry.revision === 0) throw new InvalidInputError('stream', `stream ${stream} does not exist`);
       const kept = toWrite(stream, snapshot);
@@ -250,6 +280,7 @@ class FileStore implements EventStore {
       this.#assertOpen();
       validateSnapshot(stream, snapshot);
       this.#assertWritable();
+      this.#cases?.claim(stream);
       const entry = this.#entry(stream);
       const kept = toWrite(stream, snapshot);
       return entry.exclusive(async () => {
@@ -270,6 +301,7 @@ class FileStore implements EventStore {
       validateExpectedRevision(options?.expectedRevision);
       const expected = options.expectedRevision;
       this.#assertWritable();
+      this.#cases?.check(stream);
       const entry = this.#entries.get(stream);
       if (!entry) {
         if (!revisionMatches(expected, 0)) throw new ConcurrencyError(stream, expected, 0);
@@ -294,6 +326,7 @@ class FileStore implements EventStore {
           entry.reset(mark);
           try {
             await this.#removeStreamFiles(stream);
+            this.#cases?.release(stream);
           } catch (cause) {
             this.#poisoned = true;
             throw new StorageError(`Deleted ${stream}, but could not remove all of its files; reopen the store to finish.`, { cause, poisoned: true });
@@ -311,6 +344,7 @@ class FileStore implements EventStore {
       validateStreamId(stream);
       if (!(bytes instanceof Uint8Array)) throw new InvalidInputError('bytes', 'expected a Uint8Array');
       this.#assertWritable();
+      this.#cases?.claim(stream);
       try {
         return await this.#blobs.put(stream, Uint8Array.from(bytes));
       } catch (error) {
@@ -329,6 +363,7 @@ class FileStore implements EventStore {
   async *blobs(stream: StreamId): AsyncIterable<string> {
     this.#assertOpen();
     validateStreamId(stream);
+    this.#cases?.check(stream);
     yield* this.#blobs.list(stream);
   }
 
@@ -461,6 +496,15 @@ function ownCopies(events: readonly NewEvent[]): NewEvent[] {
 /** Serializes a validated snapshot's state now, before any await. */
 function toWrite(stream: StreamId, snapshot: Snapshot): Omit<SnapshotToWrite, 'position' | 'recordedAt'> {
   return { revision: snapshot.revision, identity: { stream, schemaVersion: snapshot.identity.schemaVersion }, stateJson: JSON.stringify(snapshot.state) };
+}
+
+/** Creates `path` (0700) if missing; a failure names the directory. */
+async function createDirectory(fsl: FileSystem, path: string): Promise<void> {
+  try {
+    await fsl.mkdir(path, 0o700);
+  } catch (cause) {
+    throw new StorageError(`@sessionfold/store-file: could not create ${path}.`, { cause });
+  }
 }
 
 /** Native errors leave the store as `StorageError` (with the original as `cause`); the store's own pass through. */

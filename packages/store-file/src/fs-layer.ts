@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import { SessionfoldError, StorageError } from '@sessionfold/core/kernel';
 import type { AtomicWriteFileHandle, AtomicWriteFs } from '@sessionfold/sessionfile/atomic';
 
 /**
@@ -136,6 +137,20 @@ export async function listDir(fsl: FileSystem, path: string): Promise<string[]> 
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return [];
     throw error;
+  }
+}
+
+/**
+ * Runs `read` of the file at `path`; a native failure (a directory where a file should be, EACCES, EIO) leaves
+ * as a `StorageError` naming `path`, so the message says which file. The store's own errors pass through.
+ */
+export async function readingFile<T>(path: string, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (cause) {
+    if (cause instanceof SessionfoldError) throw cause;
+    const reason = cause instanceof Error ? `: ${cause.message}` : '';
+    throw new StorageError(`@sessionfold/store-file: could not read ${path}${reason}.`, { cause });
   }
 }
 

@@ -14,6 +14,8 @@ export class Layout {
   readonly blobs: string;
   readonly owners: string;
   readonly tombstones: string;
+  /** `<dir>/format.json`: the layout's format version. */
+  readonly format: string;
 
   constructor(directory: string) {
     this.directory = resolve(directory);
@@ -21,6 +23,7 @@ export class Layout {
     this.blobs = join(this.directory, 'blobs');
     this.owners = join(this.directory, 'owners');
     this.tombstones = join(this.directory, 'tombstones.jsonl');
+    this.format = join(this.directory, 'format.json');
   }
 
   /** `<dir>/streams/<stream>.jsonl` */

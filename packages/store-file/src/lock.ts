@@ -1,4 +1,4 @@
-import { StorageError, StoreLockedError } from '@sessionfold/core/kernel';
+import { CorruptionError, StorageError, StoreLockedError } from '@sessionfold/core/kernel';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { errorCode, listDir, unlinkIfPresent, writeAll, type FileSystem } from './fs-layer.js';
@@ -38,7 +38,8 @@ export async function acquireLock(fsl: FileSystem, directory: string): Promise<W
       }
       const holder = await readLock(fsl, path);
       if (holder === 'missing') continue;
-      if (holder === undefined || isAlive(holder.pid)) throw new StoreLockedError(path, holder?.pid);
+      if (holder === undefined) throw unreadableLock(path);
+      if (isAlive(holder.pid)) throw new StoreLockedError(path, holder.pid);
       const claim = join(directory, `.LOCK.stale.${process.pid}.${token}`);
       try {
         await fsl.rename(path, claim);
@@ -60,6 +61,19 @@ export async function acquireLock(fsl: FileSystem, directory: string): Promise<W
   } finally {
     await unlinkIfPresent(fsl, temp).catch(() => undefined);
   }
+}
+
+/**
+ * A LOCK that names no holder (empty, or not written by a sessionfold writer, which only ever links a complete
+ * lock into place): whether some writer holds it cannot be told, so it is neither taken over nor reported as held.
+ */
+function unreadableLock(path: string): CorruptionError {
+  return new CorruptionError(
+    path,
+    undefined,
+    'the writer lock is empty or not one a sessionfold writer made, so who holds it is unknown; ' +
+      'if no writer is running on this directory, remove it and open the store again',
+  );
 }
 
 /** Lock files of processes killed while taking or taking over the lock; a live process's are left alone. */

@@ -1,6 +1,6 @@
 import { CorruptionError, StorageError } from '@sessionfold/core/kernel';
 import { dirname } from 'node:path';
-import { errorCode, syncDir, writeAll, type FileSystem } from './fs-layer.js';
+import { errorCode, readingFile, syncDir, writeAll, type FileSystem } from './fs-layer.js';
 import { frameLine, isLineMissingItsNewline } from './journal-codec.js';
 import { LineReader } from './journal-reader.js';
 
@@ -14,11 +14,11 @@ export interface LogRecord {
  * Reads a small checksummed log (tombstones, blob owners) whole, with the journals' framing and torn-tail
  * rule: a last line without a newline is cut off (and fsynced) when `repair` is set. Undefined if absent.
  */
-export async function readRecordLog(
-  fsl: FileSystem,
-  path: string,
-  repair: boolean,
-): Promise<{ records: LogRecord[]; log: RecordLog } | undefined> {
+export function readRecordLog(fsl: FileSystem, path: string, repair: boolean): Promise<{ records: LogRecord[]; log: RecordLog } | undefined> {
+  return readingFile(path, () => readWhole(fsl, path, repair));
+}
+
+async function readWhole(fsl: FileSystem, path: string, repair: boolean): Promise<{ records: LogRecord[]; log: RecordLog } | undefined> {
   let fd: number;
   try {
     fd = await fsl.open(path, 'r');
@@ -73,6 +73,28 @@ export class RecordLog {
     this.path = path;
     this.#length = length;
     this.#exists = exists;
+  }
+
+  /** Bytes of complete records: where the next one goes. */
+  get length(): number {
+    return this.#length;
+  }
+
+  /** Cuts the log back to `length` bytes, durably: takes back records appended since it was that long. */
+  cutBack(length: number): Promise<void> {
+    const run = this.#chain.then(async () => {
+      const fd = await this.#fs.open(this.path, 'r+');
+      try {
+        await this.#fs.ftruncate(fd, length);
+        await this.#fs.fdatasync(fd);
+      } finally {
+        await this.#fs.close(fd).catch(() => undefined);
+      }
+      this.#length = length;
+      this.#dirty = false;
+    });
+    this.#chain = run.catch(() => undefined);
+    return run;
   }
 
   /** Appends one record per payload, durably. */

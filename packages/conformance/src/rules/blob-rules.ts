@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { appendTypes, expectInvalid, listBlobs, streamId, type SuiteContext } from '../support.js';
+import { appendTypes, expectInvalid, listBlobs, skipWithout, streamId, type SuiteContext } from '../support.js';
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 const bytesOf = (...values: number[]) => new Uint8Array(values);
@@ -71,6 +71,21 @@ export function describeBlobRules(ctx: SuiteContext): void {
       expect(await store.getBlob(others)).toBeDefined();
       expect(await listBlobs(store, s)).toEqual([]);
       expect(await listBlobs(store, t)).toEqual([shared, others].sort());
+    });
+
+    it('blobs and their owners survive a reopen, and every blob blobs(stream) lists can be read [capability: reopen]', async (t) => {
+      skipWithout(t, !ctx.caps.reopen, 'needs capabilities.reopen');
+      const harness = await ctx.fresh();
+      const [withEvents, blobsOnly] = [streamId(), streamId()];
+      await appendTypes(harness.store, withEvents, ['A']);
+      const owned = [await harness.store.putBlob(withEvents, bytesOf(5, 5)), await harness.store.putBlob(withEvents, bytesOf(6))].sort();
+      const alone = await harness.store.putBlob(blobsOnly, bytesOf(7, 7, 7));
+      const store = await harness.reopen();
+      expect(await listBlobs(store, withEvents)).toEqual(owned);
+      expect(await listBlobs(store, blobsOnly)).toEqual([alone]);
+      for (const stream of [withEvents, blobsOnly]) {
+        for (const sha of await listBlobs(store, stream)) expect(await store.getBlob(sha), sha).toBeDefined();
+      }
     });
   });
 }

@@ -91,3 +91,27 @@ export class StoreClosedError extends SessionfoldError {
     super(`${what} is closed.`);
   }
 }
+
+/**
+ * Stored data is in a format this release does not know — a newer release wrote it. Nothing was touched; open it
+ * with that release or a newer one.
+ */
+export class UnsupportedFormatError extends SessionfoldError {
+  readonly code = 'unsupported_format' as const;
+  /** The file (or table) that names the format. */
+  readonly file: string;
+  /** The format version found. */
+  readonly version: number;
+  /** The newest format version this release reads. */
+  readonly supported: number;
+  constructor(file: string, version: number, supported: number, options?: { cause?: unknown }) {
+    super(
+      `${file}: format version ${version} is newer than this release reads (up to ${supported}); ` +
+        'open it with the release that wrote it or a newer one.',
+      options,
+    );
+    this.file = file;
+    this.version = version;
+    this.supported = supported;
+  }
+}

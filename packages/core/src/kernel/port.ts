@@ -105,7 +105,7 @@ export interface EventStore {
   /** The bytes stored under `sha256` (verified against it), or undefined. */
   getBlob(sha256: string): Promise<Uint8Array | undefined>;
 
-  /** The sha256 of every blob `stream` owns, ascending. */
+  /** The sha256 of every blob `stream` owns, ascending; each one can be read with `getBlob` (barring damage). */
   blobs(stream: StreamId): AsyncIterable<string>;
 
   /** Releases files, locks and connections. Later calls reject with `StoreClosedError`. */

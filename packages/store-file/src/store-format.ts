@@ -1,0 +1,57 @@
+import { CorruptionError, StorageError, UnsupportedFormatError } from '@sessionfold/core/kernel';
+import { writeFileAtomic } from '@sessionfold/sessionfile/atomic';
+import { basename, dirname, join } from 'node:path';
+import { atomicWriteFs, errorCode, listDir, unlinkIfPresent, type FileSystem } from './fs-layer.js';
+import { decodeLine, frameLine } from './journal-codec.js';
+
+/** Names the kind of directory, so a store is never mistaken for some other directory of JSON files. */
+export const STORE_FORMAT = 'sessionfold.file-store';
+/**
+ * The layout this release writes. 1: release 0.1.0, which wrote no format file. 2: the format file, and a
+ * blob's owner recorded before the blob. A store of version 1 is read as it is; its first writer records 2.
+ */
+export const STORE_FORMAT_VERSION = 2;
+
+/**
+ * The format version of the store whose format file is `path`: 1 when there is none (release 0.1.0). A newer
+ * version than this release knows is `UnsupportedFormatError`, a damaged file `CorruptionError`; only reads.
+ */
+export async function readStoreFormat(fsl: FileSystem, path: string): Promise<number> {
+  let bytes: Buffer;
+  try {
+    bytes = await fsl.readFile(path);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return 1;
+    throw new StorageError(`@sessionfold/store-file: could not read ${path}.`, { cause: error });
+  }
+  const fail = (reason: string): never => {
+    throw new CorruptionError(path, 1, reason);
+  };
+  if (bytes.length === 0 || bytes.indexOf(0x0a) !== bytes.length - 1) fail('a format file is exactly one line ending in a newline');
+  const decoded = decodeLine(bytes, 0, bytes.length - 1);
+  if ('reason' in decoded) return fail(decoded.reason);
+  const { format, formatVersion } = (decoded.value ?? {}) as Record<string, unknown>;
+  if (format !== STORE_FORMAT) fail(`format is ${JSON.stringify(format)}, not ${JSON.stringify(STORE_FORMAT)}`);
+  if (typeof formatVersion !== 'number' || !Number.isSafeInteger(formatVersion) || formatVersion < 2) {
+    return fail(`formatVersion ${JSON.stringify(formatVersion)} is not an integer ≥ 2`);
+  }
+  if (formatVersion > STORE_FORMAT_VERSION) throw new UnsupportedFormatError(path, formatVersion, STORE_FORMAT_VERSION);
+  return formatVersion;
+}
+
+/**
+ * Records this release's format version in `path`, atomically (temp sibling, fsync, rename, fsync directory),
+ * and removes what an earlier attempt cut short left behind. Only the writer, holding the lock, calls it.
+ */
+export async function writeStoreFormat(fsl: FileSystem, path: string): Promise<void> {
+  const temporary = `.${basename(path)}.`;
+  for (const name of await listDir(fsl, dirname(path))) {
+    if (name.startsWith(temporary) && name.endsWith('.tmp')) await unlinkIfPresent(fsl, join(dirname(path), name));
+  }
+  const line = frameLine(JSON.stringify({ format: STORE_FORMAT, formatVersion: STORE_FORMAT_VERSION }));
+  try {
+    await writeFileAtomic(path, line, { mode: 0o600, fs: atomicWriteFs(fsl) });
+  } catch (cause) {
+    throw new StorageError(`@sessionfold/store-file: could not write ${path}.`, { cause });
+  }
+}
