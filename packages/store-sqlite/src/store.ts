@@ -4,13 +4,18 @@ import {
   InvalidInputError,
   StorageError,
   StoreClosedError,
+  readClock,
+  snapshotJson,
   validateAppend,
-  validateExpectedRevision,
-  validateFrom,
+  validateReadAllOptions,
+  validateReadOptions,
   validateSha256,
   validateSnapshot,
   validateStreamId,
+  validateStreamsOptions,
+  validateWriteOptions,
   type EventStore,
+  type ValidatedAppend,
 } from '@sessionfold/core/kernel';
 import { openConnection } from './connection.js';
 import { guarded, translateError } from './errors.js';
@@ -18,7 +23,7 @@ import { GroupCommit } from './group-commit.js';
 import { readOptions, type SqliteStoreOptions } from './options.js';
 import { PAGE_SIZE, createReads } from './reads.js';
 import { prepareStatements } from './statements.js';
-import { createWrites, type NewRow } from './writes.js';
+import { createWrites } from './writes.js';
 
 /**
  * An `EventStore` in one SQLite file (WAL mode), shared safely by several processes: every write takes the
@@ -65,9 +70,10 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
     return guarded(translate, work);
   };
 
-  // One commit time per transaction: every event of a group commit carries the time of that commit.
+  // One commit time per transaction: every event of a group commit carries the time of that commit. A write
+  // reads it before its first statement, so a clock that fails refuses that write alone, with nothing to undo.
   let commitTime: string | undefined;
-  const writes = createWrites(s, () => (commitTime ??= config.clock().toISOString()));
+  const writes = createWrites(s, () => (commitTime ??= readClock(config.clock)));
   const reads = createReads(s, path, guard);
   const commits = new GroupCommit(
     {
@@ -95,36 +101,34 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
   return {
     append(stream, events, appendOptions) {
       // Not an async function: an append in a hot loop saves a promise and two turns of the microtask queue.
-      let rows: NewRow[];
+      let batch: ValidatedAppend;
       try {
         writable();
-        const json = validateAppend(stream, events, appendOptions, config.maxEventBytes);
-        rows = events.map((event, index): NewRow => ({ type: event.type, data: json[index] as string, eventId: event.eventId ?? null }));
+        // Only what validation read is written: the caller's objects are not looked at again.
+        batch = validateAppend(stream, events, appendOptions, config.maxEventBytes);
       } catch (error) {
         return Promise.reject(error);
       }
-      const expected = appendOptions.expectedRevision;
+      const rows = batch.events;
       // Later event ids are refused by the unique index after earlier rows went in: those need a savepoint.
-      const mayFailAfterWriting = rows.some((row, index) => index > 0 && row.eventId !== null);
-      return commits.submit(() => writes.append(stream, rows, expected), { mayFailAfterWriting });
+      const mayFailAfterWriting = rows.some((row, index) => index > 0 && row.eventId !== undefined);
+      return commits.submit(() => writes.append(stream, rows, batch.expectedRevision), { mayFailAfterWriting });
     },
 
-    async read(stream, readOptions = {}) {
+    async read(stream, readOptions) {
       live();
       validateStreamId(stream);
-      validateFrom('fromRevision', readOptions.fromRevision);
-      return reads.read(stream, readOptions.fromRevision ?? 1);
+      return reads.read(stream, validateReadOptions(readOptions));
     },
 
-    readAll(readOptions = {}) {
+    readAll(readOptions) {
       live();
-      validateFrom('fromPosition', readOptions.fromPosition);
-      return reads.feed(readOptions.fromPosition ?? 1);
+      return reads.feed(validateReadAllOptions(readOptions));
     },
 
-    async *streams(listOptions = {}) {
+    async *streams(listOptions) {
       live();
-      const prefix = listOptions.prefix ?? '';
+      const prefix = validateStreamsOptions(listOptions);
       let page = reads.streamsPage({ from: prefix });
       for (;;) {
         for (const row of page) {
@@ -139,23 +143,20 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
 
     async compact(stream, snapshot) {
       writable();
-      validateSnapshot(stream, snapshot);
-      const json = JSON.stringify(snapshot);
-      return commits.submit(() => writes.compact(stream, snapshot.revision, json));
+      const validated = validateSnapshot(stream, snapshot);
+      return commits.submit(() => writes.compact(stream, validated.revision, snapshotJson(validated)));
     },
 
     async restoreStream(stream, snapshot) {
       writable();
-      validateSnapshot(stream, snapshot);
-      const json = JSON.stringify(snapshot);
-      return commits.submit(() => writes.restore(stream, snapshot.revision, json));
+      const validated = validateSnapshot(stream, snapshot);
+      return commits.submit(() => writes.restore(stream, validated.revision, snapshotJson(validated)));
     },
 
     async deleteStream(stream, deleteOptions) {
       writable();
       validateStreamId(stream);
-      validateExpectedRevision(deleteOptions?.expectedRevision);
-      const expected = deleteOptions.expectedRevision;
+      const expected = validateWriteOptions(deleteOptions);
       return commits.submit(() => writes.delete(stream, expected));
     },
 
