@@ -19,7 +19,7 @@ import {
 } from '@sessionfold/core/kernel';
 import { openConnection } from './connection.js';
 import { guarded, translateError } from './errors.js';
-import { GroupCommit } from './group-commit.js';
+import { GroupCommit, type JobOptions } from './group-commit.js';
 import { readOptions, type SqliteStoreOptions } from './options.js';
 import { PAGE_SIZE, createReads } from './reads.js';
 import { prepareStatements } from './statements.js';
@@ -34,11 +34,12 @@ import { createWrites } from './writes.js';
 export function sqliteStore(options: SqliteStoreOptions): EventStore {
   const config = readOptions(options);
   const { path } = config;
-  // A poisoned error (a failed write or sync) makes the store refuse writes until it is reopened.
-  let poisonedBy: StorageError | undefined;
+  // What makes the store refuse writes until it is reopened: a failed write or sync (what reached the disk is
+  // unknown), or damage met by any read or write (a write must never build on a page SQLite cannot read).
+  let poisonedBy: StorageError | CorruptionError | undefined;
   const translate = (error: unknown) => {
     const translated = translateError(error, path, config.busyTimeoutMs);
-    if (translated instanceof StorageError && translated.poisoned) poisonedBy ??= translated;
+    if ((translated instanceof StorageError && translated.poisoned) || translated instanceof CorruptionError) poisonedBy ??= translated;
     return translated;
   };
   const db = guarded(translate, () => openConnection(config));
@@ -58,6 +59,13 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
   };
   const writable = () => {
     live();
+    if (poisonedBy instanceof CorruptionError) {
+      throw new StorageError(
+        `@sessionfold/store-sqlite: ${path}: damage was found in the database (${poisonedBy.message}); writes are refused ` +
+          'so nothing is built on it. Restore the file from a backup (or recover it with the sqlite3 shell), then reopen the store.',
+        { cause: poisonedBy, poisoned: true },
+      );
+    }
     if (poisonedBy) {
       throw new StorageError(`@sessionfold/store-sqlite: ${path}: a write failed on disk earlier; reopen the store to write again`, {
         cause: poisonedBy,
@@ -98,6 +106,13 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
     translate,
   );
 
+  // Checked again when the job runs: a write queued before a read found damage must not build on it either.
+  const submit = <T>(work: () => T, jobOptions?: JobOptions): Promise<T> =>
+    commits.submit(() => {
+      writable();
+      return work();
+    }, jobOptions);
+
   return {
     append(stream, events, appendOptions) {
       // Not an async function: an append in a hot loop saves a promise and two turns of the microtask queue.
@@ -112,7 +127,7 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
       const rows = batch.events;
       // Later event ids are refused by the unique index after earlier rows went in: those need a savepoint.
       const mayFailAfterWriting = rows.some((row, index) => index > 0 && row.eventId !== undefined);
-      return commits.submit(() => writes.append(stream, rows, batch.expectedRevision), { mayFailAfterWriting });
+      return submit(() => writes.append(stream, rows, batch.expectedRevision), { mayFailAfterWriting });
     },
 
     async read(stream, readOptions) {
@@ -144,20 +159,20 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
     async compact(stream, snapshot) {
       writable();
       const validated = validateSnapshot(stream, snapshot);
-      return commits.submit(() => writes.compact(stream, validated.revision, snapshotJson(validated)));
+      return submit(() => writes.compact(stream, validated.revision, snapshotJson(validated)));
     },
 
     async restoreStream(stream, snapshot) {
       writable();
       const validated = validateSnapshot(stream, snapshot);
-      return commits.submit(() => writes.restore(stream, validated.revision, snapshotJson(validated)));
+      return submit(() => writes.restore(stream, validated.revision, snapshotJson(validated)));
     },
 
     async deleteStream(stream, deleteOptions) {
       writable();
       validateStreamId(stream);
       const expected = validateWriteOptions(deleteOptions);
-      return commits.submit(() => writes.delete(stream, expected));
+      return submit(() => writes.delete(stream, expected));
     },
 
     async putBlob(stream, bytes) {
@@ -167,7 +182,7 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
       const sha256 = createHash('sha256').update(bytes).digest('hex');
       // Copied now: the caller may reuse its buffer before the shared commit runs.
       const copy = Buffer.from(bytes);
-      return commits.submit(() => writes.putBlob(stream, sha256, copy));
+      return submit(() => writes.putBlob(stream, sha256, copy));
     },
 
     async getBlob(sha256) {
