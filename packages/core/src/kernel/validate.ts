@@ -118,12 +118,12 @@ export function validateAppend(stream: unknown, events: unknown, options: unknow
       if (typeof type !== 'string' || type.length === 0 || type.length > 256 || type.startsWith('$')) {
         throw new InvalidInputError(`events[${index}].type`, 'expected a string of 1..256 characters not starting with "$"');
       }
-      validateText(type, `events[${index}].type`);
+      if (!isStorableText(type)) validateText(type, `events[${index}].type`);
       if (eventId !== undefined) {
         if (typeof eventId !== 'string' || eventId.length === 0 || eventId.length > 255) {
           throw new InvalidInputError(`events[${index}].eventId`, 'expected a string of 1..255 characters');
         }
-        validateText(eventId, `events[${index}].eventId`);
+        if (!isStorableText(eventId)) validateText(eventId, `events[${index}].eventId`);
         ids ??= new Set<string>();
         if (ids.has(eventId)) throw new InvalidInputError(`events[${index}].eventId`, `${JSON.stringify(eventId)} appears twice in the batch`);
         ids.add(eventId);
@@ -142,29 +142,34 @@ export function validateAppend(stream: unknown, events: unknown, options: unknow
  * surrogate, which SQLite would replace) without U+0000 (which PostgreSQL's text refuses).
  */
 export function validateText(text: string, field: string): void {
+  if (isStorableText(text)) return;
   if (!text.isWellFormed()) throw new InvalidInputError(field, `${describeValue(text)} is not well-formed Unicode (it has a lone surrogate)`);
-  if (text.includes('\u0000')) throw new InvalidInputError(field, `${describeValue(text)} contains U+0000`);
+  throw new InvalidInputError(field, `${describeValue(text)} contains U+0000`);
+}
+
+/** `validateText` without building a message: the per-event check of the append path. */
+function isStorableText(text: string): boolean {
+  return text.isWellFormed() && !text.includes('\u0000');
 }
 
 /** Checks that an event's data is plain JSON within the size and depth limits, and returns it serialized. */
 function serializeData(data: unknown, type: string, index: number, maxEventBytes: number): string {
-  const field = `events[${index}].data`;
   let json: string | undefined;
   try {
     // The quick check answers for nearly every event; only a doubtful one pays for the walk that names the bad path.
-    if (!isQuicklyJson(data, 0)) refuseNonJson(locateNonJson(data), field, 'data');
+    if (!isQuicklyJson(data, 0)) refuseNonJson(locateNonJson(data), `events[${index}].data`, 'data');
     json = JSON.stringify(data);
   } catch (error) {
     // A getter, a Proxy trap or a toJSON of the caller's threw: that is the caller's input, not a store failure.
     if (error instanceof SessionfoldError) throw error;
-    throw unreadable(field, error);
+    throw unreadable(`events[${index}].data`, error);
   }
   // Only a value that changed between the check and the serialization (a getter, a Proxy) gets here without JSON.
-  if (typeof json !== 'string') throw new InvalidInputError(field, 'data is not JSON (it serialized to nothing)');
+  if (typeof json !== 'string') throw new InvalidInputError(`events[${index}].data`, 'data is not JSON (it serialized to nothing)');
   // A UTF-16 code unit never takes more than 3 UTF-8 bytes: counting the bytes exactly is needed only near the limit.
   if ((json.length + type.length) * 3 <= maxEventBytes) return json;
   const size = Buffer.byteLength(json) + Buffer.byteLength(type);
-  if (size > maxEventBytes) throw new InvalidInputError(field, `event is ${size} bytes, over the limit of ${maxEventBytes}`);
+  if (size > maxEventBytes) throw new InvalidInputError(`events[${index}].data`, `event is ${size} bytes, over the limit of ${maxEventBytes}`);
   return json;
 }
 
