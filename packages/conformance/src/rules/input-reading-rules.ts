@@ -262,6 +262,16 @@ export function describeInputReadingRules(ctx: SuiteContext): void {
       await expectInvalid(() => store.read(s, { fromRevision: Number.NaN }));
     });
 
+    it('a stream id or sha256 that JSON cannot describe (a bigint, a cycle) is InvalidInputError', async () => {
+      const { store } = await ctx.fresh();
+      for (const bad of [1n, cyclic()]) {
+        await expectInvalid(() => store.append(bad as never, [{ type: 'A', data: 1 }], { expectedRevision: 'any' }));
+        await expectInvalid(() => store.read(bad as never));
+        await expectInvalid(() => store.getBlob(bad as never));
+      }
+      expect(await readFeed(store)).toEqual([]);
+    });
+
     it('a NaN expectedRevision is reported as NaN, not as null', async () => {
       const { store } = await ctx.fresh();
       const error = await expectInvalid(() => store.append(streamId(), [{ type: 'A', data: 1 }], { expectedRevision: Number.NaN }));

@@ -286,7 +286,7 @@ export function readClock(clock: () => Date): string {
 /** Throws `InvalidInputError` unless `sha256` is 64 lowercase hex digits. */
 export function validateSha256(sha256: unknown): asserts sha256 is string {
   if (typeof sha256 !== 'string' || !SHA256_PATTERN.test(sha256)) {
-    throw new InvalidInputError('sha256', `${JSON.stringify(sha256)} is not a lowercase hex sha256`);
+    throw new InvalidInputError('sha256', `${describeValue(sha256)} is not a lowercase hex sha256`);
   }
 }
 
