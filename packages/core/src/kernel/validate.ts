@@ -1,5 +1,5 @@
 import { InvalidInputError, SessionfoldError } from './errors.js';
-import { locateNonJson, MAX_JSON_DEPTH } from './json.js';
+import { locateNonJson, MAX_JSON_DEPTH, type JsonProblem } from './json-walk.js';
 import type { ExpectedRevision, StreamId } from './port.js';
 
 /** Stream ids are safe file names: a letter or digit, then up to 127 of letters, digits, `.`, `_`, `-`. */
@@ -174,7 +174,7 @@ function serializeData(data: unknown, type: string, index: number, maxEventBytes
 }
 
 /** Throws the `InvalidInputError` for `problem` (when there is one), naming the value `name` in place of `$`. */
-function refuseNonJson(problem: ReturnType<typeof locateNonJson>, field: string, name: string): void {
+function refuseNonJson(problem: JsonProblem | undefined, field: string, name: string): void {
   if (problem === undefined) return;
   const path = problem.path.replace(/^\$/, name);
   if (problem.reason === 'too_deep') throw new InvalidInputError(field, `${path} nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
