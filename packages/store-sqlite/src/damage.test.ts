@@ -1,5 +1,5 @@
 import { readFileSync, writeFileSync } from 'node:fs';
-import { CorruptionError, InvalidInputError, StorageError, type EventStore } from '@sessionfold/core/kernel';
+import { CorruptionError, StorageError, type EventStore } from '@sessionfold/core/kernel';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { sqliteStore } from './index.js';
@@ -88,32 +88,6 @@ describe('damage found by a read', () => {
     raw.close();
     await expect(store.getBlob(sha)).rejects.toBeInstanceOf(CorruptionError);
     expect(await store.append('s-1', [{ type: 'Noted', data: null }], { expectedRevision: 'no_stream' })).toMatchObject({ revision: 1 });
-    await store.close();
-  });
-});
-
-describe('the clock', () => {
-  it.each([
-    ['an invalid Date', () => new Date(Number.NaN)],
-    ['a throw', (): Date => { throw new Error('no time'); }],
-  ])('a clock answering %s refuses each write with InvalidInputError (field clock), and writes nothing', async (_label, broken) => {
-    const path = freshPath();
-    let clock: () => Date = () => new Date(0);
-    const store = sqliteStore({ path, clock: () => clock() });
-    await store.append('s-1', [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
-    await store.append('s-2', [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
-    const feedBefore = await collect(store.readAll());
-    clock = broken;
-    const writes = [
-      store.append('s-1', [{ type: 'B', data: 2 }], { expectedRevision: 1 }),
-      store.compact('s-1', { revision: 1, state: {}, identity: { stream: 's-1', schemaVersion: 1 } }),
-      store.restoreStream('s-3', { revision: 1, state: {}, identity: { stream: 's-3', schemaVersion: 1 } }),
-      store.deleteStream('s-2', { expectedRevision: 1 }),
-    ];
-    for (const write of writes) await expect(write).rejects.toSatisfy((error) => error instanceof InvalidInputError && error.field === 'clock');
-    expect(await collect(store.readAll())).toEqual(feedBefore);
-    clock = () => new Date(0);
-    expect(await store.append('s-1', [{ type: 'B', data: 2 }], { expectedRevision: 1 })).toEqual({ revision: 2, position: 3 });
     await store.close();
   });
 });

@@ -1,10 +1,11 @@
-import { describe, expect, it } from 'vitest';
-import { MAX_JSON_DEPTH, type JsonValue, type NewEvent, type Snapshot } from '@sessionfold/core/kernel';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { InvalidInputError, MAX_JSON_DEPTH, type EventStore, type JsonValue, type NewEvent, type Snapshot } from '@sessionfold/core/kernel';
 import {
   appendTypes,
   expectInvalid,
   listStreams,
   observe,
+  skipWithout,
   readFeed,
   readStream,
   snapshotOf,
@@ -270,6 +271,42 @@ export function describeInputReadingRules(ctx: SuiteContext): void {
         await expectInvalid(() => store.getBlob(bad as never));
       }
       expect(await readFeed(store)).toEqual([]);
+    });
+
+    it.for<[string, () => Date]>([
+      ['an invalid Date', () => new Date(Number.NaN)],
+      ['something that is not a Date', () => 1_700_000_000_000 as unknown as Date],
+      ['a throw', (): Date => {
+        throw new Error('no time');
+      }],
+    ])('a clock answering %s makes each write InvalidInputError (field clock), writes nothing, and the store goes on once it is fixed [capability: withClock]', async ([label, broken], t) => {
+      skipWithout(t, ctx.caps.withClock === undefined, 'needs the withClock capability to open a store with a given clock');
+      let clock: () => Date = () => new Date('2026-01-01T00:00:00.000Z');
+      const open = ctx.caps.withClock as (clock: () => Date) => Promise<EventStore> | EventStore;
+      const store = await open(() => clock());
+      onTestFinished(() => store.close());
+      const [s, gone, restored] = [streamId(), streamId(), streamId()];
+      await appendTypes(store, s, ['A', 'B']);
+      await appendTypes(store, gone, ['A']);
+      const before = await observe(store, [s, gone, restored]);
+      clock = broken;
+      const writes: Array<[string, () => Promise<unknown>]> = [
+        ['append', () => store.append(s, [{ type: 'C', data: null }], { expectedRevision: 2 })],
+        ['compact', () => store.compact(s, snapshotOf(s, 1))],
+        ['restoreStream', () => store.restoreStream(restored, snapshotOf(restored, 4))],
+        ['deleteStream', () => store.deleteStream(gone, { expectedRevision: 1 })],
+      ];
+      for (const [method, write] of writes) {
+        const error = await expectInvalid(write).catch((failure: unknown) => {
+          throw new Error(`${method} with a clock answering ${label}: ${String(failure)}`, { cause: failure });
+        });
+        expect(error).toBeInstanceOf(InvalidInputError);
+        expect(error.field).toBe('clock');
+      }
+      expect(await observe(store, [s, gone, restored])).toEqual(before);
+      clock = () => new Date('2026-01-01T00:00:01.000Z');
+      expect((await store.append(s, [{ type: 'C', data: null }], { expectedRevision: 2 })).revision).toBe(3);
+      expect((await readStream(store, s)).events.at(-1)?.recordedAt).toBe('2026-01-01T00:00:01.000Z');
     });
 
     it('a NaN expectedRevision is reported as NaN, not as null', async () => {
