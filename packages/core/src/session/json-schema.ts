@@ -9,9 +9,9 @@ type Path = (string | number)[];
  * deeper than `MAX_JSON_DEPTH` (reported at `value` itself: the deep path would fill the message), or
  * a getter or Proxy of the caller's that throws while it is read.
  */
-export function findJsonProblem(value: unknown, path: Path = []): { path: Path; message: string } | undefined {
+export function findJsonProblem(value: unknown, path: Path = [], seen: Set<object> = new Set()): { path: Path; message: string } | undefined {
   try {
-    return walk(value, path, new Set(), 0);
+    return walk(value, path, seen, 0);
   } catch (error) {
     if (error instanceof TooDeep) return { path, message: `nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels` };
     return { path, message: `could not be read: ${error instanceof Error ? error.message : String(error)}` };
