@@ -15,6 +15,11 @@ export interface EventStoreCapabilities {
   readonly maxCommands?: number;
   /** Whether concurrent calls on one store instance are supported and checked (default true). */
   readonly concurrentAppends?: boolean;
+  /**
+   * Opens a new, empty store whose `recordedAt` comes from `clock`. Enables the checks of what a store does
+   * when its clock fails (throws, or returns an invalid `Date`); without it those are skipped.
+   */
+  readonly withClock?: (clock: () => Date) => EventStore | Promise<EventStore>;
 }
 
 /** Capabilities with every default filled in, plus the replay settings read from the environment. */
@@ -24,6 +29,7 @@ export interface ResolvedCapabilities {
   readonly numRuns: number;
   readonly maxCommands: number;
   readonly concurrentAppends: boolean;
+  readonly withClock: ((clock: () => Date) => EventStore | Promise<EventStore>) | undefined;
   /** fast-check seed, path and commands replay path to reproduce a reported failure. */
   readonly replay: { readonly seed?: number; readonly path?: string; readonly replayPath?: string };
 }
@@ -56,6 +62,7 @@ export function resolveCapabilities(
     numRuns: runs ?? capabilities.numRuns ?? DEFAULT_CAPABILITIES.numRuns,
     maxCommands: capabilities.maxCommands ?? DEFAULT_CAPABILITIES.maxCommands,
     concurrentAppends: capabilities.concurrentAppends ?? DEFAULT_CAPABILITIES.concurrentAppends,
+    withClock: capabilities.withClock,
     replay: Object.freeze(replay),
   };
   if (!Number.isSafeInteger(resolved.maxEventBytes) || resolved.maxEventBytes < 64) {

@@ -1,4 +1,4 @@
 import { memoryStore } from '@sessionfold/core/kernel';
 import { describeEventStoreConformance } from './index.js';
 
-describeEventStoreConformance('memoryStore', () => memoryStore());
+describeEventStoreConformance('memoryStore', () => memoryStore(), { withClock: (clock) => memoryStore({ clock }) });

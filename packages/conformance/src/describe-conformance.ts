@@ -7,6 +7,7 @@ import { describeBlobRules } from './rules/blob-rules.js';
 import { describeConcurrencyRules } from './rules/concurrency-rules.js';
 import { describeFeedRules } from './rules/feed-rules.js';
 import { describeIdempotencyRules } from './rules/idempotency-rules.js';
+import { describeInputReadingRules } from './rules/input-reading-rules.js';
 import { describeInputRules } from './rules/input-rules.js';
 import { describeIsolationRules } from './rules/isolation-rules.js';
 import { describeLifecycleRules } from './rules/lifecycle-rules.js';
@@ -32,6 +33,7 @@ export function describeEventStoreConformance(
     describeStreamRules(ctx);
     describeBlobRules(ctx);
     describeInputRules(ctx);
+    describeInputReadingRules(ctx);
     describeIsolationRules(ctx);
     describeConcurrencyRules(ctx);
     describeLifecycleRules(ctx);

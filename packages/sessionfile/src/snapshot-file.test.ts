@@ -271,6 +271,19 @@ describe('saveSnapshot refusals and failures', () => {
     expect(await readdir(dir)).toEqual(['run.json']);
   });
 
+  it.each([
+    ['null', null],
+    ['undefined', undefined],
+    ['a string', 'snapshot'],
+    ['an array', []],
+  ])('refuses %s instead of a snapshot with SessionFileInvalidError, writing nothing', async (_label, snapshot) => {
+    const path = join(dir, 'run.json');
+    const error = await saveSnapshot(path, snapshot as unknown as SessionSnapshot).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SessionFileInvalidError);
+    expect((error as SessionFileInvalidError).path).toBe(path);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
   it('lands at the path it was given, owner-only, creating parents and leaving nothing else', async () => {
     const path = join(dir, 'nested', 'deeper', 'run.json');
     await saveSnapshot(path, fullSnapshot());

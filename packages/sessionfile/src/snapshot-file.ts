@@ -22,6 +22,8 @@ export interface SaveSnapshotOptions {
  * `json.dumps(indent=2)` bytes. A snapshot `loadSnapshot` would refuse is never written.
  */
 export async function saveSnapshot(path: string, snapshot: SessionSnapshot, options: SaveSnapshotOptions = {}): Promise<void> {
+  // Something that is not an object cannot be taken apart below: validation refuses it as it is, naming the path.
+  if (typeof snapshot !== 'object' || snapshot === null) validatePayload(snapshot, path);
   const { identity, turns, transcript, loop, compactions, ...rest } = snapshot;
   // The envelope is built by hand so its key order is fixed; anything extra is kept so validation refuses it.
   const payload = { version: SCHEMA_VERSION, identity, turns, transcript, loop, compactions, ...rest };

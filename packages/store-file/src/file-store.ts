@@ -7,11 +7,13 @@ import {
   StorageError,
   StoreClosedError,
   validateAppend,
-  validateExpectedRevision,
-  validateFrom,
+  validateReadAllOptions,
+  validateReadOptions,
   validateSha256,
   validateSnapshot,
   validateStreamId,
+  validateStreamsOptions,
+  validateWriteOptions,
   type AppendResult,
   type EventStore,
   type ExpectedRevision,
@@ -20,6 +22,7 @@ import {
   type Snapshot,
   type StreamId,
   type StreamRead,
+  type ValidatedAppend,
 } from '@sessionfold/core/kernel';
 import { AtomicWriteDirectorySyncError } from '@sessionfold/sessionfile/atomic';
 import { BlobStore } from './blob-store.js';
@@ -217,32 +220,31 @@ class FileStore implements EventStore {
     // Not tracked like the other writes: `close` drains every stream's queue, which holds every accepted append.
     try {
       this.#assertOpen();
-      const dataJson = validateAppend(stream, events, options, this.#maxEventBytes);
+      const batch = validateAppend(stream, events, options, this.#maxEventBytes);
       this.#assertWritable();
       this.#cases?.claim(stream);
-      return this.#entry(stream).append(ownCopies(events), dataJson, options.expectedRevision);
+      const { events: kept, dataJson } = ownCopies(batch);
+      return this.#entry(stream).append(kept, dataJson, batch.expectedRevision);
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  async read(stream: StreamId, options: { fromRevision?: number } = {}): Promise<StreamRead> {
+  async read(stream: StreamId, options?: { fromRevision?: number }): Promise<StreamRead> {
     this.#assertOpen();
     validateStreamId(stream);
     this.#cases?.check(stream);
-    validateFrom('fromRevision', options?.fromRevision);
-    return this.#reader.read(stream, options?.fromRevision ?? 1);
+    return this.#reader.read(stream, validateReadOptions(options));
   }
 
-  readAll(options: { fromPosition?: number } = {}): AsyncIterable<RecordedEvent> {
+  readAll(options?: { fromPosition?: number }): AsyncIterable<RecordedEvent> {
     this.#assertOpen();
-    validateFrom('fromPosition', options?.fromPosition);
-    return this.#reader.readAll(options?.fromPosition ?? 1);
+    return this.#reader.readAll(validateReadAllOptions(options));
   }
 
-  async *streams(options: { prefix?: string } = {}): AsyncIterable<{ stream: StreamId; revision: number }> {
+  async *streams(options?: { prefix?: string }): AsyncIterable<{ stream: StreamId; revision: number }> {
     this.#assertOpen();
-    const prefix = options?.prefix ?? '';
+    const prefix = validateStreamsOptions(options);
     const found = [...this.#entries.values()].filter((entry) => entry.revision > 0 && entry.name.startsWith(prefix));
     found.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const entry of found) yield { stream: entry.name, revision: entry.revision };
@@ -251,12 +253,11 @@ class FileStore implements EventStore {
   compact(stream: StreamId, snapshot: Snapshot): Promise<void> {
     return this.#track(async () => {
       this.#assertOpen();
-      validateSnapshot(stream, snapshot);
+      const kept = validateSnapshot(stream, snapshot);
       this.#assertWritable();
       this.#cases?.check(stream);
       const entry = this.#entries.get(stream);
       if (!entry || entry.revision === 0) throw new InvalidInputError('stream', `stream ${stream} does not exist`);
-      const kept = toWrite(stream, snapshot);
       await entry.exclusive(async () => {
         this.#assertNotPoisoned();
         if (entry.revision === 0) throw new InvalidInputError('stream', `stream ${stream} does not exist`);
@@ -278,11 +279,10 @@ class FileStore implements EventStore {
   restoreStream(stream: StreamId, snapshot: Snapshot): Promise<AppendResult> {
     return this.#track(async () => {
       this.#assertOpen();
-      validateSnapshot(stream, snapshot);
+      const kept = validateSnapshot(stream, snapshot);
       this.#assertWritable();
       this.#cases?.claim(stream);
       const entry = this.#entry(stream);
-      const kept = toWrite(stream, snapshot);
       return entry.exclusive(async () => {
         this.#assertNotPoisoned();
         if (entry.revision !== 0) throw new ConcurrencyError(stream, 'no_stream', entry.revision);
@@ -298,8 +298,7 @@ class FileStore implements EventStore {
     return this.#track(async () => {
       this.#assertOpen();
       validateStreamId(stream);
-      validateExpectedRevision(options?.expectedRevision);
-      const expected = options.expectedRevision;
+      const expected = validateWriteOptions(options);
       this.#assertWritable();
       this.#cases?.check(stream);
       const entry = this.#entries.get(stream);
@@ -481,21 +480,19 @@ class FileStore implements EventStore {
 }
 
 /**
- * What the store keeps of validated events until they are written: type and eventId, copied so a caller that
- * changes its objects meanwhile changes nothing. The data travels as the JSON validation produced.
+ * What the store keeps of a validated batch until it is written: type and eventId as validation read them (the
+ * caller's objects are not read again), and the data as the JSON validation produced.
  */
-function ownCopies(events: readonly NewEvent[]): NewEvent[] {
-  const copies = new Array<NewEvent>(events.length);
-  for (let i = 0; i < events.length; i++) {
-    const { type, eventId } = events[i] as NewEvent;
-    copies[i] = eventId === undefined ? { type, data: null } : { type, data: null, eventId };
+function ownCopies(batch: ValidatedAppend): { events: NewEvent[]; dataJson: string[] } {
+  const count = batch.events.length;
+  const events = new Array<NewEvent>(count);
+  const dataJson = new Array<string>(count);
+  for (let i = 0; i < count; i++) {
+    const { type, eventId, dataJson: json } = batch.events[i] as ValidatedAppend['events'][number];
+    events[i] = eventId === undefined ? { type, data: null } : { type, data: null, eventId };
+    dataJson[i] = json;
   }
-  return copies;
-}
-
-/** Serializes a validated snapshot's state now, before any await. */
-function toWrite(stream: StreamId, snapshot: Snapshot): Omit<SnapshotToWrite, 'position' | 'recordedAt'> {
-  return { revision: snapshot.revision, identity: { stream, schemaVersion: snapshot.identity.schemaVersion }, stateJson: JSON.stringify(snapshot.state) };
+  return { events, dataJson };
 }
 
 /** Creates `path` (0700) if missing; a failure names the directory. */

@@ -19,4 +19,5 @@ describeEventStoreConformance('sqliteStore', () => open(freshPath()), {
     if (path === undefined) throw new Error('not a store this suite opened');
     return open(path);
   },
+  withClock: (clock) => sqliteStore({ path: freshPath(), clock }),
 });

@@ -4,21 +4,26 @@ import {
   InvalidInputError,
   StorageError,
   StoreClosedError,
+  readClock,
+  snapshotJson,
   validateAppend,
-  validateExpectedRevision,
-  validateFrom,
+  validateReadAllOptions,
+  validateReadOptions,
   validateSha256,
   validateSnapshot,
   validateStreamId,
+  validateStreamsOptions,
+  validateWriteOptions,
   type EventStore,
+  type ValidatedAppend,
 } from '@sessionfold/core/kernel';
 import { openConnection } from './connection.js';
 import { guarded, translateError } from './errors.js';
-import { GroupCommit } from './group-commit.js';
+import { GroupCommit, type JobOptions } from './group-commit.js';
 import { readOptions, type SqliteStoreOptions } from './options.js';
 import { PAGE_SIZE, createReads } from './reads.js';
 import { prepareStatements } from './statements.js';
-import { createWrites, type NewRow } from './writes.js';
+import { createWrites } from './writes.js';
 
 /**
  * An `EventStore` in one SQLite file (WAL mode), shared safely by several processes: every write takes the
@@ -29,11 +34,12 @@ import { createWrites, type NewRow } from './writes.js';
 export function sqliteStore(options: SqliteStoreOptions): EventStore {
   const config = readOptions(options);
   const { path } = config;
-  // A poisoned error (a failed write or sync) makes the store refuse writes until it is reopened.
-  let poisonedBy: StorageError | undefined;
+  // What makes the store refuse writes until it is reopened: a failed write or sync (what reached the disk is
+  // unknown), or damage met by any read or write (a write must never build on a page SQLite cannot read).
+  let poisonedBy: StorageError | CorruptionError | undefined;
   const translate = (error: unknown) => {
     const translated = translateError(error, path, config.busyTimeoutMs);
-    if (translated instanceof StorageError && translated.poisoned) poisonedBy ??= translated;
+    if ((translated instanceof StorageError && translated.poisoned) || translated instanceof CorruptionError) poisonedBy ??= translated;
     return translated;
   };
   const db = guarded(translate, () => openConnection(config));
@@ -53,6 +59,13 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
   };
   const writable = () => {
     live();
+    if (poisonedBy instanceof CorruptionError) {
+      throw new StorageError(
+        `@sessionfold/store-sqlite: ${path}: damage was found in the database (${poisonedBy.message}); writes are refused ` +
+          'so nothing is built on it. Restore the file from a backup (or recover it with the sqlite3 shell), then reopen the store.',
+        { cause: poisonedBy, poisoned: true },
+      );
+    }
     if (poisonedBy) {
       throw new StorageError(`@sessionfold/store-sqlite: ${path}: a write failed on disk earlier; reopen the store to write again`, {
         cause: poisonedBy,
@@ -65,9 +78,10 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
     return guarded(translate, work);
   };
 
-  // One commit time per transaction: every event of a group commit carries the time of that commit.
+  // One commit time per transaction: every event of a group commit carries the time of that commit. A write
+  // reads it before its first statement, so a clock that fails refuses that write alone, with nothing to undo.
   let commitTime: string | undefined;
-  const writes = createWrites(s, () => (commitTime ??= config.clock().toISOString()));
+  const writes = createWrites(s, () => (commitTime ??= readClock(config.clock)));
   const reads = createReads(s, path, guard);
   const commits = new GroupCommit(
     {
@@ -92,39 +106,44 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
     translate,
   );
 
+  // Checked again when the job runs: a write queued before a read found damage must not build on it either.
+  const submit = <T>(work: () => T, jobOptions?: JobOptions): Promise<T> =>
+    commits.submit(() => {
+      writable();
+      return work();
+    }, jobOptions);
+
   return {
     append(stream, events, appendOptions) {
       // Not an async function: an append in a hot loop saves a promise and two turns of the microtask queue.
-      let rows: NewRow[];
+      let batch: ValidatedAppend;
       try {
         writable();
-        const json = validateAppend(stream, events, appendOptions, config.maxEventBytes);
-        rows = events.map((event, index): NewRow => ({ type: event.type, data: json[index] as string, eventId: event.eventId ?? null }));
+        // Only what validation read is written: the caller's objects are not looked at again.
+        batch = validateAppend(stream, events, appendOptions, config.maxEventBytes);
       } catch (error) {
         return Promise.reject(error);
       }
-      const expected = appendOptions.expectedRevision;
+      const rows = batch.events;
       // Later event ids are refused by the unique index after earlier rows went in: those need a savepoint.
-      const mayFailAfterWriting = rows.some((row, index) => index > 0 && row.eventId !== null);
-      return commits.submit(() => writes.append(stream, rows, expected), { mayFailAfterWriting });
+      const mayFailAfterWriting = rows.some((row, index) => index > 0 && row.eventId !== undefined);
+      return submit(() => writes.append(stream, rows, batch.expectedRevision), { mayFailAfterWriting });
     },
 
-    async read(stream, readOptions = {}) {
+    async read(stream, readOptions) {
       live();
       validateStreamId(stream);
-      validateFrom('fromRevision', readOptions.fromRevision);
-      return reads.read(stream, readOptions.fromRevision ?? 1);
+      return reads.read(stream, validateReadOptions(readOptions));
     },
 
-    readAll(readOptions = {}) {
+    readAll(readOptions) {
       live();
-      validateFrom('fromPosition', readOptions.fromPosition);
-      return reads.feed(readOptions.fromPosition ?? 1);
+      return reads.feed(validateReadAllOptions(readOptions));
     },
 
-    async *streams(listOptions = {}) {
+    async *streams(listOptions) {
       live();
-      const prefix = listOptions.prefix ?? '';
+      const prefix = validateStreamsOptions(listOptions);
       let page = reads.streamsPage({ from: prefix });
       for (;;) {
         for (const row of page) {
@@ -139,24 +158,21 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
 
     async compact(stream, snapshot) {
       writable();
-      validateSnapshot(stream, snapshot);
-      const json = JSON.stringify(snapshot);
-      return commits.submit(() => writes.compact(stream, snapshot.revision, json));
+      const validated = validateSnapshot(stream, snapshot);
+      return submit(() => writes.compact(stream, validated.revision, snapshotJson(validated)));
     },
 
     async restoreStream(stream, snapshot) {
       writable();
-      validateSnapshot(stream, snapshot);
-      const json = JSON.stringify(snapshot);
-      return commits.submit(() => writes.restore(stream, snapshot.revision, json));
+      const validated = validateSnapshot(stream, snapshot);
+      return submit(() => writes.restore(stream, validated.revision, snapshotJson(validated)));
     },
 
     async deleteStream(stream, deleteOptions) {
       writable();
       validateStreamId(stream);
-      validateExpectedRevision(deleteOptions?.expectedRevision);
-      const expected = deleteOptions.expectedRevision;
-      return commits.submit(() => writes.delete(stream, expected));
+      const expected = validateWriteOptions(deleteOptions);
+      return submit(() => writes.delete(stream, expected));
     },
 
     async putBlob(stream, bytes) {
@@ -166,7 +182,7 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
       const sha256 = createHash('sha256').update(bytes).digest('hex');
       // Copied now: the caller may reuse its buffer before the shared commit runs.
       const copy = Buffer.from(bytes);
-      return commits.submit(() => writes.putBlob(stream, sha256, copy));
+      return submit(() => writes.putBlob(stream, sha256, copy));
     },
 
     async getBlob(sha256) {

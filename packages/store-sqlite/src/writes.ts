@@ -7,17 +7,11 @@ import {
   type AppendResult,
   type ExpectedRevision,
   type StreamId,
+  type ValidatedEvent,
 } from '@sessionfold/core/kernel';
 import { sqliteCode } from './errors.js';
 import { Kind } from './schema.js';
 import type { Statements } from './statements.js';
-
-/** An event ready for its row: data already serialized by validation. */
-export interface NewRow {
-  type: string;
-  data: string;
-  eventId: string | null;
-}
 
 /**
  * The store's writes, each run inside the shared write transaction of a group commit. Every check comes
@@ -29,7 +23,7 @@ export interface Writes {
   reset(): void;
   /** Call just before COMMIT: records which streams this transaction created or deleted. */
   beforeCommit(): void;
-  append(stream: StreamId, rows: readonly NewRow[], expected: ExpectedRevision): AppendResult;
+  append(stream: StreamId, rows: readonly ValidatedEvent[], expected: ExpectedRevision): AppendResult;
   compact(stream: StreamId, revision: number, snapshotJson: string): void;
   restore(stream: StreamId, revision: number, snapshotJson: string): AppendResult;
   delete(stream: StreamId, expected: ExpectedRevision): void;
@@ -73,8 +67,8 @@ export function createWrites(s: Statements, recordedAt: () => string): Writes {
     },
 
     append(stream, rows, expected) {
-      const firstId = (rows[0] as NewRow).eventId;
-      if (firstId !== null) {
+      const firstId = (rows[0] as ValidatedEvent).eventId;
+      if (firstId !== undefined) {
         const earlier = s.findEventId.get(stream, firstId) as { revision: number; position: number; batch_end: number } | undefined;
         // A retry: answer as the first time. The batch's rows are consecutive in revision and position.
         if (earlier) return { revision: earlier.batch_end, position: earlier.position + earlier.batch_end - earlier.revision };
@@ -83,7 +77,7 @@ export function createWrites(s: Statements, recordedAt: () => string): Writes {
       if (!revisionMatches(expected, head)) {
         // An id already in the stream is the caller's mistake whatever the revision: report that first.
         rows.forEach((row, index) => {
-          if (index > 0 && row.eventId !== null && s.findEventId.get(stream, row.eventId) !== undefined) throw knownEventId(stream, row, index);
+          if (index > 0 && row.eventId !== undefined && s.findEventId.get(stream, row.eventId) !== undefined) throw knownEventId(stream, row, index);
         });
         throw new ConcurrencyError(stream, expected, head);
       }
@@ -92,10 +86,11 @@ export function createWrites(s: Statements, recordedAt: () => string): Writes {
       let position = 0;
       rows.forEach((row, index) => {
         try {
-          const batchEnd = row.eventId === null ? null : end;
-          position = Number(s.insertEvent.run(stream, head + index + 1, row.type, row.data, row.eventId, batchEnd, at).lastInsertRowid);
+          const eventId = row.eventId ?? null;
+          const batchEnd = eventId === null ? null : end;
+          position = Number(s.insertEvent.run(stream, head + index + 1, row.type, row.dataJson, eventId, batchEnd, at).lastInsertRowid);
         } catch (error) {
-          if (row.eventId !== null && sqliteCode(error) === 'SQLITE_CONSTRAINT_UNIQUE' && String(error).includes('event_id')) {
+          if (row.eventId !== undefined && sqliteCode(error) === 'SQLITE_CONSTRAINT_UNIQUE' && String(error).includes('event_id')) {
             throw knownEventId(stream, row, index, error);
           }
           throw error;
@@ -146,6 +141,6 @@ export function createWrites(s: Statements, recordedAt: () => string): Writes {
   };
 }
 
-function knownEventId(stream: StreamId, row: NewRow, index: number, cause?: unknown): InvalidInputError {
+function knownEventId(stream: StreamId, row: ValidatedEvent, index: number, cause?: unknown): InvalidInputError {
   return new InvalidInputError(`events[${index}].eventId`, `${JSON.stringify(row.eventId)} is already in stream ${stream}`, { cause });
 }

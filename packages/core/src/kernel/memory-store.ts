@@ -6,8 +6,6 @@ import {
   SNAPSHOT_RECORD,
   type AppendResult,
   type EventStore,
-  type ExpectedRevision,
-  type NewEvent,
   type RecordedEvent,
   type Snapshot,
   type StreamId,
@@ -15,13 +13,19 @@ import {
 } from './port.js';
 import {
   DEFAULT_MAX_EVENT_BYTES,
+  readClock,
   revisionMatches,
+  snapshotJson,
   validateAppend,
-  validateExpectedRevision,
-  validateFrom,
+  validateReadAllOptions,
+  validateReadOptions,
   validateSha256,
   validateSnapshot,
   validateStreamId,
+  validateStreamsOptions,
+  validateWriteOptions,
+  type ValidatedEvent,
+  type ValidatedSnapshot,
 } from './validate.js';
 
 /** Options of `memoryStore`. */
@@ -60,13 +64,14 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
   };
   const revisionOf = (stream: StreamId) => streams.get(stream)?.revision ?? 0;
   const copy = (event: RecordedEvent): RecordedEvent => ({ ...event, data: cloneJson(event.data) });
-  const feedRecord = (stream: StreamId, type: string, revision: number, data: JsonValue): RecordedEvent => ({
+  // The commit time is read before anything changes: a clock that fails leaves the store as it was.
+  const feedRecord = (stream: StreamId, type: string, revision: number, data: JsonValue, recordedAt: string): RecordedEvent => ({
     streamId: stream,
     type,
     data,
     revision,
     position: ++lastPosition,
-    recordedAt: clock().toISOString(),
+    recordedAt,
   });
 
   async function* iterate(events: RecordedEvent[]): AsyncIterable<RecordedEvent> {
@@ -76,26 +81,26 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
   return {
     async append(stream, events, appendOptions) {
       open();
-      const serialized = validateAppend(stream, events, appendOptions, maxEventBytes);
+      // Only what validation read is used from here on: the caller's objects are not looked at again.
+      const batch = validateAppend(stream, events, appendOptions, maxEventBytes);
       const state = streams.get(stream);
-      const first = events[0] as NewEvent;
+      const first = batch.events[0] as ValidatedEvent;
       const earlier = first.eventId === undefined ? undefined : state?.eventIds.get(first.eventId);
       if (earlier) return { ...earlier };
-      events.forEach((event, index) => {
+      batch.events.forEach((event, index) => {
         if (index > 0 && event.eventId !== undefined && state?.eventIds.has(event.eventId)) {
           throw new InvalidInputError(`events[${index}].eventId`, `${JSON.stringify(event.eventId)} is already in stream ${stream}`);
         }
       });
       const actual = state?.revision ?? 0;
-      if (!revisionMatches(appendOptions.expectedRevision, actual)) {
-        throw new ConcurrencyError(stream, appendOptions.expectedRevision, actual);
-      }
+      const expected = batch.expectedRevision;
+      if (!revisionMatches(expected, actual)) throw new ConcurrencyError(stream, expected, actual);
       const target: StreamState = state ?? { revision: 0, snapshot: undefined, events: [], eventIds: new Map() };
-      const recordedAt = clock().toISOString();
-      const recorded = events.map((event, index): RecordedEvent => ({
+      const recordedAt = readClock(clock);
+      const recorded = batch.events.map((event, index): RecordedEvent => ({
         streamId: stream,
         type: event.type,
-        data: JSON.parse(serialized[index] as string) as JsonValue,
+        data: JSON.parse(event.dataJson) as JsonValue,
         ...(event.eventId === undefined ? {} : { eventId: event.eventId }),
         revision: actual + index + 1,
         position: lastPosition + index + 1,
@@ -112,11 +117,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       return { ...result };
     },
 
-    async read(stream, readOptions = {}): Promise<StreamRead> {
+    async read(stream, readOptions): Promise<StreamRead> {
       open();
       validateStreamId(stream);
-      validateFrom('fromRevision', readOptions.fromRevision);
-      const from = readOptions.fromRevision ?? 1;
+      const from = validateReadOptions(readOptions);
       const state = streams.get(stream);
       if (!state) return { revision: 0, events: iterate([]) };
       const snapshot = state.snapshot && state.snapshot.revision >= from ? cloneJson(state.snapshot) : undefined;
@@ -128,10 +132,9 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       };
     },
 
-    readAll(readOptions = {}) {
+    readAll(readOptions) {
       open();
-      validateFrom('fromPosition', readOptions.fromPosition);
-      const from = readOptions.fromPosition ?? 1;
+      const from = validateReadAllOptions(readOptions);
       // The feed is in position order: find the start by bisection so a caught-up reader pays nothing.
       let low = 0;
       let high = feed.length;
@@ -143,25 +146,26 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       return iterate(feed.slice(low));
     },
 
-    async *streams(listOptions = {}) {
+    async *streams(listOptions) {
       open();
-      const prefix = listOptions.prefix ?? '';
+      const prefix = validateStreamsOptions(listOptions);
       const names = [...streams.keys()].filter((name) => name.startsWith(prefix)).sort();
       for (const name of names) yield { stream: name, revision: revisionOf(name) };
     },
 
     async compact(stream, snapshot) {
       open();
-      validateSnapshot(stream, snapshot);
+      const validated = validateSnapshot(stream, snapshot);
       const state = streams.get(stream);
       if (!state) throw new InvalidInputError('stream', `stream ${stream} does not exist`);
-      if (snapshot.revision > state.revision) {
-        throw new InvalidInputError('snapshot.revision', `revision ${snapshot.revision} is past the stream's revision ${state.revision}`);
+      if (validated.revision > state.revision) {
+        throw new InvalidInputError('snapshot.revision', `revision ${validated.revision} is past the stream's revision ${state.revision}`);
       }
-      if (state.snapshot && snapshot.revision < state.snapshot.revision) {
-        throw new InvalidInputError('snapshot.revision', `revision ${snapshot.revision} is older than the stored snapshot's ${state.snapshot.revision}`);
+      if (state.snapshot && validated.revision < state.snapshot.revision) {
+        throw new InvalidInputError('snapshot.revision', `revision ${validated.revision} is older than the stored snapshot's ${state.snapshot.revision}`);
       }
-      const kept = throughJson(snapshot);
+      const recordedAt = readClock(clock);
+      const kept = keptSnapshot(validated);
       state.snapshot = kept;
       const dropped = state.events.filter((event) => event.revision <= kept.revision);
       state.events = state.events.filter((event) => event.revision > kept.revision);
@@ -169,17 +173,18 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       feed = feed.filter(
         (record) => record.streamId !== stream || (record.type !== SNAPSHOT_RECORD && record.revision > kept.revision) || record.type === DELETED_RECORD,
       );
-      feed.push(feedRecord(stream, SNAPSHOT_RECORD, kept.revision, cloneJson(kept) as unknown as JsonValue));
+      feed.push(feedRecord(stream, SNAPSHOT_RECORD, kept.revision, cloneJson(kept) as unknown as JsonValue, recordedAt));
     },
 
     async restoreStream(stream, snapshot) {
       open();
-      validateSnapshot(stream, snapshot);
+      const validated = validateSnapshot(stream, snapshot);
       const actual = revisionOf(stream);
       if (actual !== 0) throw new ConcurrencyError(stream, 'no_stream', actual);
-      const kept = throughJson(snapshot);
+      const recordedAt = readClock(clock);
+      const kept = keptSnapshot(validated);
       streams.set(stream, { revision: kept.revision, snapshot: kept, events: [], eventIds: new Map() });
-      const record = feedRecord(stream, SNAPSHOT_RECORD, kept.revision, cloneJson(kept) as unknown as JsonValue);
+      const record = feedRecord(stream, SNAPSHOT_RECORD, kept.revision, cloneJson(kept) as unknown as JsonValue, recordedAt);
       feed.push(record);
       return { revision: kept.revision, position: record.position };
     },
@@ -187,14 +192,14 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
     async deleteStream(stream, deleteOptions) {
       open();
       validateStreamId(stream);
-      validateExpectedRevision(deleteOptions?.expectedRevision);
-      const expected: ExpectedRevision = deleteOptions.expectedRevision;
+      const expected = validateWriteOptions(deleteOptions);
       const actual = revisionOf(stream);
       if (!revisionMatches(expected, actual)) throw new ConcurrencyError(stream, expected, actual);
       if (actual === 0) return;
+      const recordedAt = readClock(clock);
       streams.delete(stream);
       feed = feed.filter((record) => record.streamId !== stream);
-      feed.push(feedRecord(stream, DELETED_RECORD, actual, null));
+      feed.push(feedRecord(stream, DELETED_RECORD, actual, null, recordedAt));
       for (const [sha, streamsOwning] of owners) {
         if (!streamsOwning.delete(stream) || streamsOwning.size > 0) continue;
         owners.delete(sha);
@@ -232,7 +237,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
   };
 }
 
-/** A copy as a store that keeps JSON text would give it back (so `-0` reads as `0`, like every persistent store). */
-function throughJson<T>(value: T): T {
-  return JSON.parse(JSON.stringify(value)) as T;
+/** The snapshot as a store that keeps JSON text gives it back (so `-0` reads as `0`, like every persistent store). */
+function keptSnapshot(snapshot: ValidatedSnapshot): Snapshot {
+  return JSON.parse(snapshotJson(snapshot)) as Snapshot;
 }

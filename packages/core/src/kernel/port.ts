@@ -62,6 +62,13 @@ export const DELETED_RECORD = '$deleted';
 /**
  * The storage port every store implements (memory, file, SQLite, Postgres).
  * The conformance suite (`@sessionfold/conformance`) checks every rule stated here.
+ *
+ * Input, on every method: bad input is `InvalidInputError` before anything is touched, also when reading the
+ * caller's objects throws (a getter, a Proxy, a `toJSON`). Each field of an argument is read once, and what was
+ * validated is what is stored. Types and event ids are well-formed Unicode without U+0000, so every store keeps
+ * them identically; event data and snapshot states are plain JSON nested at most `MAX_JSON_DEPTH` (256) levels
+ * of arrays and objects. Options of the reads may be undefined or null (no options). A store's clock that fails
+ * or returns an invalid `Date` makes the write `InvalidInputError` (field `clock`) before it writes anything.
  */
 export interface EventStore {
   /**
@@ -89,7 +96,8 @@ export interface EventStore {
 
   /**
    * Atomically stores `snapshot` and drops the events it covers (revision ≤ snapshot.revision). Revisions keep
-   * counting; `read` folds to the same state afterwards. Event ids of dropped events are forgotten.
+   * counting; `read` folds to the same state afterwards. Event ids of dropped events are forgotten. A snapshot
+   * has exactly `revision`, `state` and `identity` (`stream`, `schemaVersion`); another member is refused.
    */
   compact(stream: StreamId, snapshot: Snapshot): Promise<void>;
 

@@ -3,6 +3,13 @@ import { isRfc3339 } from './inputs.js';
 import { feedLength, openTestHistory, startConversation } from './test-support.fixture.js';
 import type { SessionHistory } from './service.js';
 
+/** `levels` arrays nested in each other around a 0. */
+function nested(levels: number): unknown {
+  let value: unknown = 0;
+  for (let i = 0; i < levels; i++) value = [value];
+  return value;
+}
+
 const START = { startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' };
 const NOT_A_UUID = 'session-42';
 const MISSING = '00000000-0000-4000-8000-00000000abcd';
@@ -46,6 +53,14 @@ describe('bad input is refused with invalid_request naming the field, and nothin
     ['object bytes that are not bytes', (h: SessionHistory, id: string) => h.stageObject(id, { mediaType: 'image/png', bytes: [1, 2] as never }), /^bytes: /],
     ['a command id that is not a string', (h: SessionHistory) => h.claimCommand(42 as never), /^commandId: /],
     ['a receipt without its object id', (h: SessionHistory) => h.recordCompletion({ sessionObjectId: 'A', commitReceipt: {} as never }), /^commitReceipt\.sessionObjectId: /],
+    ['an empty session object id', (h: SessionHistory) => h.recordCompletion({ sessionObjectId: '' }), /^sessionObjectId: /],
+    ['a payload nested 10,000 levels deep', (h: SessionHistory, id: string) => h.enqueue(id, { idempotencyId: 'm', kind: 'message', payload: nested(10_000) as never }), /^payload: .*deeper than 256 levels/],
+    ['a state nested past the limit', (h: SessionHistory, id: string) => h.checkpoint(id, { expectedVersion: 1, state: { channel: nested(300) as never } }), /^state: .*deeper than 256 levels/],
+    [
+      'a payload whose getter throws',
+      (h: SessionHistory, id: string) => h.enqueue(id, { idempotencyId: 'm', kind: 'message', payload: { get text(): string { throw new Error('no text'); } } as never }),
+      /^payload: .*no text/,
+    ],
   ])('%s', async (_name, call, message) => {
     await expectRefused(call, message);
   });

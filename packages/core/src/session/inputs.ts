@@ -98,7 +98,8 @@ export type IngressFailure = z.output<typeof ingressFailureSchema>;
 
 /** Input of `recordCompletion`. */
 export const recordCompletionSchema = z.object({
-  sessionObjectId: z.string(),
+  // An empty id would name no session object, and receipts are unique by it.
+  sessionObjectId: z.string().min(1, 'expected a non-empty session object id'),
   commitReceipt: completionReceiptSchema.nullable().optional(),
   sessionId: sessionIdSchema.nullable().optional(),
   sessionType: z.string().nullable().optional(),

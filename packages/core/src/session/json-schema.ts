@@ -1,22 +1,36 @@
 import { z } from 'zod';
-import type { JsonObject, JsonValue } from '../kernel/json.js';
+import { MAX_JSON_DEPTH, type JsonObject, type JsonValue } from '../kernel/json.js';
 
 type Path = (string | number)[];
 
 /**
  * The first problem that keeps `value` from being safe plain JSON: a value JSON cannot carry, a cycle,
- * or a `__proto__` key (which would rewrite prototypes when the data is spread or merged later).
+ * a `__proto__` key (which would rewrite prototypes when the data is spread or merged later), nesting
+ * deeper than `MAX_JSON_DEPTH` (reported at `value` itself: the deep path would fill the message), or
+ * a getter or Proxy of the caller's that throws while it is read.
  */
 export function findJsonProblem(value: unknown, path: Path = [], seen: Set<object> = new Set()): { path: Path; message: string } | undefined {
+  try {
+    return walk(value, path, seen, 0);
+  } catch (error) {
+    if (error instanceof TooDeep) return { path, message: `nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels` };
+    return { path, message: `could not be read: ${error instanceof Error ? error.message : String(error)}` };
+  }
+}
+
+class TooDeep extends Error {}
+
+function walk(value: unknown, path: Path, seen: Set<object>, depth: number): { path: Path; message: string } | undefined {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return undefined;
   if (typeof value === 'number') return Number.isFinite(value) ? undefined : { path, message: 'expected a finite number' };
   if (typeof value !== 'object') return { path, message: `expected JSON, received ${typeof value}` };
   if (seen.has(value)) return { path, message: 'expected JSON, found a cycle' };
+  if (depth >= MAX_JSON_DEPTH) throw new TooDeep();
   seen.add(value);
   try {
     if (Array.isArray(value)) {
       for (let i = 0; i < value.length; i++) {
-        const problem = findJsonProblem(value[i], [...path, i], seen);
+        const problem = walk(value[i], [...path, i], seen, depth + 1);
         if (problem) return problem;
       }
       return undefined;
@@ -25,7 +39,7 @@ export function findJsonProblem(value: unknown, path: Path = [], seen: Set<objec
     if (proto !== Object.prototype && proto !== null) return { path, message: 'expected a plain JSON object' };
     for (const key of Object.keys(value)) {
       if (key === '__proto__') return { path: [...path, key], message: 'the key "__proto__" is not allowed' };
-      const problem = findJsonProblem((value as Record<string, unknown>)[key], [...path, key], seen);
+      const problem = walk((value as Record<string, unknown>)[key], [...path, key], seen, depth + 1);
       if (problem) return problem;
     }
     return undefined;
