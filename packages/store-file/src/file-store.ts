@@ -24,13 +24,15 @@ import {
 import { AtomicWriteDirectorySyncError } from '@sessionfold/sessionfile/atomic';
 import { BlobStore } from './blob-store.js';
 import { inlineIo, listDir, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
-import { compactJournal, locateRevision } from './journal-compact.js';
+import { compactJournal, liveFrom, locateRevision } from './journal-compact.js';
 import { scanJournal } from './journal-scan.js';
 import { Layout } from './layout.js';
 import { acquireLock, type WriterLock } from './lock.js';
 import { Positions } from './positions.js';
 import { readSnapshotFile, writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
-import { StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
+import { MAX_FLUSH_CHARS, StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
+import { StreamFiles } from './stream-files.js';
+import type { JournalInfo } from './journal-scan.js';
 import { StoreReader } from './store-reader.js';
 import { Tombstones } from './tombstones.js';
 
@@ -133,7 +135,7 @@ class FileStore implements EventStore {
       get positions() {
         return store.#positions;
       },
-      clock,
+      now: () => recordedAtOf(clock),
       assertNotPoisoned: () => this.#assertNotPoisoned(),
       poison: () => {
         this.#poisoned = true;
@@ -192,7 +194,11 @@ class FileStore implements EventStore {
       this.#assertOpen();
       const dataJson = validateAppend(stream, events, options, this.#maxEventBytes);
       this.#assertWritable();
-      return this.#entry(stream).append(ownCopies(events), dataJson, options.expectedRevision);
+      const { copies, chars } = ownCopies(events, dataJson);
+      if (chars > MAX_FLUSH_CHARS) {
+        throw new InvalidInputError('events', `the batch serializes to more than ${MAX_FLUSH_CHARS} characters; split it into several appends`);
+      }
+      return this.#entry(stream).append(copies, dataJson, chars, options.expectedRevision);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -238,7 +244,7 @@ class FileStore implements EventStore {
         }
         const path = this.#layout.journal(stream);
         const cut = entry.journalExists ? await locateRevision(this.#fs, path, entry.journal, kept.revision + 1) : undefined;
-        await this.#writeSnapshot(entry, kept, async () => {
+        await this.#writeSnapshot(entry, kept, cut ? liveFrom(entry.journal, cut) : entry.journal, async () => {
           if (cut) await compactJournal(this.#ctx, entry, path, cut, kept.revision);
         });
       });
@@ -255,8 +261,7 @@ class FileStore implements EventStore {
       return entry.exclusive(async () => {
         this.#assertNotPoisoned();
         if (entry.revision !== 0) throw new ConcurrencyError(stream, 'no_stream', entry.revision);
-        const mark = await this.#writeSnapshot(entry, kept, async () => undefined);
-        entry.journal.lastRevision = kept.revision;
+        const mark = await this.#writeSnapshot(entry, kept, { ...entry.journal, lastRevision: kept.revision }, async () => undefined);
         entry.setRevision(kept.revision);
         return { revision: kept.revision, position: mark.position };
       });
@@ -280,9 +285,11 @@ class FileStore implements EventStore {
         const actual = entry.revision;
         if (!revisionMatches(expected, actual)) throw new ConcurrencyError(stream, expected, actual);
         if (actual === 0) return;
+        const recordedAt = this.#ctx.now();
         const position = this.#positions.reserve(1);
+        let settled = false;
         try {
-          const mark: ChangeMark = { revision: actual, position, recordedAt: this.#ctx.clock().toISOString() };
+          const mark: ChangeMark = { revision: actual, position, recordedAt };
           try {
             await this.#tombstones.add(stream, mark);
           } catch (error) {
@@ -291,7 +298,14 @@ class FileStore implements EventStore {
           }
           // The tombstone is durable: the stream is gone whatever happens to its files next (open finishes the job).
           await entry.closeFile();
-          entry.reset(mark);
+          const old = entry.files;
+          const retired = await old.retire(this.#fs, this.#layout.journal(stream), this.#layout.snapshot(stream)).then(
+            () => old,
+            () => undefined,
+          );
+          entry.reset(mark, retired);
+          this.#positions.settle(position);
+          settled = true;
           try {
             await this.#removeStreamFiles(stream);
           } catch (cause) {
@@ -299,7 +313,8 @@ class FileStore implements EventStore {
             throw new StorageError(`Deleted ${stream}, but could not remove all of its files; reopen the store to finish.`, { cause, poisoned: true });
           }
         } finally {
-          this.#positions.settle(position);
+          if (!settled) this.#positions.settle(position);
+          entry.filesAsOf(0, this.#positions.watermark);
         }
       });
     });
@@ -396,36 +411,55 @@ class FileStore implements EventStore {
     return promise;
   }
 
-  /** Writes the snapshot (taking a new position for its `$snapshot` change), then runs `after` (the journal rewrite). */
-  async #writeSnapshot(entry: StreamEntry, snapshot: Omit<SnapshotToWrite, 'position' | 'recordedAt'>, after: () => Promise<void>): Promise<ChangeMark> {
+  /**
+   * Writes the snapshot (taking a new position for its `$snapshot` change), makes it current with `journal`
+   * (the journal as it reads after the snapshot), settles the change's position, then runs `after` (the journal
+   * rewrite). The version it replaces stays readable for readers that started on it.
+   */
+  async #writeSnapshot(
+    entry: StreamEntry,
+    snapshot: Omit<SnapshotToWrite, 'position' | 'recordedAt'>,
+    journal: JournalInfo,
+    after: () => Promise<void>,
+  ): Promise<ChangeMark> {
+    const recordedAt = this.#ctx.now();
     const position = this.#positions.reserve(1);
+    const mark: ChangeMark = { revision: snapshot.revision, position, recordedAt };
+    let settled = false;
+    const install = () => {
+      const next = new StreamFiles(mark, journal, position);
+      // The retired version's pin passes to `before`: feed reads below the new position still show it.
+      next.before = old;
+      entry.useFiles(next);
+      // Events the snapshot covers leave the stream at once, even while the journal still holds them.
+      for (const [id, where] of journal.eventIds) if (where.revision <= mark.revision) journal.eventIds.delete(id);
+      // The change is durable: the feed may show it now, while the journal is still being rewritten.
+      this.#positions.settle(position);
+      settled = true;
+    };
+    const old = entry.files;
     try {
-      const mark: ChangeMark = { revision: snapshot.revision, position, recordedAt: this.#ctx.clock().toISOString() };
+      await old.retire(this.#fs, this.#layout.journal(entry.name), this.#layout.snapshot(entry.name));
       try {
-        await writeSnapshotFile(this.#fs, this.#layout.snapshot(entry.name), { ...snapshot, position, recordedAt: mark.recordedAt });
+        await writeSnapshotFile(this.#fs, this.#layout.snapshot(entry.name), { ...snapshot, position, recordedAt });
       } catch (cause) {
         if (!(cause instanceof AtomicWriteDirectorySyncError)) {
+          entry.useFiles(old.unretired());
+          old.release();
           throw new StorageError(`@sessionfold/store-file: could not write the snapshot of ${entry.name}.`, { cause });
         }
         // The new file is in place but its name may not survive a crash: use it, refuse further writes.
         this.#poisoned = true;
-        this.#snapshotWritten(entry, mark);
+        install();
         throw new StorageError(`@sessionfold/store-file: could not sync the snapshot of ${entry.name}; reopen the store.`, { cause, poisoned: true });
       }
-      this.#snapshotWritten(entry, mark);
+      install();
       await after();
       return mark;
     } finally {
-      this.#positions.settle(position);
+      if (!settled) this.#positions.settle(position);
+      entry.filesAsOf(0, this.#positions.watermark);
     }
-  }
-
-  #snapshotWritten(entry: StreamEntry, mark: ChangeMark): void {
-    entry.snapshot = mark;
-    entry.generation++;
-    // Events the snapshot covers leave the stream at once, even while the journal still holds them.
-    const journal = entry.journal;
-    for (const [id, where] of journal.eventIds) if (where.revision <= mark.revision) journal.eventIds.delete(id);
   }
 
   async #removeStreamFiles(stream: StreamId): Promise<void> {
@@ -447,15 +481,32 @@ class FileStore implements EventStore {
 
 /**
  * What the store keeps of validated events until they are written: type and eventId, copied so a caller that
- * changes its objects meanwhile changes nothing. The data travels as the JSON validation produced.
+ * changes its objects meanwhile changes nothing. The data travels as the JSON validation produced. Also
+ * measures the batch (data and types, in UTF-16 code units) in the same pass.
  */
-function ownCopies(events: readonly NewEvent[]): NewEvent[] {
+function ownCopies(events: readonly NewEvent[], dataJson: readonly string[]): { copies: NewEvent[]; chars: number } {
   const copies = new Array<NewEvent>(events.length);
+  let chars = 0;
   for (let i = 0; i < events.length; i++) {
     const { type, eventId } = events[i] as NewEvent;
     copies[i] = eventId === undefined ? { type, data: null } : { type, data: null, eventId };
+    chars += (dataJson[i] as string).length + type.length;
   }
-  return copies;
+  return { copies, chars };
+}
+
+/** The clock's time as ISO 8601, or a `StorageError` saying what the clock did wrong. */
+function recordedAtOf(clock: () => Date): string {
+  let now: unknown;
+  try {
+    now = clock();
+  } catch (cause) {
+    throw new StorageError('@sessionfold/store-file: the clock failed; nothing was written.', { cause });
+  }
+  if (!(now instanceof Date) || Number.isNaN(now.getTime())) {
+    throw new StorageError(`@sessionfold/store-file: the clock returned ${now instanceof Date ? 'an invalid Date' : typeof now}, not a valid Date; nothing was written.`);
+  }
+  return now.toISOString();
 }
 
 /** Serializes a validated snapshot's state now, before any await. */

@@ -14,6 +14,9 @@ import { eventPayloadJson, frameLine } from './journal-codec.js';
 import { CHECKPOINT_EVERY, emptyJournal, type JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
 import type { Positions } from './positions.js';
+import { StreamFiles, type ChangeMark } from './stream-files.js';
+
+export type { ChangeMark } from './stream-files.js';
 
 /** What every stream shares with the store. */
 export interface StoreContext {
@@ -24,20 +27,14 @@ export interface StoreContext {
   readonly flushLoops: { running: number };
   readonly layout: Layout;
   readonly positions: Positions;
-  readonly clock: () => Date;
+  /** The clock's time as ISO 8601; throws a `StorageError` (before anything is reserved) when the clock fails. */
+  now(): string;
   /** Throws a poisoned `StorageError` once a sync has failed. */
   assertNotPoisoned(): void;
   /** Marks the store as refusing writes until reopened. */
   poison(): void;
   /** Called on every flush, so the store can keep the number of open journal descriptors bounded. */
   touched(entry: StreamEntry): void;
-}
-
-/** Position and time of a `$snapshot` or `$deleted` change. */
-export interface ChangeMark {
-  revision: number;
-  position: number;
-  recordedAt: string;
 }
 
 /**
@@ -48,9 +45,17 @@ const INLINE_MAX_BYTES = 256 * 1024;
 /** Flushes of several appends run inline after an asynchronous one during whose disk wait no append arrived. */
 const INLINE_RUN = 15;
 
+/**
+ * Most UTF-16 code units of serialized events one flush holds (one append may not exceed it either): a flush
+ * joins its lines into one string, which must stay far below the engine's longest string.
+ */
+export const MAX_FLUSH_CHARS = 256 * 1024 * 1024;
+
 interface PendingAppend {
   events: readonly NewEvent[];
   dataJson: readonly string[];
+  /** Serialized size of the events (data and type), in UTF-16 code units. */
+  chars: number;
   firstRevision: number;
   result: AppendResult;
   resolve(result: AppendResult): void;
@@ -70,12 +75,10 @@ export class StreamEntry {
   revision = 0;
   /** Revision including queued appends: what the next append must expect. */
   #head = 0;
-  snapshot: ChangeMark | undefined;
   tombstone: ChangeMark | undefined;
-  journal: JournalInfo = emptyJournal(0);
+  /** The current version of the stream's files; replaced (never changed) by compaction and deletion. */
+  #files = new StreamFiles(undefined, emptyJournal(0));
   journalExists = false;
-  /** Bumped whenever the journal or snapshot file is replaced or removed, so readers holding offsets retry. */
-  generation = 0;
   #fd: number | undefined;
   /** A failed write may have left bytes past `journal.length`; they are cut before the next write. */
   #dirty = false;
@@ -93,18 +96,53 @@ export class StreamEntry {
     this.name = name;
   }
 
-  /** Sets the durable state found at open. */
+  get files(): StreamFiles {
+    return this.#files;
+  }
+
+  get snapshot(): ChangeMark | undefined {
+    return this.#files.snapshot;
+  }
+
+  get journal(): JournalInfo {
+    return this.#files.journal;
+  }
+
+  /**
+   * Makes `files` current, once what it describes is in place. When it comes from a change at a new position,
+   * the version it replaces stays pinned as its `before` until the feed's watermark reaches that position.
+   */
+  useFiles(files: StreamFiles, journalExists = this.journalExists): void {
+    this.#files = files;
+    this.journalExists = journalExists;
+  }
+
+  /** The version a feed read up to `upTo` shows: the newest one whose change is at or below it. */
+  filesAsOf(upTo: number, watermark: number): StreamFiles {
+    let files = this.#files;
+    // Changes at or below the watermark are visible to every later feed read: the older versions are done with.
+    for (let at: StreamFiles | undefined = files; at; at = at.before) {
+      if (at.before && at.since <= watermark) {
+        const old = at.before;
+        at.before = undefined;
+        releaseChain(old);
+      }
+    }
+    while (files.since > upTo && files.before) files = files.before;
+    return files;
+  }
+
+  /** Sets the durable state found at open (or, in a read-only view, found again after the writer replaced files). */
   load(journal: JournalInfo | undefined, snapshot: ChangeMark | undefined): void {
-    this.snapshot = snapshot;
     this.journalExists = journal !== undefined;
-    this.journal = journal ?? emptyJournal(snapshot?.revision ?? 0);
+    this.#files = new StreamFiles(snapshot, journal ?? emptyJournal(snapshot?.revision ?? 0));
     this.revision = Math.max(this.journal.lastRevision, snapshot?.revision ?? 0);
     this.#head = this.revision;
   }
 
-  /** Queues a validated batch; resolves once it is durable. */
-  append(events: readonly NewEvent[], dataJson: readonly string[], expected: ExpectedRevision): Promise<AppendResult> {
-    if (this.#exclusive) return this.#exclusive.then(() => this.append(events, dataJson, expected));
+  /** Queues a validated batch of `chars` serialized code units (at most `MAX_FLUSH_CHARS`); resolves once it is durable. */
+  append(events: readonly NewEvent[], dataJson: readonly string[], chars: number, expected: ExpectedRevision): Promise<AppendResult> {
+    if (this.#exclusive) return this.#exclusive.then(() => this.append(events, dataJson, chars, expected));
     try {
       this.#ctx.assertNotPoisoned();
       const firstId = (events[0] as NewEvent).eventId;
@@ -134,6 +172,7 @@ export class StreamEntry {
     const pending: PendingAppend = {
       events,
       dataJson,
+      chars,
       firstRevision: this.#head + 1,
       result: { revision: this.#head + events.length, position: 0 },
       resolve,
@@ -194,16 +233,19 @@ export class StreamEntry {
     if (fd !== undefined) await this.#ctx.fs.close(fd).catch(() => undefined);
   }
 
-  /** The stream is gone: forget its journal and snapshot, keep the tombstone. */
-  reset(tombstone: ChangeMark | undefined): void {
+  /**
+   * The stream is gone: forget its journal and snapshot, keep the tombstone. `retired` is the version the
+   * deletion retired; its pin passes to the new version, which holds it as `before`.
+   */
+  reset(tombstone: ChangeMark | undefined, retired?: StreamFiles): void {
     this.tombstone = tombstone;
-    this.snapshot = undefined;
-    this.journal = emptyJournal(0);
+    const empty = new StreamFiles(undefined, emptyJournal(0), retired ? (tombstone?.position ?? 0) : 0);
+    empty.before = retired;
+    this.#files = empty;
     this.journalExists = false;
     this.revision = 0;
     this.#head = 0;
     this.#dirty = false;
-    this.generation++;
   }
 
   /** Sets the revision after a restore or compaction changed it outside of appends. */
@@ -220,8 +262,7 @@ export class StreamEntry {
         // Yield once to the event loop before taking the batch: callers answered by the previous flush append
         // again from their continuations, and those should ride this flush rather than straggle into the next.
         await new Promise<void>((resolve) => setImmediate(resolve));
-        const batch = this.#queue;
-        this.#queue = [];
+        const batch = this.#takeBatch();
         try {
           await this.#flush(batch);
         } catch (error) {
@@ -235,9 +276,34 @@ export class StreamEntry {
     }
   }
 
+  /** The queued appends one flush writes: all of them, unless together they exceed `MAX_FLUSH_CHARS`. */
+  #takeBatch(): PendingAppend[] {
+    const queue = this.#queue;
+    let chars = 0;
+    let take = 0;
+    while (take < queue.length && (take === 0 || chars + (queue[take] as PendingAppend).chars <= MAX_FLUSH_CHARS)) {
+      chars += (queue[take] as PendingAppend).chars;
+      take++;
+    }
+    if (take === queue.length) {
+      this.#queue = [];
+      return queue;
+    }
+    this.#queue = queue.slice(take);
+    return queue.slice(0, take);
+  }
+
   async #flush(batch: PendingAppend[]): Promise<void> {
     const { positions } = this.#ctx;
-    const { start, lines, bytes } = this.#frame(batch);
+    let framed: { start: number; lines: string[]; bytes: Buffer };
+    try {
+      framed = this.#frame(batch);
+    } catch (error) {
+      // Nothing was written and #frame released its positions: the stream is as it was before these appends.
+      this.#fail(batch, error);
+      return;
+    }
+    const { start, lines, bytes } = framed;
     try {
       await this.#persist(bytes, this.#inlineIo(batch, bytes));
     } catch (error) {
@@ -254,13 +320,25 @@ export class StreamEntry {
     }
   }
 
-  /** Reserves the batch's positions and frames its lines; sets each append's result. */
+  /**
+   * Reserves the batch's positions and frames its lines; sets each append's result. The clock is read first,
+   * and whatever fails after the reservation settles it again, so a failed flush never holds the feed back.
+   */
   #frame(batch: PendingAppend[]): { start: number; lines: string[]; bytes: Buffer } {
+    // One timestamp per flush: every event of a flush becomes durable at the same moment.
+    const recordedAtJson = JSON.stringify(this.#ctx.now());
     let count = 0;
     for (let b = 0; b < batch.length; b++) count += (batch[b] as PendingAppend).events.length;
     const start = this.#ctx.positions.reserve(count);
-    // One timestamp per flush: every event of a flush becomes durable at the same moment.
-    const recordedAtJson = JSON.stringify(this.#ctx.clock().toISOString());
+    try {
+      return this.#frameLines(batch, start, count, recordedAtJson);
+    } catch (error) {
+      this.#ctx.positions.release(start);
+      throw error;
+    }
+  }
+
+  #frameLines(batch: PendingAppend[], start: number, count: number, recordedAtJson: string): { start: number; lines: string[]; bytes: Buffer } {
     const lines = new Array<string>(count);
     // Batches are nearly always of one event type: remembering the last one serializes it once per flush.
     let lastType: string | undefined;
@@ -382,7 +460,6 @@ export class StreamEntry {
     }
     this.journalExists = true;
     this.#unsyncedName = true;
-    this.generation++;
   }
 
   /** Cuts a half-written record back off now; if that fails too, it is retried before the next write. */
@@ -448,5 +525,15 @@ export class StreamEntry {
     journal.lines = lineNo;
     journal.lastRevision = this.revision;
     journal.maxPosition = journal.lastPosition;
+  }
+}
+
+/** Releases a version held as `before` and every older one it holds. */
+function releaseChain(files: StreamFiles | undefined): void {
+  for (let at = files; at; ) {
+    const next = at.before;
+    at.before = undefined;
+    at.release();
+    at = next;
   }
 }

@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import { SNAPSHOT_RECORD, type EventStore, type RecordedEvent, type StreamId } from '@sessionfold/core/kernel';
+import { nodeFileSystem, type FileSystem } from './fs-layer.js';
+import { fileStore } from './index.js';
+import { collect, freshDir, randomStream } from './test-support.fixture.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A slow disk: every fsync and close takes 40 ms, which holds a compaction open across many reads. */
+const slowFs: Partial<FileSystem> = {
+  fsync: async (fd) => {
+    await sleep(40);
+    return nodeFileSystem.fsync(fd);
+  },
+  close: async (fd) => {
+    await sleep(40);
+    return nodeFileSystem.close(fd);
+  },
+};
+
+const snapshotAt = (stream: StreamId, revision: number) => ({ revision, state: { upTo: revision }, identity: { stream, schemaVersion: 1 } });
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+/** 100 events in batches of 10, compacted at 30. */
+async function compactedStream(store: EventStore, stream: StreamId): Promise<void> {
+  for (let batch = 0; batch < 10; batch++) {
+    await store.append(stream, range(1, 10).map((n) => ({ type: 'Counted', data: { n: batch * 10 + n } })), { expectedRevision: batch * 10 });
+  }
+  await store.compact(stream, snapshotAt(stream, 30));
+}
+
+/** What a read shows, in a form two reads can be compared by: snapshot revision and event revisions. */
+async function readShape(store: EventStore, stream: StreamId): Promise<string> {
+  const read = await store.read(stream);
+  const events = await collect(read.events);
+  for (const event of events) expect(event.data).toEqual({ n: event.revision });
+  return `revision ${read.revision}, snapshot ${read.snapshot?.revision ?? '-'}, events ${events.map((e) => e.revision).join(',')}`;
+}
+
+function feedShape(records: RecordedEvent[]): string {
+  return records.map((r) => (r.type === SNAPSHOT_RECORD ? `$${r.revision}` : `${r.revision}`)).join(',');
+}
+
+/** Runs `probe` every 5 ms until `work` settles; returns every outcome (a shape or an error's message). */
+async function probeDuring(work: Promise<unknown>, probe: () => Promise<string>): Promise<string[]> {
+  let done = false;
+  const finished = work.finally(() => (done = true));
+  const seen: string[] = [];
+  while (!done) {
+    seen.push(await probe().catch((error: Error) => `error ${error.name}: ${error.message}`));
+    await sleep(5);
+  }
+  await finished;
+  return seen;
+}
+
+describe('reads during a compaction see the stream before it or after it, never a mix', () => {
+  const before = `revision 100, snapshot 30, events ${range(31, 100).join(',')}`;
+  const after = `revision 100, snapshot 60, events ${range(61, 100).join(',')}`;
+
+  it('read() on the writer', async () => {
+    const store = await fileStore({ directory: freshDir(), fs: slowFs });
+    const s = randomStream();
+    await compactedStream(store, s);
+    const seen = await probeDuring(store.compact(s, snapshotAt(s, 60)), () => readShape(store, s));
+    expect(seen.length).toBeGreaterThan(5);
+    expect(seen.filter((shape) => shape !== before && shape !== after)).toEqual([]);
+    expect(await readShape(store, s)).toBe(after);
+    await store.close();
+  });
+
+  it('readAll() on the writer', async () => {
+    const store = await fileStore({ directory: freshDir(), fs: slowFs });
+    const s = randomStream();
+    await compactedStream(store, s);
+    const feedBefore = feedShape(await collect(store.readAll()));
+    expect(feedBefore).toBe(`${range(31, 100).join(',')},$30`);
+    const seen = await probeDuring(store.compact(s, snapshotAt(s, 60)), async () => feedShape(await collect(store.readAll())));
+    const feedAfter = `${range(61, 100).join(',')},$60`;
+    expect(seen.filter((shape) => shape !== feedBefore && shape !== feedAfter)).toEqual([]);
+    expect(feedShape(await collect(store.readAll()))).toBe(feedAfter);
+    await store.close();
+  });
+
+  it('read() on a read-only view of the writer’s directory', async () => {
+    const directory = freshDir();
+    const store = await fileStore({ directory, fs: slowFs });
+    const s = randomStream();
+    await compactedStream(store, s);
+    const view = await fileStore({ directory, readOnly: true });
+    const seen = await probeDuring(store.compact(s, snapshotAt(s, 60)), () => readShape(view, s));
+    expect(seen.filter((shape) => shape !== before && shape !== after)).toEqual([]);
+    expect(await readShape(view, s)).toBe(after);
+    await view.close();
+    await store.close();
+  });
+});
