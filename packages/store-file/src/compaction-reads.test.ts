@@ -95,3 +95,43 @@ describe('reads during a compaction see the stream before it or after it, never 
     await store.close();
   });
 });
+
+describe('a compaction or deletion holds the feed back only until its snapshot or tombstone is durable', () => {
+  it('appends to other streams show in readAll while the journal is still being rewritten', async () => {
+    const store = await fileStore({ directory: freshDir(), fs: slowFs });
+    const [s, other] = [randomStream('s'), randomStream('other')];
+    await compactedStream(store, s);
+    let done = false;
+    const compaction = store.compact(s, snapshotAt(s, 60)).finally(() => (done = true));
+    // The snapshot is written (two fsyncs and closes) long before the journal rewrite ends.
+    await sleep(250);
+    expect(done).toBe(false);
+    const { position } = await store.append(other, [{ type: 'Elsewhere', data: 1 }], { expectedRevision: 'no_stream' });
+    const feed = await collect(store.readAll());
+    expect(done).toBe(false);
+    expect(feed.at(-1)).toMatchObject({ streamId: other, position });
+    expect(feedShape(feed.filter((r) => r.streamId === s))).toBe(`${range(61, 100).join(',')},$60`);
+    await compaction;
+    await store.close();
+  });
+
+  it('the same for a deletion while its files are being removed', async () => {
+    const store = await fileStore({ directory: freshDir(), fs: slowFs });
+    const [s, other] = [randomStream('s'), randomStream('other')];
+    await compactedStream(store, s);
+    let done = false;
+    const deletion = store.deleteStream(s, { expectedRevision: 100 }).finally(() => (done = true));
+    const { position } = await store.append(other, [{ type: 'Elsewhere', data: 1 }], { expectedRevision: 'no_stream' });
+    let feed = await collect(store.readAll());
+    // Wait for the tombstone; the files are removed (one more directory fsync) only after it.
+    while (feed.some((r) => r.streamId === s && r.type !== '$deleted')) {
+      await sleep(5);
+      feed = await collect(store.readAll());
+    }
+    expect(done).toBe(false);
+    expect(feed.map((r) => `${r.streamId === s ? 's' : 'other'}:${r.type}`)).toEqual(['s:$deleted', 'other:Elsewhere']);
+    expect(feed.at(-1)?.position).toBe(position);
+    await deletion;
+    await store.close();
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConcurrencyError } from '@sessionfold/core/kernel';
+import { ConcurrencyError, SNAPSHOT_RECORD } from '@sessionfold/core/kernel';
 import { FeedConsumer, viewsFromReads } from '../feed-consumer.js';
 import { skipWithout, appendTypes, readFeed, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
 
@@ -86,6 +86,42 @@ export function describeConcurrencyRules(ctx: SuiteContext): void {
       expect(consumer.views()).toEqual(await viewsFromReads(store));
     });
   
+    it('reads while a compaction runs see the stream before it or after it, never a mix', async () => {
+      const { store } = await ctx.fresh();
+      const s = streamId();
+      for (let batch = 0; batch < 10; batch++) {
+        await store.append(s, Array.from({ length: 10 }, (_, n) => ({ type: 'Counted', data: { n: batch * 10 + n + 1 } })), { expectedRevision: batch * 10 });
+      }
+      await store.compact(s, snapshotOf(s, 30));
+      const shape = (read: Awaited<ReturnType<typeof readStream>>) =>
+        `revision ${read.revision}, snapshot ${read.snapshot?.revision ?? '-'}, events ${read.events.map((e) => e.revision).join(',')}`;
+      const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i).join(',');
+      const before = `revision 100, snapshot 30, events ${range(31, 100)}`;
+      const after = `revision 100, snapshot 60, events ${range(61, 100)}`;
+      const feedShape = (records: Awaited<ReturnType<typeof readFeed>>) =>
+        records.filter((r) => r.streamId === s).map((r) => (r.type === SNAPSHOT_RECORD ? `$${r.revision}` : `${r.revision}`)).join(',');
+      const feedBefore = `${range(31, 100)},$30`;
+      const feedAfter = `${range(61, 100)},$60`;
+      let done = false;
+      const compaction = store.compact(s, snapshotOf(s, 60)).finally(() => (done = true));
+      const seen: string[] = [];
+      const feeds: string[] = [];
+      while (!done) {
+        const [read, feed] = await Promise.all([readStream(store, s), readFeed(store)]);
+        seen.push(shape(read));
+        feeds.push(feedShape(feed));
+        for (const event of read.events) expect(event.data).toEqual({ n: event.revision });
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await compaction;
+      seen.push(shape(await readStream(store, s)));
+      feeds.push(feedShape(await readFeed(store)));
+      expect(seen.filter((x) => x !== before && x !== after)).toEqual([]);
+      expect(feeds.filter((x) => x !== feedBefore && x !== feedAfter)).toEqual([]);
+      expect(seen.at(-1)).toBe(after);
+      expect(feeds.at(-1)).toBe(feedAfter);
+    });
+
     it('compacting a stream while appends to it are in flight loses nothing [capability: concurrentAppends]', async (t) => {
       skipWithout(t, !ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
       const harness = await ctx.fresh();
