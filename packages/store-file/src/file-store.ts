@@ -25,7 +25,7 @@ import { AtomicWriteDirectorySyncError } from '@sessionfold/sessionfile/atomic';
 import { BlobStore } from './blob-store.js';
 import { inlineIo, listDir, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
 import { compactJournal, liveFrom, locateRevision } from './journal-compact.js';
-import { scanJournal } from './journal-scan.js';
+import { scanJournal, UnnamedLines } from './journal-scan.js';
 import { Layout } from './layout.js';
 import { acquireLock, type WriterLock } from './lock.js';
 import { Positions } from './positions.js';
@@ -161,11 +161,12 @@ class FileStore implements EventStore {
       names.set(parsed.stream, files);
     }
     const queue = [...names];
+    const unnamed = new UnnamedLines();
     const worker = async () => {
       for (let next = queue.pop(); next; next = queue.pop()) {
         const [stream, files] = next;
         const stored = files.snapshot ? await readSnapshotFile(this.#fs, this.#layout.snapshot(stream), stream) : undefined;
-        const journal = files.journal ? await scanJournal(this.#fs, this.#layout.journal(stream), stored?.snapshot.revision ?? 0, repair) : undefined;
+        const journal = files.journal ? await scanJournal(this.#fs, this.#layout.journal(stream), stream, stored?.snapshot.revision ?? 0, repair, unnamed) : undefined;
         const entry = this.#entry(stream);
         entry.load(journal, stored && { revision: stored.snapshot.revision, position: stored.position, recordedAt: stored.recordedAt });
         maxPosition = Math.max(maxPosition, stored?.position ?? 0, journal?.maxPosition ?? 0);

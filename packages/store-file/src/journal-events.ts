@@ -1,6 +1,6 @@
 import { CorruptionError, SessionfoldError, StorageError, type RecordedEvent, type StreamId } from '@sessionfold/core/kernel';
 import type { FileSystem } from './fs-layer.js';
-import { asEventLine } from './journal-codec.js';
+import { asEventLine, misplaced } from './journal-codec.js';
 import { LineReader } from './journal-reader.js';
 import type { JournalInfo } from './journal-scan.js';
 
@@ -67,6 +67,7 @@ export function journalEvents(
   const take = (value: unknown, no: number): void => {
     const event = asEventLine(value);
     if (typeof event === 'string') throw new CorruptionError(path, no, event);
+    if (event.stream !== undefined && event.stream !== stream) throw new CorruptionError(path, no, misplaced(event.stream));
     if (event.position > window.maxPosition) return reader.stop();
     if (event.revision < window.minRevision || event.position < window.minPosition) return;
     const recorded: RecordedEvent = {

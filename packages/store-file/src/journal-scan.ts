@@ -1,6 +1,6 @@
 import { CorruptionError, type AppendResult } from '@sessionfold/core/kernel';
 import { errorCode, type FileSystem } from './fs-layer.js';
-import { asEventLine, isLineMissingItsNewline, type EventLine } from './journal-codec.js';
+import { asEventLine, isLineMissingItsNewline, misplaced, type EventLine } from './journal-codec.js';
 import { LineReader, type Line } from './journal-reader.js';
 
 /** A place to start reading a journal from: the first live line and every line whose revision is a multiple of `CHECKPOINT_EVERY`. */
@@ -64,16 +64,38 @@ export function emptyJournal(snapshotRevision: number): JournalInfo {
 }
 
 /**
- * Reads a whole journal once at open, checking every line (checksum, JSON, gap-free revisions, rising
- * positions). A torn tail — bytes without a final newline, or the lines of a batch whose last line never
+ * Positions of the lines, across every journal of a store, that do not name their stream (written by release
+ * 0.1.0, whose journals are read with the stream taken from the file name): a position is given out once, so
+ * such a line found in a second place — a journal copied under another name, a line moved — shows as a
+ * position used twice.
+ */
+export class UnnamedLines {
+  readonly #seen = new Map<number, string>();
+
+  /** Records that `path` holds `position` at `line`; a position already seen elsewhere is corruption. */
+  claim(position: number, path: string, line: number): void {
+    const other = this.#seen.get(position);
+    if (other !== undefined) {
+      throw new CorruptionError(path, line, `position ${position} is also used in ${other}: a line or journal was copied or moved`);
+    }
+    this.#seen.set(position, path);
+  }
+}
+
+/**
+ * Reads a whole journal once at open, checking every line (checksum, JSON, that it names `stream`, gap-free
+ * revisions, rising positions; lines without a stream name come first and their positions are unique across
+ * `unnamed`). A torn tail — bytes without a final newline, or the lines of a batch whose last line never
  * made it — is cut off and fsynced when `repair` is set, and only ignored otherwise. Returns undefined
  * when the file does not exist.
  */
 export async function scanJournal(
   fsl: FileSystem,
   path: string,
+  stream: string,
   snapshotRevision: number,
   repair: boolean,
+  unnamed: UnnamedLines = new UnnamedLines(),
 ): Promise<JournalInfo | undefined> {
   let fd: number;
   try {
@@ -87,7 +109,7 @@ export async function scanJournal(
   try {
     const stats = await fsl.fstat(fd);
     size = stats.size;
-    info = await scanLines(new LineReader(fsl, fd, path, 0, size, 1), path, snapshotRevision);
+    info = await scanLines(new LineReader(fsl, fd, path, 0, size, 1), path, stream, snapshotRevision, unnamed);
     info.ino = stats.ino;
   } finally {
     await fsl.close(fd);
@@ -105,12 +127,14 @@ export async function scanJournal(
   return info;
 }
 
-async function scanLines(reader: LineReader, path: string, snapshotRevision: number): Promise<JournalInfo> {
+async function scanLines(reader: LineReader, path: string, stream: string, snapshotRevision: number, unnamed: UnnamedLines): Promise<JournalInfo> {
   const info = emptyJournal(snapshotRevision);
   info.lastRevision = 0;
   let prevRevision = 0;
   let prevPosition = 0;
   let seenLive = false;
+  /** Set once a line names its stream: every later line must too. */
+  let named = false;
   /** Lines of the batch being read; they count only once the batch's last line is found. */
   let batch: { line: Line; event: EventLine }[] = [];
   let lastLineNo = 0;
@@ -119,6 +143,7 @@ async function scanLines(reader: LineReader, path: string, snapshotRevision: num
     const last = batch[batch.length - 1] as { line: Line; event: EventLine };
     const result: AppendResult = { revision: last.event.revision, position: last.event.position };
     for (const { line, event } of batch) {
+      if (event.stream === undefined) unnamed.claim(event.position, path, line.no);
       info.maxPosition = event.position;
       if (event.revision <= snapshotRevision) continue;
       if (!seenLive) {
@@ -144,6 +169,12 @@ async function scanLines(reader: LineReader, path: string, snapshotRevision: num
       lastLineNo = line.no;
       const event = asEventLine(line.value);
       if (typeof event === 'string') throw new CorruptionError(path, line.no, event);
+      if (event.stream !== undefined) {
+        if (event.stream !== stream) throw new CorruptionError(path, line.no, misplaced(event.stream));
+        named = true;
+      } else if (named) {
+        throw new CorruptionError(path, line.no, 'the line does not name its stream, though the lines before it do');
+      }
       if (prevRevision === 0) {
         const first = snapshotRevision === 0 ? 1 : undefined;
         if (first !== undefined ? event.revision !== first : event.revision > snapshotRevision + 1) {

@@ -238,7 +238,7 @@ export class StoreReader {
       let journal: JournalInfo | undefined;
       let failure: unknown;
       try {
-        journal = await scanJournal(fs, layout.journal(stream), first?.snapshot.revision ?? 0, false);
+        journal = await scanJournal(fs, layout.journal(stream), stream, first?.snapshot.revision ?? 0, false);
       } catch (error) {
         failure = error;
       }

@@ -70,6 +70,8 @@ interface PendingAppend {
  */
 export class StreamEntry {
   readonly name: StreamId;
+  /** The stream's name as JSON, as every line written names it. */
+  readonly #nameJson: string;
   readonly #ctx: StoreContext;
   /** Last durable revision (0: the stream does not exist). */
   revision = 0;
@@ -94,6 +96,7 @@ export class StreamEntry {
   constructor(ctx: StoreContext, name: StreamId) {
     this.#ctx = ctx;
     this.name = name;
+    this.#nameJson = JSON.stringify(name);
   }
 
   get files(): StreamFiles {
@@ -355,7 +358,7 @@ export class StreamEntry {
           lastType = event.type;
           typeJson = JSON.stringify(lastType);
         }
-        lines[index++] = frameLine(eventPayloadJson(firstRevision + i, position++, recordedAtJson, typeJson, event.eventId, i < last, dataJson[i] as string));
+        lines[index++] = frameLine(eventPayloadJson(this.#nameJson, firstRevision + i, position++, recordedAtJson, typeJson, event.eventId, i < last, dataJson[i] as string));
       }
       pending.result = { revision: firstRevision + last, position: position - 1 };
     }
