@@ -1,5 +1,6 @@
 import {
   ConcurrencyError,
+  CorruptionError,
   DEFAULT_MAX_EVENT_BYTES,
   InvalidInputError,
   revisionMatches,
@@ -116,7 +117,8 @@ class FileStore implements EventStore {
   /** Set by `open()`. */
   #tombstones!: Tombstones;
   #closed = false;
-  #poisoned = false;
+  /** Why the store refuses writes until it is reopened: a failed sync, or damage found in what writes build on. */
+  #poisoned: { reason: string; cause: unknown } | undefined;
 
   constructor(fsl: FileSystem, layout: Layout, readOnly: boolean, clock: () => Date, maxEventBytes: number, lock: WriterLock | undefined) {
     this.#fs = fsl;
@@ -126,7 +128,14 @@ class FileStore implements EventStore {
     this.#lock = lock;
     this.#blobs = new BlobStore(fsl, layout);
     const store = this;
-    this.#reader = new StoreReader({ fs: fsl, layout, readOnly, entries: this.#entries, positions: () => this.#positions });
+    this.#reader = new StoreReader({
+      fs: fsl,
+      layout,
+      readOnly,
+      entries: this.#entries,
+      positions: () => this.#positions,
+      corrupted: (error) => this.#damaged(error),
+    });
     this.#ctx = {
       fs: fsl,
       inlineIo: inlineIo(fsl),
@@ -137,9 +146,7 @@ class FileStore implements EventStore {
       },
       now: () => recordedAtOf(clock),
       assertNotPoisoned: () => this.#assertNotPoisoned(),
-      poison: () => {
-        this.#poisoned = true;
-      },
+      poison: (reason, cause) => this.#poison(reason, cause),
       touched: (entry) => this.#touched(entry),
     };
   }
@@ -244,9 +251,11 @@ class FileStore implements EventStore {
           throw new InvalidInputError('snapshot.revision', `revision ${kept.revision} is older than the stored snapshot's ${entry.snapshot.revision}`);
         }
         const path = this.#layout.journal(stream);
-        const cut = entry.journalExists ? await locateRevision(this.#fs, path, entry.journal, kept.revision + 1) : undefined;
+        // Compaction reads the journal to find where to cut and to copy what it keeps: damage found there is
+        // damage in what writes build on.
+        const cut = entry.journalExists ? await this.#noticing(locateRevision(this.#fs, path, entry.journal, kept.revision + 1)) : undefined;
         await this.#writeSnapshot(entry, kept, cut ? liveFrom(entry.journal, cut) : entry.journal, async () => {
-          if (cut) await compactJournal(this.#ctx, entry, path, cut, kept.revision);
+          if (cut) await this.#noticing(compactJournal(this.#ctx, entry, path, cut, kept.revision));
         });
       });
     });
@@ -294,7 +303,7 @@ class FileStore implements EventStore {
           try {
             await this.#tombstones.add(stream, mark);
           } catch (error) {
-            if (error instanceof StorageError && error.poisoned) this.#poisoned = true;
+            if (error instanceof StorageError && error.poisoned) this.#poison(`${this.#layout.tombstones} failed to sync`, error);
             throw error;
           }
           // The tombstone is durable: the stream is gone whatever happens to its files next (open finishes the job).
@@ -310,7 +319,7 @@ class FileStore implements EventStore {
           try {
             await this.#removeStreamFiles(stream);
           } catch (cause) {
-            this.#poisoned = true;
+            this.#poison(`the files of the deleted stream ${stream} could not all be removed`, cause);
             throw new StorageError(`Deleted ${stream}, but could not remove all of its files; reopen the store to finish.`, { cause, poisoned: true });
           }
         } finally {
@@ -330,7 +339,7 @@ class FileStore implements EventStore {
       try {
         return await this.#blobs.put(stream, Uint8Array.from(bytes));
       } catch (error) {
-        if (error instanceof StorageError && error.poisoned) this.#poisoned = true;
+        if (error instanceof StorageError && error.poisoned) this.#poison('a blob failed to sync', error);
         throw error;
       }
     });
@@ -385,11 +394,38 @@ class FileStore implements EventStore {
     this.#assertNotPoisoned();
   }
 
-  /** Checked again when a queued write runs: a write accepted before `close` still completes, but not after a failed sync. */
+  /**
+   * Checked again when a queued write runs: a write accepted before `close` still completes, but not after a
+   * failed sync or once damage was found in what writes build on (journals, snapshots), so it is never built on.
+   */
   #assertNotPoisoned(): void {
-    if (this.#poisoned) {
-      throw new StorageError(`@sessionfold/store-file: a write to ${this.#layout.directory} failed to sync; reopen the store.`, { poisoned: true });
+    const poisoned = this.#poisoned;
+    if (poisoned) {
+      throw new StorageError(`@sessionfold/store-file: ${this.#layout.directory} refuses writes until it is reopened: ${poisoned.reason}.`, {
+        cause: poisoned.cause,
+        poisoned: true,
+      });
     }
+  }
+
+  /** Passes `work`'s outcome on; a `CorruptionError` also poisons the store. */
+  async #noticing<T>(work: Promise<T>): Promise<T> {
+    try {
+      return await work;
+    } catch (error) {
+      if (error instanceof CorruptionError) this.#damaged(error);
+      throw error;
+    }
+  }
+
+  /** Damage in a journal or snapshot: nothing more is written on top of it until the store is reopened. */
+  #damaged(error: CorruptionError): void {
+    this.#poison(`${error.file}${error.line === undefined ? '' : `:${error.line}`} is damaged`, error);
+  }
+
+  /** The first reason is kept: it is the one to fix. */
+  #poison(reason: string, cause: unknown): void {
+    this.#poisoned ??= { reason, cause };
   }
 
   #entry(stream: StreamId): StreamEntry {
@@ -450,7 +486,7 @@ class FileStore implements EventStore {
           throw new StorageError(`@sessionfold/store-file: could not write the snapshot of ${entry.name}.`, { cause });
         }
         // The new file is in place but its name may not survive a crash: use it, refuse further writes.
-        this.#poisoned = true;
+        this.#poison(`the snapshot of ${entry.name} failed to sync`, cause);
         install();
         throw new StorageError(`@sessionfold/store-file: could not sync the snapshot of ${entry.name}; reopen the store.`, { cause, poisoned: true });
       }

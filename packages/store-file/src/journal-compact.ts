@@ -138,7 +138,7 @@ async function syncDirOrPoison(ctx: StoreContext, path: string): Promise<void> {
   try {
     await syncDir(ctx.fs, dirname(path));
   } catch (cause) {
-    ctx.poison();
+    ctx.poison(`the directory of ${path} failed to sync`, cause);
     throw new StorageError(`@sessionfold/store-file: could not sync the directory of ${path}; reopen the store.`, { cause, poisoned: true });
   }
 }

@@ -29,6 +29,8 @@ export interface ReaderContext {
   readonly readOnly: boolean;
   readonly entries: ReadonlyMap<StreamId, StreamEntry>;
   positions(): Positions;
+  /** Told of damage a read found in a journal or snapshot: what writes build on. */
+  corrupted(error: CorruptionError): void;
 }
 
 /** A read-only view looks again this many times when the writer keeps replacing a stream's files under it. */
@@ -57,6 +59,15 @@ export class StoreReader {
 
   /** The stream as it is now: revision, the snapshot if it covers `from`, then the events after it. */
   async read(stream: StreamId, from: number): Promise<StreamRead> {
+    try {
+      return await this.#read(stream, from);
+    } catch (error) {
+      if (error instanceof CorruptionError) this.#ctx.corrupted(error);
+      throw error;
+    }
+  }
+
+  async #read(stream: StreamId, from: number): Promise<StreamRead> {
     const { fs, layout, readOnly } = this.#ctx;
     const entry = this.#ctx.entries.get(stream);
     for (let attempt = 0; ; attempt++) {
@@ -134,6 +145,9 @@ export class StoreReader {
     }
     try {
       yield* mergeByPosition(sources);
+    } catch (error) {
+      if (error instanceof CorruptionError) this.#ctx.corrupted(error);
+      throw error;
     } finally {
       for (const files of pinned) files.release();
     }
@@ -272,7 +286,7 @@ export class StoreReader {
     };
     this.#open.add(done);
     const owned: FileSystem = { ...fs, close: async () => done() };
-    return journalEvents(owned, handle.fd, layout.journal(stream), stream, start, end, window);
+    return journalEvents(owned, handle.fd, layout.journal(stream), stream, start, end, window, (error) => this.#ctx.corrupted(error));
   }
 }
 

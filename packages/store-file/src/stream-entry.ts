@@ -29,10 +29,10 @@ export interface StoreContext {
   readonly positions: Positions;
   /** The clock's time as ISO 8601; throws a `StorageError` (before anything is reserved) when the clock fails. */
   now(): string;
-  /** Throws a poisoned `StorageError` once a sync has failed. */
+  /** Throws a poisoned `StorageError` once the store refuses writes (a failed sync, damage found). */
   assertNotPoisoned(): void;
-  /** Marks the store as refusing writes until reopened. */
-  poison(): void;
+  /** Marks the store as refusing writes until reopened, saying why. */
+  poison(reason: string, cause: unknown): void;
   /** Called on every flush, so the store can keep the number of open journal descriptors bounded. */
   touched(entry: StreamEntry): void;
 }
@@ -408,7 +408,7 @@ export class StreamEntry {
       // After a failed fdatasync the kernel may have dropped the dirty pages: a later fsync that succeeds
       // would prove nothing, so nothing more is written until the store is reopened and the tail re-read.
       this.#dirty = true;
-      this.#ctx.poison();
+      this.#ctx.poison(`a write to ${layout.journal(this.name)} failed to sync`, cause);
       throw new StorageError(`Could not sync ${layout.journal(this.name)}; the store refuses writes until it is reopened.`, {
         cause,
         poisoned: true,
