@@ -135,3 +135,27 @@ describe('a compaction or deletion holds the feed back only until its snapshot o
     await store.close();
   });
 });
+
+describe('a read is one state of the stream', () => {
+  it('its events end at the revision it returned, even when appends land while it opens the journal', async () => {
+    let slowOpens = false;
+    const store = await fileStore({
+      directory: freshDir(),
+      fs: {
+        open: async (path, flags, mode) => {
+          if (slowOpens && flags === 'r' && path.endsWith('.jsonl')) await sleep(50);
+          return nodeFileSystem.open(path, flags, mode);
+        },
+      },
+    });
+    const s = randomStream();
+    await store.append(s, [{ type: 'N', data: 1 }], { expectedRevision: 'no_stream' });
+    slowOpens = true;
+    const reading = store.read(s);
+    await sleep(10);
+    await store.append(s, [{ type: 'N', data: 2 }], { expectedRevision: 1 });
+    const read = await reading;
+    expect({ revision: read.revision, events: (await collect(read.events)).map((e) => e.revision) }).toEqual({ revision: 1, events: [1] });
+    await store.close();
+  });
+});

@@ -254,7 +254,9 @@ class FileStore implements EventStore {
         // Compaction reads the journal to find where to cut and to copy what it keeps: damage found there is
         // damage in what writes build on.
         const cut = entry.journalExists ? await this.#noticing(locateRevision(this.#fs, path, entry.journal, kept.revision + 1)) : undefined;
-        await this.#writeSnapshot(entry, kept, cut ? liveFrom(entry.journal, cut) : entry.journal, async () => {
+        // The version being replaced keeps its own description of the journal: appends after this one grow only the new.
+        const journal = cut ? liveFrom(entry.journal, cut) : { ...entry.journal, checkpoints: [...entry.journal.checkpoints] };
+        await this.#writeSnapshot(entry, kept, journal, async () => {
           if (cut) await this.#noticing(compactJournal(this.#ctx, entry, path, cut, kept.revision));
         });
       });

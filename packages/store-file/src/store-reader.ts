@@ -73,7 +73,9 @@ export class StoreReader {
     for (let attempt = 0; ; attempt++) {
       if (!entry || entry.revision === 0) return { revision: 0, events: EMPTY };
       const files = entry.files;
+      // Taken together, before any await: appends that land meanwhile are past both.
       const revision = entry.revision;
+      const length = files.journal.length;
       files.pin();
       let handedOver = false;
       try {
@@ -103,7 +105,7 @@ export class StoreReader {
         }
         const window: EventWindow = { minRevision: after, minPosition: 1, maxPosition: Number.MAX_SAFE_INTEGER };
         handedOver = true;
-        const events = this.#events(handle, stream, startPoint(journal, 'revision', after), journal.length, window, () => files.release());
+        const events = this.#events(handle, stream, startPoint(journal, 'revision', after), length, window, () => files.release());
         return { ...withSnapshot, events };
       } finally {
         if (!handedOver) files.release();
