@@ -326,7 +326,7 @@ class FileStore implements EventStore {
           }
         } finally {
           if (!settled) this.#positions.settle(position);
-          entry.filesAsOf(0, this.#positions.watermark);
+          entry.dropHeldVersions(this.#positions.watermark);
         }
       });
     });
@@ -369,6 +369,8 @@ class FileStore implements EventStore {
       await entry.closeFile();
     }
     this.#reader.closeAll();
+    // Versions held back for feed reads keep descriptors on replaced files: nothing will read them now.
+    for (const entry of this.#entries.values()) entry.dropHeldVersions(Number.MAX_SAFE_INTEGER);
     await this.#lock?.release().catch(() => undefined);
   }
 
@@ -497,7 +499,7 @@ class FileStore implements EventStore {
       return mark;
     } finally {
       if (!settled) this.#positions.settle(position);
-      entry.filesAsOf(0, this.#positions.watermark);
+      entry.dropHeldVersions(this.#positions.watermark);
     }
   }
 

@@ -135,7 +135,8 @@ export class StoreReader {
         sources.push(single(tombstone.position, async () => changeRecord(entry.name, DELETED_RECORD, tombstone, null)));
       }
       // A change above the watermark is not shown yet: the stream shows as it was before that change.
-      const files = entry.filesAsOf(upTo, upTo);
+      entry.dropHeldVersions(upTo);
+      const files = entry.filesAsOf(upTo);
       const { snapshot, journal } = files;
       const fromSnapshot = snapshot !== undefined && within(snapshot.position);
       const fromJournal = journal.firstPosition !== 0 && journal.lastPosition >= from && journal.firstPosition <= upTo;

@@ -120,17 +120,23 @@ export class StreamEntry {
     this.journalExists = journalExists;
   }
 
-  /** The version a feed read up to `upTo` shows: the newest one whose change is at or below it. */
-  filesAsOf(upTo: number, watermark: number): StreamFiles {
-    let files = this.#files;
-    // Changes at or below the watermark are visible to every later feed read: the older versions are done with.
-    for (let at: StreamFiles | undefined = files; at; at = at.before) {
+  /**
+   * Lets go of the versions held for feed reads once the change that replaced them is at or below `watermark`:
+   * every later feed read shows that change.
+   */
+  dropHeldVersions(watermark: number): void {
+    for (let at: StreamFiles | undefined = this.#files; at; at = at.before) {
       if (at.before && at.since <= watermark) {
         const old = at.before;
         at.before = undefined;
         releaseChain(old);
       }
     }
+  }
+
+  /** The version a feed read up to `upTo` shows: the newest one whose change is at or below it. */
+  filesAsOf(upTo: number): StreamFiles {
+    let files = this.#files;
     while (files.since > upTo && files.before) files = files.before;
     return files;
   }

@@ -66,16 +66,15 @@ export class StreamFiles {
   /** Gives back a pin; the last one closes what retirement kept open. */
   release(): void {
     if (--this.#pins > 0 || !this.#retired) return;
+    const retained = this.#retired;
     const fsl = this.#fs as FileSystem;
-    void this.#retired.then(async ({ journal, snapshot }) => {
+    // Closed once: a descriptor number closed twice could by then name another file.
+    this.#fs = undefined;
+    if (!fsl) return;
+    void retained.then(async ({ journal, snapshot }) => {
       if (journal !== undefined) await fsl.close(journal).catch(() => undefined);
       if (snapshot !== undefined) await fsl.close(snapshot).catch(() => undefined);
     });
-  }
-
-  /** True once the writer may have replaced this version's files. */
-  get retired(): boolean {
-    return this.#retired !== undefined;
   }
 
   /**
