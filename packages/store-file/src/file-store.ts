@@ -31,7 +31,7 @@ import { Layout } from './layout.js';
 import { acquireLock, type WriterLock } from './lock.js';
 import { Positions } from './positions.js';
 import { readSnapshotFile, writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
-import { MAX_FLUSH_CHARS, StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
+import { lineCharsBound, MAX_FLUSH_CHARS, StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
 import { StreamFiles } from './stream-files.js';
 import type { JournalInfo } from './journal-scan.js';
 import { StoreReader } from './store-reader.js';
@@ -204,7 +204,7 @@ class FileStore implements EventStore {
       this.#assertWritable();
       const { copies, chars } = ownCopies(events, dataJson);
       if (chars > MAX_FLUSH_CHARS) {
-        throw new InvalidInputError('events', `the batch serializes to more than ${MAX_FLUSH_CHARS} characters; split it into several appends`);
+        throw new InvalidInputError('events', `the batch's journal lines could exceed ${MAX_FLUSH_CHARS} characters; split it into several appends`);
       }
       return this.#entry(stream).append(copies, dataJson, chars, options.expectedRevision);
     } catch (error) {
@@ -523,7 +523,7 @@ class FileStore implements EventStore {
 /**
  * What the store keeps of validated events until they are written: type and eventId, copied so a caller that
  * changes its objects meanwhile changes nothing. The data travels as the JSON validation produced. Also
- * measures the batch (data and types, in UTF-16 code units) in the same pass.
+ * bounds the length of the batch's lines (`lineCharsBound`) in the same pass.
  */
 function ownCopies(events: readonly NewEvent[], dataJson: readonly string[]): { copies: NewEvent[]; chars: number } {
   const copies = new Array<NewEvent>(events.length);
@@ -531,7 +531,7 @@ function ownCopies(events: readonly NewEvent[], dataJson: readonly string[]): { 
   for (let i = 0; i < events.length; i++) {
     const { type, eventId } = events[i] as NewEvent;
     copies[i] = eventId === undefined ? { type, data: null } : { type, data: null, eventId };
-    chars += (dataJson[i] as string).length + type.length;
+    chars += lineCharsBound(dataJson[i] as string, type, eventId);
   }
   return { copies, chars };
 }

@@ -51,10 +51,19 @@ const INLINE_RUN = 15;
  */
 export const MAX_FLUSH_CHARS = 256 * 1024 * 1024;
 
+/**
+ * A bound on what a line adds around an event's data, type and id (hash, stream name — at most 128 characters
+ * that never need escaping —, revision, position, time, keys), so that a flush's size can be bounded before
+ * its lines exist. Types and ids are counted six times over: JSON may escape each character as `\u00XX`.
+ */
+export function lineCharsBound(dataJson: string, type: string, eventId: string | undefined): number {
+  return 400 + dataJson.length + 6 * (type.length + (eventId?.length ?? 0));
+}
+
 interface PendingAppend {
   events: readonly NewEvent[];
   dataJson: readonly string[];
-  /** Serialized size of the events (data and type), in UTF-16 code units. */
+  /** A bound on the length of the events' lines (`lineCharsBound`), in UTF-16 code units. */
   chars: number;
   firstRevision: number;
   result: AppendResult;
@@ -149,7 +158,7 @@ export class StreamEntry {
     this.#head = this.revision;
   }
 
-  /** Queues a validated batch of `chars` serialized code units (at most `MAX_FLUSH_CHARS`); resolves once it is durable. */
+  /** Queues a validated batch whose lines take at most `chars` code units (≤ `MAX_FLUSH_CHARS`); resolves once it is durable. */
   append(events: readonly NewEvent[], dataJson: readonly string[], chars: number, expected: ExpectedRevision): Promise<AppendResult> {
     if (this.#exclusive) return this.#exclusive.then(() => this.append(events, dataJson, chars, expected));
     try {
