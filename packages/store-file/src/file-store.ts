@@ -26,14 +26,13 @@ import { AtomicWriteDirectorySyncError } from '@sessionfold/sessionfile/atomic';
 import { BlobStore } from './blob-store.js';
 import { inlineIo, listDir, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
 import { compactJournal, liveFrom, locateRevision } from './journal-compact.js';
-import { scanJournal, UnnamedLines } from './journal-scan.js';
+import { scanJournal, UnnamedLines, type JournalInfo } from './journal-scan.js';
 import { Layout } from './layout.js';
 import { acquireLock, type WriterLock } from './lock.js';
 import { Positions } from './positions.js';
 import { readSnapshotFile, writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
 import { lineCharsBound, MAX_FLUSH_CHARS, StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
 import { StreamFiles } from './stream-files.js';
-import type { JournalInfo } from './journal-scan.js';
 import { StoreReader } from './store-reader.js';
 import { Tombstones } from './tombstones.js';
 
@@ -325,7 +324,8 @@ class FileStore implements EventStore {
             throw new StorageError(`Deleted ${stream}, but could not remove all of its files; reopen the store to finish.`, { cause, poisoned: true });
           }
         } finally {
-          if (!settled) this.#positions.settle(position);
+          // Not written: the position is handed out again if nothing was reserved after it.
+          if (!settled) this.#positions.release(position);
           entry.dropHeldVersions(this.#positions.watermark);
         }
       });
@@ -498,7 +498,8 @@ class FileStore implements EventStore {
       await after();
       return mark;
     } finally {
-      if (!settled) this.#positions.settle(position);
+      // Not written: the position is handed out again if nothing was reserved after it.
+      if (!settled) this.#positions.release(position);
       entry.dropHeldVersions(this.#positions.watermark);
     }
   }
