@@ -97,7 +97,7 @@ export class StoreReader {
         if (after > revision || journal.firstPosition === 0) return { ...withSnapshot, events: EMPTY };
         const handle = await this.#openJournal(entry, files);
         if (!handle) {
-          if (attempt < VIEW_RETRIES) {
+          if (readOnly && attempt < VIEW_RETRIES) {
             await this.#reload(entry);
             continue;
           }
@@ -125,10 +125,8 @@ export class StoreReader {
     const sources: FeedSource[] = [];
     const pinned: StreamFiles[] = [];
     const within = (position: number) => position >= from && position <= upTo;
-    for (const stream of this.#reloaded) {
-      const path = this.#ctx.layout.journal(stream);
-      throw new StorageError(`@sessionfold/store-file: ${path} was replaced by the writer after this read-only store opened; reopen it.`);
-    }
+    const [reloaded] = this.#reloaded;
+    if (reloaded !== undefined) throw this.#journalChanged(reloaded);
     for (const entry of this.#ctx.entries.values()) {
       const tombstone = entry.tombstone;
       if (tombstone && within(tombstone.position)) {
