@@ -26,9 +26,10 @@ import { AtomicWriteDirectorySyncError } from '@sessionfold/sessionfile/atomic';
 import { BlobStore } from './blob-store.js';
 import { inlineIo, listDir, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
 import { compactJournal, liveFrom, locateRevision } from './journal-compact.js';
-import { scanJournal, UnnamedLines, type JournalInfo } from './journal-scan.js';
+import { scanJournal, type JournalInfo } from './journal-scan.js';
 import { Layout } from './layout.js';
 import { acquireLock, type WriterLock } from './lock.js';
+import { PositionSet } from './position-set.js';
 import { Positions } from './positions.js';
 import { readSnapshotFile, writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
 import { lineCharsBound, MAX_FLUSH_CHARS, StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
@@ -167,12 +168,14 @@ class FileStore implements EventStore {
       names.set(parsed.stream, files);
     }
     const queue = [...names];
-    const unnamed = new UnnamedLines();
+    const found = new PositionSet();
+    for (const mark of this.#tombstones.marks.values()) found.claim(mark.position, this.#layout.tombstones, undefined);
     const worker = async () => {
       for (let next = queue.pop(); next; next = queue.pop()) {
         const [stream, files] = next;
         const stored = files.snapshot ? await readSnapshotFile(this.#fs, this.#layout.snapshot(stream), stream) : undefined;
-        const journal = files.journal ? await scanJournal(this.#fs, this.#layout.journal(stream), stream, stored?.snapshot.revision ?? 0, repair, unnamed) : undefined;
+        if (stored) found.claim(stored.position, this.#layout.snapshot(stream), 1);
+        const journal = files.journal ? await scanJournal(this.#fs, this.#layout.journal(stream), stream, stored?.snapshot.revision ?? 0, repair, found) : undefined;
         const entry = this.#entry(stream);
         entry.load(journal, stored && { revision: stored.snapshot.revision, position: stored.position, recordedAt: stored.recordedAt });
         maxPosition = Math.max(maxPosition, stored?.position ?? 0, journal?.maxPosition ?? 0);
@@ -324,8 +327,8 @@ class FileStore implements EventStore {
             throw new StorageError(`Deleted ${stream}, but could not remove all of its files; reopen the store to finish.`, { cause, poisoned: true });
           }
         } finally {
-          // Not written: the position is handed out again if nothing was reserved after it.
-          if (!settled) this.#positions.release(position);
+          // Not handed out again: a tombstone write that failed and could not be cut back may still hold it.
+          if (!settled) this.#positions.settle(position);
           entry.dropHeldVersions(this.#positions.watermark);
         }
       });

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CorruptionError, type StreamId } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
-import { frameLine } from './journal-codec.js';
+import { eventPayload, frameLine } from './journal-codec.js';
 import { collect, freshDir, randomStream } from './test-support.fixture.js';
 
 const journalOf = (dir: string, stream: StreamId) => join(dir, 'streams', `${stream}.jsonl`);
@@ -51,6 +51,18 @@ describe('a journal line or journal that is not where its writer put it is corru
     await expectRefused(dir, journalOf(dir, c), 1, new RegExp(`names stream ${a}`));
   });
 
+  it("a line at a position another stream's line holds", async () => {
+    const dir = freshDir();
+    const [a] = await twoStreams(dir);
+    // Named right, next revision, rising position, but position 4 is the second line of b.
+    appendFileSync(journalOf(dir, a), frameLine(eventPayload(a, 3, 4, '2026-01-01T00:00:00.000Z', 'A', undefined, false, '3')));
+    for (const readOnly of [false, true]) {
+      const error = await fileStore({ directory: dir, readOnly }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(CorruptionError);
+      expect(String(error)).toMatch(/position 4 is also used elsewhere/);
+    }
+  });
+
   it('a line appended to a journal after open is refused when read', async () => {
     const dir = freshDir();
     const [a, b] = await twoStreams(dir);
@@ -79,7 +91,7 @@ describe('journals written by release 0.1.0 (without the stream in each line)', 
     appendFileSync(journalOf(dir, 'catalog'), lineOf(journalOf(dir, 'ledger-1'), 2));
     const error = await fileStore({ directory: dir }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CorruptionError);
-    expect(String(error)).toMatch(/position 26 .*also/);
+    expect(String(error)).toMatch(/position 26 is also used elsewhere/);
     expect([journalOf(dir, 'catalog'), journalOf(dir, 'ledger-1')]).toContain((error as CorruptionError).file);
   });
 
@@ -89,7 +101,7 @@ describe('journals written by release 0.1.0 (without the stream in each line)', 
     for (const readOnly of [false, true]) {
       const error = await fileStore({ directory: dir, readOnly }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(CorruptionError);
-      expect(String(error)).toMatch(/position 25 .*also/);
+      expect(String(error)).toMatch(/position 25 is also used elsewhere/);
       expect((error as CorruptionError).line).toBe(1);
     }
   });

@@ -2,6 +2,7 @@ import { CorruptionError, type AppendResult } from '@sessionfold/core/kernel';
 import { errorCode, type FileSystem } from './fs-layer.js';
 import { asEventLine, isLineMissingItsNewline, misplaced, type EventLine } from './journal-codec.js';
 import { LineReader, type Line } from './journal-reader.js';
+import { PositionSet } from './position-set.js';
 
 /** A place to start reading a journal from: the first live line and every line whose revision is a multiple of `CHECKPOINT_EVERY`. */
 export interface Checkpoint {
@@ -64,28 +65,8 @@ export function emptyJournal(snapshotRevision: number): JournalInfo {
 }
 
 /**
- * Positions of the lines, across every journal of a store, that do not name their stream (written by release
- * 0.1.0, whose journals are read with the stream taken from the file name): a position is given out once, so
- * such a line found in a second place — a journal copied under another name, a line moved — shows as a
- * position used twice.
- */
-export class UnnamedLines {
-  readonly #seen = new Map<number, string>();
-
-  /** Records that `path` holds `position` at `line`; a position already seen elsewhere is corruption. */
-  claim(position: number, path: string, line: number): void {
-    const other = this.#seen.get(position);
-    if (other !== undefined) {
-      throw new CorruptionError(path, line, `position ${position} is also used in ${other}: a line or journal was copied or moved`);
-    }
-    this.#seen.set(position, path);
-  }
-}
-
-/**
  * Reads a whole journal once at open, checking every line (checksum, JSON, that it names `stream`, gap-free
- * revisions, rising positions; lines without a stream name come first and their positions are unique across
- * `unnamed`). A torn tail — bytes without a final newline, or the lines of a batch whose last line never
+ * revisions, rising positions unique across `positions`; lines without a stream name come first). A torn tail — bytes without a final newline, or the lines of a batch whose last line never
  * made it — is cut off and fsynced when `repair` is set, and only ignored otherwise. Returns undefined
  * when the file does not exist.
  */
@@ -95,7 +76,7 @@ export async function scanJournal(
   stream: string,
   snapshotRevision: number,
   repair: boolean,
-  unnamed: UnnamedLines = new UnnamedLines(),
+  positions: PositionSet = new PositionSet(),
 ): Promise<JournalInfo | undefined> {
   let fd: number;
   try {
@@ -109,7 +90,7 @@ export async function scanJournal(
   try {
     const stats = await fsl.fstat(fd);
     size = stats.size;
-    info = await scanLines(new LineReader(fsl, fd, path, 0, size, 1), path, stream, snapshotRevision, unnamed);
+    info = await scanLines(new LineReader(fsl, fd, path, 0, size, 1), path, stream, snapshotRevision, positions);
     info.ino = stats.ino;
   } finally {
     await fsl.close(fd);
@@ -127,7 +108,7 @@ export async function scanJournal(
   return info;
 }
 
-async function scanLines(reader: LineReader, path: string, stream: string, snapshotRevision: number, unnamed: UnnamedLines): Promise<JournalInfo> {
+async function scanLines(reader: LineReader, path: string, stream: string, snapshotRevision: number, positions: PositionSet): Promise<JournalInfo> {
   const info = emptyJournal(snapshotRevision);
   info.lastRevision = 0;
   let prevRevision = 0;
@@ -143,7 +124,7 @@ async function scanLines(reader: LineReader, path: string, stream: string, snaps
     const last = batch[batch.length - 1] as { line: Line; event: EventLine };
     const result: AppendResult = { revision: last.event.revision, position: last.event.position };
     for (const { line, event } of batch) {
-      if (event.stream === undefined) unnamed.claim(event.position, path, line.no);
+      positions.claim(event.position, path, line.no);
       info.maxPosition = event.position;
       if (event.revision <= snapshotRevision) continue;
       if (!seenLive) {
