@@ -115,18 +115,26 @@ export class StoreReader {
 
   /** Every change from `from` up to the watermark (taken when iteration starts), merged by position. */
   readAll(from: number): AsyncIterable<RecordedEvent> {
-    return { [Symbol.asyncIterator]: () => this.#feed(from) };
+    return {
+      [Symbol.asyncIterator]: () => {
+        const pinned: StreamFiles[] = [];
+        const release = () => {
+          for (const files of pinned) files.release();
+        };
+        return mergeByPosition(() => this.#feedSources(from, pinned), release);
+      },
+    };
   }
 
-  async *#feed(from: number): AsyncGenerator<RecordedEvent> {
+  /** The inputs of a feed read, fixed now: each stream's version as of the watermark, pinned into `pinned`. */
+  #feedSources(from: number, pinned: StreamFiles[]): FeedSource[] {
     // Everything at or below the watermark is settled; nothing above it is shown, so nothing is ever skipped.
     const upTo = this.#ctx.positions().watermark;
-    if (from > upTo) return;
-    const sources: FeedSource[] = [];
-    const pinned: StreamFiles[] = [];
-    const within = (position: number) => position >= from && position <= upTo;
+    if (from > upTo) return [];
     const [reloaded] = this.#reloaded;
     if (reloaded !== undefined) throw this.#journalChanged(reloaded);
+    const sources: FeedSource[] = [];
+    const within = (position: number) => position >= from && position <= upTo;
     for (const entry of this.#ctx.entries.values()) {
       const tombstone = entry.tombstone;
       if (tombstone && within(tombstone.position)) {
@@ -144,14 +152,7 @@ export class StoreReader {
       if (fromSnapshot) sources.push(single(snapshot.position, () => this.#snapshotRecord(entry.name, files, snapshot)));
       if (fromJournal) sources.push(this.#journalSource(entry, files, Math.max(from, journal.firstPosition), upTo));
     }
-    try {
-      yield* mergeByPosition(sources);
-    } catch (error) {
-      if (error instanceof CorruptionError) this.#ctx.corrupted(error);
-      throw error;
-    } finally {
-      for (const files of pinned) files.release();
-    }
+    return sources;
   }
 
   /** Releases the descriptors of readers that were never iterated to the end (at `close`). */
@@ -181,9 +182,14 @@ export class StoreReader {
   }
 
   async #snapshotRecord(stream: StreamId, files: StreamFiles, mark: ChangeMark): Promise<RecordedEvent | undefined> {
-    const stored = await files.readSnapshot(this.#ctx.fs, this.#ctx.layout.snapshot(stream), stream);
-    if (!stored || stored.position !== mark.position) throw this.#snapshotChanged(stream);
-    return changeRecord(stream, SNAPSHOT_RECORD, mark, stored.snapshot as unknown as JsonValue);
+    try {
+      const stored = await files.readSnapshot(this.#ctx.fs, this.#ctx.layout.snapshot(stream), stream);
+      if (!stored || stored.position !== mark.position) throw this.#snapshotChanged(stream);
+      return changeRecord(stream, SNAPSHOT_RECORD, mark, stored.snapshot as unknown as JsonValue);
+    } catch (error) {
+      if (error instanceof CorruptionError) this.#ctx.corrupted(error);
+      throw error;
+    }
   }
 
   /** A stream's journal as a feed input, opened only when the merge first needs it. */
