@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConcurrencyError, SNAPSHOT_RECORD } from '@sessionfold/core/kernel';
+import { ConcurrencyError, DELETED_RECORD, SNAPSHOT_RECORD } from '@sessionfold/core/kernel';
 import { FeedConsumer, viewsFromReads } from '../feed-consumer.js';
 import { skipWithout, appendTypes, readFeed, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
 
@@ -120,6 +120,29 @@ export function describeConcurrencyRules(ctx: SuiteContext): void {
       expect(feeds.filter((x) => x !== feedBefore && x !== feedAfter)).toEqual([]);
       expect(seen.at(-1)).toBe(after);
       expect(feeds.at(-1)).toBe(feedAfter);
+    });
+
+    it('reads while a stream is deleted see it whole or gone, never part of it', async () => {
+      const { store } = await ctx.fresh();
+      const s = streamId();
+      await store.append(s, Array.from({ length: 40 }, (_, n) => ({ type: 'Counted', data: { n: n + 1 } })), { expectedRevision: 'no_stream' });
+      await store.compact(s, snapshotOf(s, 10));
+      const whole = `revision 40, snapshot 10, events ${Array.from({ length: 30 }, (_, i) => i + 11).join(',')}`;
+      const gone = 'revision 0, snapshot -, events ';
+      let done = false;
+      const deletion = store.deleteStream(s, { expectedRevision: 40 }).finally(() => (done = true));
+      const seen = new Set<string>();
+      const feeds = new Set<string>();
+      do {
+        const [read, feed] = await Promise.all([readStream(store, s), readFeed(store)]);
+        seen.add(`revision ${read.revision}, snapshot ${read.snapshot?.revision ?? '-'}, events ${read.events.map((e) => e.revision).join(',')}`);
+        feeds.add(feed.map((r) => r.type).join(',').replace(/(Counted,)+Counted/, 'Counted…'));
+        await new Promise((resolve) => setImmediate(resolve));
+      } while (!done);
+      await deletion;
+      expect([...seen].filter((x) => x !== whole && x !== gone)).toEqual([]);
+      expect([...feeds].filter((x) => x !== `Counted…,${SNAPSHOT_RECORD}` && x !== DELETED_RECORD)).toEqual([]);
+      expect(await readStream(store, s)).toEqual({ revision: 0, events: [] });
     });
 
     it('compacting a stream while appends to it are in flight loses nothing [capability: concurrentAppends]', async (t) => {
