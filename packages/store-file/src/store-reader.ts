@@ -45,7 +45,7 @@ const VIEW_RETRIES = 10;
  */
 export class StoreReader {
   readonly #ctx: ReaderContext;
-  /** Closers of readers not yet finished, for `closeAll`. */
+  /** Closers of readers (event iterators, feeds) not yet finished, for `closeAll`. */
   readonly #open = new Set<() => void>();
   /**
    * Streams a read-only view read again after the writer replaced their files: their changes since the view
@@ -118,9 +118,12 @@ export class StoreReader {
     return {
       [Symbol.asyncIterator]: () => {
         const pinned: StreamFiles[] = [];
+        // Once: at the end of the iteration, or at `closeAll` for one abandoned part-way.
         const release = () => {
+          if (!this.#open.delete(release)) return;
           for (const files of pinned) files.release();
         };
+        this.#open.add(release);
         return mergeByPosition(() => this.#feedSources(from, pinned), release);
       },
     };
@@ -155,9 +158,9 @@ export class StoreReader {
     return sources;
   }
 
-  /** Releases the descriptors of readers that were never iterated to the end (at `close`). */
+  /** Releases the descriptors and pins of readers that were never iterated to the end (at `close`). */
   closeAll(): void {
-    for (const close of this.#open) close();
+    for (const close of [...this.#open]) close();
     this.#open.clear();
   }
 
