@@ -159,3 +159,36 @@ describe('a read is one state of the stream', () => {
     await store.close();
   });
 });
+
+describe('versions kept for readers', () => {
+  it('hold no descriptor once the store is closed, whether their readers finished, were abandoned or never started', async () => {
+    const open = new Set<number>();
+    const counting: Partial<FileSystem> = {
+      open: async (path, flags, mode) => {
+        const fd = await nodeFileSystem.open(path, flags, mode);
+        open.add(fd);
+        return fd;
+      },
+      close: async (fd) => {
+        open.delete(fd);
+        return nodeFileSystem.close(fd);
+      },
+    };
+    const store = await fileStore({ directory: freshDir(), fs: counting });
+    const s = randomStream();
+    await compactedStream(store, s);
+    const finished = collect(store.readAll());
+    const abandoned = store.readAll()[Symbol.asyncIterator]();
+    await abandoned.next();
+    const neverIterated = await store.read(s);
+    const halfRead = (await store.read(s)).events[Symbol.asyncIterator]();
+    await halfRead.next();
+    await store.compact(s, snapshotAt(s, 60));
+    await store.compact(s, snapshotAt(s, 90));
+    await finished;
+    expect(neverIterated.revision).toBe(100);
+    await store.close();
+    await sleep(20);
+    expect(open.size).toBe(0);
+  });
+});
