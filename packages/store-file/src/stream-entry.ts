@@ -46,8 +46,8 @@ const INLINE_MAX_BYTES = 256 * 1024;
 const INLINE_RUN = 15;
 
 /**
- * Most UTF-16 code units of serialized events one flush holds (one append may not exceed it either): a flush
- * joins its lines into one string, which must stay far below the engine's longest string.
+ * Most UTF-16 code units of journal lines one flush holds, as bounded by `lineCharsBound` (one append may not
+ * exceed it either): a flush joins its lines into one string, which must stay far below the engine's longest.
  */
 export const MAX_FLUSH_CHARS = 256 * 1024 * 1024;
 
@@ -121,8 +121,8 @@ export class StreamEntry {
   }
 
   /**
-   * Makes `files` current, once what it describes is in place. When it comes from a change at a new position,
-   * the version it replaces stays pinned as its `before` until the feed's watermark reaches that position.
+   * Makes `files` current, once what it describes is in place. A version made by a change at a new position
+   * comes with the one it replaces as its `before` (pinned), kept until `dropHeldVersions` lets it go.
    */
   useFiles(files: StreamFiles, journalExists = this.journalExists): void {
     this.#files = files;
