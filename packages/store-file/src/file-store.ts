@@ -46,7 +46,7 @@ export interface FileStoreOptions {
    * file is modified (a torn tail is ignored, not cut).
    */
   readOnly?: boolean;
-  /** Source of `recordedAt` (default: the system clock). */
+  /** Source of `recordedAt` (default: the system clock); one that throws or returns an invalid Date fails that write, which writes nothing. */
   clock?: () => Date;
   /** Largest serialized event in bytes (default 1 MiB). */
   maxEventBytes?: number;
