@@ -25,4 +25,5 @@ describeEventStoreConformance('fileStore', () => open(join(root, `store-${++coun
     await store.close();
     return open(directory);
   },
+  withClock: (clock) => fileStore({ directory: join(root, `store-${++count}`), clock }),
 });

@@ -14,9 +14,17 @@ export interface FeedSource {
 
 /**
  * Merges sources by position with a binary heap. A source is advanced only when it holds the lowest key,
- * and a fetched record is emitted only once its position is the lowest key of all.
+ * and a fetched record is emitted only once its position is the lowest key of all. `open` makes the sources
+ * when iteration starts (not when this is called), and `done` runs once it ends, however it ends.
  */
-export async function* mergeByPosition(sources: FeedSource[]): AsyncGenerator<RecordedEvent> {
+export async function* mergeByPosition(open: () => FeedSource[], done?: () => void): AsyncGenerator<RecordedEvent> {
+  let sources: FeedSource[];
+  try {
+    sources = open();
+  } catch (error) {
+    done?.();
+    throw error;
+  }
   const heap: { key: number; source: FeedSource; record: RecordedEvent | undefined }[] = sources.map((source) => ({
     key: source.key,
     source,
@@ -60,6 +68,10 @@ export async function* mergeByPosition(sources: FeedSource[]): AsyncGenerator<Re
       }
     }
   } finally {
-    await Promise.all(heap.map((entry) => entry.source.close()));
+    try {
+      await Promise.all(heap.map((entry) => entry.source.close()));
+    } finally {
+      done?.();
+    }
   }
 }

@@ -1,5 +1,7 @@
 import {
   ConcurrencyError,
+  readClock,
+  CorruptionError,
   DEFAULT_MAX_EVENT_BYTES,
   InvalidInputError,
   revisionMatches,
@@ -28,13 +30,15 @@ import { AtomicWriteDirectorySyncError } from '@sessionfold/sessionfile/atomic';
 import { BlobStore } from './blob-store.js';
 import { CaseCollisions, isCaseInsensitive } from './case-collisions.js';
 import { errorCode, inlineIo, listDir, readingFile, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
-import { compactJournal, locateRevision } from './journal-compact.js';
-import { scanJournal } from './journal-scan.js';
+import { compactJournal, liveFrom, locateRevision } from './journal-compact.js';
+import { scanJournal, type JournalInfo } from './journal-scan.js';
 import { Layout } from './layout.js';
 import { acquireLock, type WriterLock } from './lock.js';
+import { PositionSet } from './position-set.js';
 import { Positions } from './positions.js';
 import { readSnapshotFile, writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
-import { StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
+import { lineCharsBound, MAX_FLUSH_CHARS, StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
+import { StreamFiles } from './stream-files.js';
 import { StoreReader } from './store-reader.js';
 import { readStoreFormat, STORE_FORMAT_VERSION, writeStoreFormat } from './store-format.js';
 import { Tombstones } from './tombstones.js';
@@ -48,7 +52,7 @@ export interface FileStoreOptions {
    * file is modified (a torn tail is ignored, not cut).
    */
   readOnly?: boolean;
-  /** Source of `recordedAt` (default: the system clock). */
+  /** Source of `recordedAt` (default: the system clock); one that throws or returns an invalid Date fails that write, which writes nothing. */
   clock?: () => Date;
   /** Largest serialized event in bytes (default 1 MiB). */
   maxEventBytes?: number;
@@ -137,7 +141,8 @@ class FileStore implements EventStore {
   /** Set by `open()` on a case-insensitive directory, where ids that differ only in case would share files. */
   #cases: CaseCollisions | undefined;
   #closed = false;
-  #poisoned = false;
+  /** Why the store refuses writes until it is reopened: a failed sync, or damage found in what writes build on. */
+  #poisoned: { reason: string; cause: unknown } | undefined;
 
   constructor(fsl: FileSystem, layout: Layout, readOnly: boolean, clock: () => Date, maxEventBytes: number, lock: WriterLock | undefined) {
     this.#fs = fsl;
@@ -147,7 +152,14 @@ class FileStore implements EventStore {
     this.#lock = lock;
     this.#blobs = new BlobStore(fsl, layout);
     const store = this;
-    this.#reader = new StoreReader({ fs: fsl, layout, readOnly, entries: this.#entries, positions: () => this.#positions });
+    this.#reader = new StoreReader({
+      fs: fsl,
+      layout,
+      readOnly,
+      entries: this.#entries,
+      positions: () => this.#positions,
+      corrupted: (error) => this.#damaged(error),
+    });
     this.#ctx = {
       fs: fsl,
       inlineIo: inlineIo(fsl),
@@ -156,11 +168,9 @@ class FileStore implements EventStore {
       get positions() {
         return store.#positions;
       },
-      clock,
+      now: () => readClock(clock),
       assertNotPoisoned: () => this.#assertNotPoisoned(),
-      poison: () => {
-        this.#poisoned = true;
-      },
+      poison: (reason, cause) => this.#poison(reason, cause),
       touched: (entry) => this.#touched(entry),
     };
   }
@@ -184,13 +194,16 @@ class FileStore implements EventStore {
     }
     for (const stream of [...names.keys(), ...this.#blobs.owners()]) this.#cases?.claim(stream);
     const queue = [...names];
+    const found = new PositionSet();
+    for (const mark of this.#tombstones.marks.values()) found.claim(mark.position, this.#layout.tombstones, undefined);
     const worker = async () => {
       for (let next = queue.pop(); next; next = queue.pop()) {
         const [stream, files] = next;
         const [snapshotPath, journalPath] = [this.#layout.snapshot(stream), this.#layout.journal(stream)];
         const stored = files.snapshot ? await readingFile(snapshotPath, () => readSnapshotFile(this.#fs, snapshotPath, stream)) : undefined;
+        if (stored) found.claim(stored.position, snapshotPath, 1);
         const from = stored?.snapshot.revision ?? 0;
-        const journal = files.journal ? await readingFile(journalPath, () => scanJournal(this.#fs, journalPath, from, repair)) : undefined;
+        const journal = files.journal ? await readingFile(journalPath, () => scanJournal(this.#fs, journalPath, stream, from, repair, found)) : undefined;
         const entry = this.#entry(stream);
         entry.load(journal, stored && { revision: stored.snapshot.revision, position: stored.position, recordedAt: stored.recordedAt });
         maxPosition = Math.max(maxPosition, stored?.position ?? 0, journal?.maxPosition ?? 0);
@@ -223,8 +236,11 @@ class FileStore implements EventStore {
       const batch = validateAppend(stream, events, options, this.#maxEventBytes);
       this.#assertWritable();
       this.#cases?.claim(stream);
-      const { events: kept, dataJson } = ownCopies(batch);
-      return this.#entry(stream).append(kept, dataJson, batch.expectedRevision);
+      const { copies, dataJson, chars } = ownCopies(batch);
+      if (chars > MAX_FLUSH_CHARS) {
+        throw new InvalidInputError('events', `the batch's journal lines could exceed ${MAX_FLUSH_CHARS} characters; split it into several appends`);
+      }
+      return this.#entry(stream).append(copies, dataJson, chars, batch.expectedRevision);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -268,9 +284,13 @@ class FileStore implements EventStore {
           throw new InvalidInputError('snapshot.revision', `revision ${kept.revision} is older than the stored snapshot's ${entry.snapshot.revision}`);
         }
         const path = this.#layout.journal(stream);
-        const cut = entry.journalExists ? await locateRevision(this.#fs, path, entry.journal, kept.revision + 1) : undefined;
-        await this.#writeSnapshot(entry, kept, async () => {
-          if (cut) await compactJournal(this.#ctx, entry, path, cut, kept.revision);
+        // Compaction reads the journal to find where to cut and to copy what it keeps: damage found there is
+        // damage in what writes build on.
+        const cut = entry.journalExists ? await this.#noticing(locateRevision(this.#fs, path, entry.journal, kept.revision + 1)) : undefined;
+        // The version being replaced keeps its own description of the journal: appends after this one grow only the new.
+        const journal = cut ? liveFrom(entry.journal, cut) : { ...entry.journal, checkpoints: [...entry.journal.checkpoints] };
+        await this.#writeSnapshot(entry, kept, journal, async () => {
+          if (cut) await this.#noticing(compactJournal(this.#ctx, entry, path, cut, kept.revision));
         });
       });
     });
@@ -286,8 +306,7 @@ class FileStore implements EventStore {
       return entry.exclusive(async () => {
         this.#assertNotPoisoned();
         if (entry.revision !== 0) throw new ConcurrencyError(stream, 'no_stream', entry.revision);
-        const mark = await this.#writeSnapshot(entry, kept, async () => undefined);
-        entry.journal.lastRevision = kept.revision;
+        const mark = await this.#writeSnapshot(entry, kept, { ...entry.journal, lastRevision: kept.revision }, async () => undefined);
         entry.setRevision(kept.revision);
         return { revision: kept.revision, position: mark.position };
       });
@@ -311,27 +330,38 @@ class FileStore implements EventStore {
         const actual = entry.revision;
         if (!revisionMatches(expected, actual)) throw new ConcurrencyError(stream, expected, actual);
         if (actual === 0) return;
+        const recordedAt = this.#ctx.now();
         const position = this.#positions.reserve(1);
+        let settled = false;
         try {
-          const mark: ChangeMark = { revision: actual, position, recordedAt: this.#ctx.clock().toISOString() };
+          const mark: ChangeMark = { revision: actual, position, recordedAt };
           try {
             await this.#tombstones.add(stream, mark);
           } catch (error) {
-            if (error instanceof StorageError && error.poisoned) this.#poisoned = true;
+            if (error instanceof StorageError && error.poisoned) this.#poison(`${this.#layout.tombstones} failed to sync`, error);
             throw error;
           }
           // The tombstone is durable: the stream is gone whatever happens to its files next (open finishes the job).
           await entry.closeFile();
-          entry.reset(mark);
+          const old = entry.files;
+          const retired = await old.retire(this.#fs, this.#layout.journal(stream), this.#layout.snapshot(stream)).then(
+            () => old,
+            () => undefined,
+          );
+          entry.reset(mark, retired);
+          this.#positions.settle(position);
+          settled = true;
           try {
             await this.#removeStreamFiles(stream);
             this.#cases?.release(stream);
           } catch (cause) {
-            this.#poisoned = true;
+            this.#poison(`the files of the deleted stream ${stream} could not all be removed`, cause);
             throw new StorageError(`Deleted ${stream}, but could not remove all of its files; reopen the store to finish.`, { cause, poisoned: true });
           }
         } finally {
-          this.#positions.settle(position);
+          // Not handed out again: a tombstone write that failed and could not be cut back may still hold it.
+          if (!settled) this.#positions.settle(position);
+          entry.dropHeldVersions(this.#positions.watermark);
         }
       });
     });
@@ -347,7 +377,7 @@ class FileStore implements EventStore {
       try {
         return await this.#blobs.put(stream, Uint8Array.from(bytes));
       } catch (error) {
-        if (error instanceof StorageError && error.poisoned) this.#poisoned = true;
+        if (error instanceof StorageError && error.poisoned) this.#poison('a blob failed to sync', error);
         throw error;
       }
     });
@@ -376,6 +406,8 @@ class FileStore implements EventStore {
       await entry.closeFile();
     }
     this.#reader.closeAll();
+    // Versions held back for feed reads keep descriptors on replaced files: nothing will read them now.
+    for (const entry of this.#entries.values()) entry.dropHeldVersions(Number.MAX_SAFE_INTEGER);
     await this.#lock?.release().catch(() => undefined);
   }
 
@@ -403,11 +435,38 @@ class FileStore implements EventStore {
     this.#assertNotPoisoned();
   }
 
-  /** Checked again when a queued write runs: a write accepted before `close` still completes, but not after a failed sync. */
+  /**
+   * Checked again when a queued write runs: a write accepted before `close` still completes, but not after a
+   * failed sync or once damage was found in what writes build on (journals, snapshots), so it is never built on.
+   */
   #assertNotPoisoned(): void {
-    if (this.#poisoned) {
-      throw new StorageError(`@sessionfold/store-file: a write to ${this.#layout.directory} failed to sync; reopen the store.`, { poisoned: true });
+    const poisoned = this.#poisoned;
+    if (poisoned) {
+      throw new StorageError(`@sessionfold/store-file: ${this.#layout.directory} refuses writes until it is reopened: ${poisoned.reason}.`, {
+        cause: poisoned.cause,
+        poisoned: true,
+      });
     }
+  }
+
+  /** Passes `work`'s outcome on; a `CorruptionError` also poisons the store. */
+  async #noticing<T>(work: Promise<T>): Promise<T> {
+    try {
+      return await work;
+    } catch (error) {
+      if (error instanceof CorruptionError) this.#damaged(error);
+      throw error;
+    }
+  }
+
+  /** Damage in a journal or snapshot: nothing more is written on top of it until the store is reopened. */
+  #damaged(error: CorruptionError): void {
+    this.#poison(`${error.file}${error.line === undefined ? '' : `:${error.line}`} is damaged`, error);
+  }
+
+  /** The first reason is kept: it is the one to fix. */
+  #poison(reason: string, cause: unknown): void {
+    this.#poisoned ??= { reason, cause };
   }
 
   #entry(stream: StreamId): StreamEntry {
@@ -430,36 +489,56 @@ class FileStore implements EventStore {
     return promise;
   }
 
-  /** Writes the snapshot (taking a new position for its `$snapshot` change), then runs `after` (the journal rewrite). */
-  async #writeSnapshot(entry: StreamEntry, snapshot: Omit<SnapshotToWrite, 'position' | 'recordedAt'>, after: () => Promise<void>): Promise<ChangeMark> {
+  /**
+   * Writes the snapshot (taking a new position for its `$snapshot` change), makes it current with `journal`
+   * (the journal as it reads after the snapshot), settles the change's position, then runs `after` (the journal
+   * rewrite). The version it replaces stays readable for readers that started on it.
+   */
+  async #writeSnapshot(
+    entry: StreamEntry,
+    snapshot: Omit<SnapshotToWrite, 'position' | 'recordedAt'>,
+    journal: JournalInfo,
+    after: () => Promise<void>,
+  ): Promise<ChangeMark> {
+    const recordedAt = this.#ctx.now();
     const position = this.#positions.reserve(1);
+    const mark: ChangeMark = { revision: snapshot.revision, position, recordedAt };
+    let settled = false;
+    const install = () => {
+      const next = new StreamFiles(mark, journal, position);
+      // The retired version's pin passes to `before`: feed reads below the new position still show it.
+      next.before = old;
+      entry.useFiles(next);
+      // Events the snapshot covers leave the stream at once, even while the journal still holds them.
+      for (const [id, where] of journal.eventIds) if (where.revision <= mark.revision) journal.eventIds.delete(id);
+      // The change is durable: the feed may show it now, while the journal is still being rewritten.
+      this.#positions.settle(position);
+      settled = true;
+    };
+    const old = entry.files;
     try {
-      const mark: ChangeMark = { revision: snapshot.revision, position, recordedAt: this.#ctx.clock().toISOString() };
+      await old.retire(this.#fs, this.#layout.journal(entry.name), this.#layout.snapshot(entry.name));
       try {
-        await writeSnapshotFile(this.#fs, this.#layout.snapshot(entry.name), { ...snapshot, position, recordedAt: mark.recordedAt });
+        await writeSnapshotFile(this.#fs, this.#layout.snapshot(entry.name), { ...snapshot, position, recordedAt });
       } catch (cause) {
         if (!(cause instanceof AtomicWriteDirectorySyncError)) {
+          entry.useFiles(old.unretired());
+          old.release();
           throw new StorageError(`@sessionfold/store-file: could not write the snapshot of ${entry.name}.`, { cause });
         }
         // The new file is in place but its name may not survive a crash: use it, refuse further writes.
-        this.#poisoned = true;
-        this.#snapshotWritten(entry, mark);
+        this.#poison(`the snapshot of ${entry.name} failed to sync`, cause);
+        install();
         throw new StorageError(`@sessionfold/store-file: could not sync the snapshot of ${entry.name}; reopen the store.`, { cause, poisoned: true });
       }
-      this.#snapshotWritten(entry, mark);
+      install();
       await after();
       return mark;
     } finally {
-      this.#positions.settle(position);
+      // Not written: the position is handed out again if nothing was reserved after it.
+      if (!settled) this.#positions.release(position);
+      entry.dropHeldVersions(this.#positions.watermark);
     }
-  }
-
-  #snapshotWritten(entry: StreamEntry, mark: ChangeMark): void {
-    entry.snapshot = mark;
-    entry.generation++;
-    // Events the snapshot covers leave the stream at once, even while the journal still holds them.
-    const journal = entry.journal;
-    for (const [id, where] of journal.eventIds) if (where.revision <= mark.revision) journal.eventIds.delete(id);
   }
 
   async #removeStreamFiles(stream: StreamId): Promise<void> {
@@ -481,18 +560,21 @@ class FileStore implements EventStore {
 
 /**
  * What the store keeps of a validated batch until it is written: type and eventId as validation read them (the
- * caller's objects are not read again), and the data as the JSON validation produced.
+ * caller's objects are not read again), and the data as the JSON validation produced. Also bounds the length of
+ * the batch's lines (`lineCharsBound`) in the same pass.
  */
-function ownCopies(batch: ValidatedAppend): { events: NewEvent[]; dataJson: string[] } {
+function ownCopies(batch: ValidatedAppend): { copies: NewEvent[]; dataJson: string[]; chars: number } {
   const count = batch.events.length;
-  const events = new Array<NewEvent>(count);
+  const copies = new Array<NewEvent>(count);
   const dataJson = new Array<string>(count);
+  let chars = 0;
   for (let i = 0; i < count; i++) {
     const { type, eventId, dataJson: json } = batch.events[i] as ValidatedAppend['events'][number];
-    events[i] = eventId === undefined ? { type, data: null } : { type, data: null, eventId };
+    copies[i] = eventId === undefined ? { type, data: null } : { type, data: null, eventId };
     dataJson[i] = json;
+    chars += lineCharsBound(json, type, eventId);
   }
-  return { events, dataJson };
+  return { copies, dataJson, chars };
 }
 
 /** Creates `path` (0700) if missing; a failure names the directory. */

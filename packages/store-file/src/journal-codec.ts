@@ -2,11 +2,13 @@ import * as crypto from 'node:crypto';
 import type { JsonValue } from '@sessionfold/core/kernel';
 
 /**
- * One line of a journal, as stored: `<sha256 hex of PAYLOAD> <PAYLOAD>\n`. An event's payload carries
- * `more: true` on every line of a batch but the last, so a batch cut short by a crash can be told apart
- * from a complete one and dropped whole.
+ * One line of a journal, as stored: `<sha256 hex of PAYLOAD> <PAYLOAD>\n`. An event's payload names its
+ * stream, so a line or a whole journal found under another stream's name is caught, and carries `more: true`
+ * on every line of a batch but the last, so a batch cut short by a crash can be told apart from a complete
+ * one and dropped whole. Lines written by release 0.1.0 have no `stream`: their journal's file name says it.
  */
 export interface EventLine {
+  stream?: string;
   revision: number;
   position: number;
   recordedAt: string;
@@ -33,8 +35,9 @@ export function frameLine(payload: string): string {
   return `${hashHex(payload)} ${payload}\n`;
 }
 
-/** The payload of an event line; `dataJson` is already serialized (validation did that once). */
+/** The payload of an event line of `stream`; `dataJson` is already serialized (validation did that once). */
 export function eventPayload(
+  stream: string,
   revision: number,
   position: number,
   recordedAt: string,
@@ -43,11 +46,12 @@ export function eventPayload(
   more: boolean,
   dataJson: string,
 ): string {
-  return eventPayloadJson(revision, position, JSON.stringify(recordedAt), JSON.stringify(type), eventId, more, dataJson);
+  return eventPayloadJson(JSON.stringify(stream), revision, position, JSON.stringify(recordedAt), JSON.stringify(type), eventId, more, dataJson);
 }
 
-/** `eventPayload` with `recordedAt` and `type` already as JSON strings: a flush serializes each once. */
+/** `eventPayload` with `stream`, `recordedAt` and `type` already as JSON strings: a flush serializes each once. */
 export function eventPayloadJson(
+  streamJson: string,
   revision: number,
   position: number,
   recordedAtJson: string,
@@ -57,7 +61,7 @@ export function eventPayloadJson(
   dataJson: string,
 ): string {
   return (
-    `{"revision":${revision},"position":${position},"recordedAt":${recordedAtJson},"type":${typeJson}` +
+    `{"stream":${streamJson},"revision":${revision},"position":${position},"recordedAt":${recordedAtJson},"type":${typeJson}` +
     `${eventId === undefined ? '' : `,"eventId":${JSON.stringify(eventId)}`}${more ? ',"more":true' : ''},"data":${dataJson}}`
   );
 }
@@ -88,6 +92,7 @@ export function isLineMissingItsNewline(tail: Buffer): boolean {
 export function asEventLine(value: unknown): EventLine | string {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'payload is not an object';
   const v = value as Record<string, unknown>;
+  if (v.stream !== undefined && typeof v.stream !== 'string') return 'stream is not a string';
   if (!isPositiveInt(v.revision)) return 'revision is not an integer ≥ 1';
   if (!isPositiveInt(v.position)) return 'position is not an integer ≥ 1';
   if (typeof v.recordedAt !== 'string') return 'recordedAt is not a string';
@@ -101,4 +106,9 @@ export function asEventLine(value: unknown): EventLine | string {
 /** An integer ≥ 1 within the safe range. */
 export function isPositiveInt(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 1;
+}
+
+/** Why a line that names `named` is not where it belongs. */
+export function misplaced(named: string): string {
+  return `the line names stream ${JSON.stringify(named).slice(1, -1)}: it belongs to another journal`;
 }

@@ -1,6 +1,6 @@
 import { CorruptionError, SessionfoldError, StorageError, type RecordedEvent, type StreamId } from '@sessionfold/core/kernel';
 import type { FileSystem } from './fs-layer.js';
-import { asEventLine } from './journal-codec.js';
+import { asEventLine, misplaced } from './journal-codec.js';
 import { LineReader } from './journal-reader.js';
 import type { JournalInfo } from './journal-scan.js';
 
@@ -39,7 +39,8 @@ export interface EventWindow {
 /**
  * Streams the events of `fd` from `start` to byte `end` that fall in `window`, re-checking every line as it
  * goes (bytes can rot after open). A chunk's lines are decoded together and handed out one by one, which is
- * much cheaper per event than an async generator. Closes `fd` when done, abandoned or failed.
+ * much cheaper per event than an async generator. Closes `fd` when done, abandoned or failed; damage found is
+ * also told to `onCorruption`.
  */
 export function journalEvents(
   fsl: FileSystem,
@@ -49,7 +50,7 @@ export function journalEvents(
   start: StartPoint,
   end: number,
   window: EventWindow,
-  onClose?: () => void,
+  onCorruption?: (error: CorruptionError) => void,
 ): AsyncIterableIterator<RecordedEvent> {
   const reader = new LineReader(fsl, fd, path, start.offset, end, start.line);
   let ready: RecordedEvent[] = [];
@@ -59,7 +60,6 @@ export function journalEvents(
     if (finished) return;
     finished = true;
     ready = [];
-    onClose?.();
     await fsl.close(fd).catch(() => undefined);
   };
   const done: IteratorResult<RecordedEvent> = { value: undefined, done: true };
@@ -67,6 +67,7 @@ export function journalEvents(
   const take = (value: unknown, no: number): void => {
     const event = asEventLine(value);
     if (typeof event === 'string') throw new CorruptionError(path, no, event);
+    if (event.stream !== undefined && event.stream !== stream) throw new CorruptionError(path, no, misplaced(event.stream));
     if (event.position > window.maxPosition) return reader.stop();
     if (event.revision < window.minRevision || event.position < window.minPosition) return;
     const recorded: RecordedEvent = {
@@ -99,6 +100,7 @@ export function journalEvents(
         if (await fill()) return { value: ready[index++] as RecordedEvent, done: false };
       } catch (error) {
         await finish();
+        if (error instanceof CorruptionError) onCorruption?.(error);
         if (error instanceof SessionfoldError) throw error;
         throw new StorageError(`@sessionfold/store-file: could not read ${path}.`, { cause: error });
       }

@@ -1,7 +1,8 @@
 import { CorruptionError, type AppendResult } from '@sessionfold/core/kernel';
 import { errorCode, type FileSystem } from './fs-layer.js';
-import { asEventLine, isLineMissingItsNewline, type EventLine } from './journal-codec.js';
+import { asEventLine, isLineMissingItsNewline, misplaced, type EventLine } from './journal-codec.js';
 import { LineReader, type Line } from './journal-reader.js';
+import { PositionSet } from './position-set.js';
 
 /** A place to start reading a journal from: the first live line and every line whose revision is a multiple of `CHECKPOINT_EVERY`. */
 export interface Checkpoint {
@@ -64,16 +65,18 @@ export function emptyJournal(snapshotRevision: number): JournalInfo {
 }
 
 /**
- * Reads a whole journal once at open, checking every line (checksum, JSON, gap-free revisions, rising
- * positions). A torn tail — bytes without a final newline, or the lines of a batch whose last line never
+ * Reads a whole journal once at open, checking every line (checksum, JSON, that it names `stream`, gap-free
+ * revisions, rising positions unique across `positions`; lines without a stream name come first). A torn tail — bytes without a final newline, or the lines of a batch whose last line never
  * made it — is cut off and fsynced when `repair` is set, and only ignored otherwise. Returns undefined
  * when the file does not exist.
  */
 export async function scanJournal(
   fsl: FileSystem,
   path: string,
+  stream: string,
   snapshotRevision: number,
   repair: boolean,
+  positions: PositionSet = new PositionSet(),
 ): Promise<JournalInfo | undefined> {
   let fd: number;
   try {
@@ -87,7 +90,7 @@ export async function scanJournal(
   try {
     const stats = await fsl.fstat(fd);
     size = stats.size;
-    info = await scanLines(new LineReader(fsl, fd, path, 0, size, 1), path, snapshotRevision);
+    info = await scanLines(new LineReader(fsl, fd, path, 0, size, 1), path, stream, snapshotRevision, positions);
     info.ino = stats.ino;
   } finally {
     await fsl.close(fd);
@@ -105,12 +108,14 @@ export async function scanJournal(
   return info;
 }
 
-async function scanLines(reader: LineReader, path: string, snapshotRevision: number): Promise<JournalInfo> {
+async function scanLines(reader: LineReader, path: string, stream: string, snapshotRevision: number, positions: PositionSet): Promise<JournalInfo> {
   const info = emptyJournal(snapshotRevision);
   info.lastRevision = 0;
   let prevRevision = 0;
   let prevPosition = 0;
   let seenLive = false;
+  /** Set once a line names its stream: every later line must too. */
+  let named = false;
   /** Lines of the batch being read; they count only once the batch's last line is found. */
   let batch: { line: Line; event: EventLine }[] = [];
   let lastLineNo = 0;
@@ -119,6 +124,7 @@ async function scanLines(reader: LineReader, path: string, snapshotRevision: num
     const last = batch[batch.length - 1] as { line: Line; event: EventLine };
     const result: AppendResult = { revision: last.event.revision, position: last.event.position };
     for (const { line, event } of batch) {
+      positions.claim(event.position, path, line.no);
       info.maxPosition = event.position;
       if (event.revision <= snapshotRevision) continue;
       if (!seenLive) {
@@ -144,6 +150,12 @@ async function scanLines(reader: LineReader, path: string, snapshotRevision: num
       lastLineNo = line.no;
       const event = asEventLine(line.value);
       if (typeof event === 'string') throw new CorruptionError(path, line.no, event);
+      if (event.stream !== undefined) {
+        if (event.stream !== stream) throw new CorruptionError(path, line.no, misplaced(event.stream));
+        named = true;
+      } else if (named) {
+        throw new CorruptionError(path, line.no, 'the line does not name its stream, though the lines before it do');
+      }
       if (prevRevision === 0) {
         const first = snapshotRevision === 0 ? 1 : undefined;
         if (first !== undefined ? event.revision !== first : event.revision > snapshotRevision + 1) {

@@ -26,6 +26,16 @@ export class Positions {
     this.#inFlight.delete(start);
   }
 
+  /**
+   * Settles a reserved range whose positions were never written: when no later range was reserved since, they
+   * are handed out again, so a failed write leaves the counter as it was.
+   */
+  release(start: number): void {
+    const count = this.#inFlight.get(start);
+    this.#inFlight.delete(start);
+    if (count !== undefined && start + count - 1 === this.#last) this.#last = start - 1;
+  }
+
   /** The last position handed out. */
   get last(): number {
     return this.#last;

@@ -162,7 +162,7 @@ describe('damage is reported, never folded', () => {
       await store.append(stream, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
     });
     const path = journalOf(dir, stream);
-    await appendFile(path, frameLine(eventPayload(3, 10, new Date().toISOString(), 'A', undefined, false, '3')));
+    await appendFile(path, frameLine(eventPayload(stream, 3, 10, new Date().toISOString(), 'A', undefined, false, '3')));
     const error = await openFails(dir);
     expect(error.file).toBe(path);
     expect(error.line).toBe(2);

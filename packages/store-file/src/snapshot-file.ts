@@ -60,6 +60,11 @@ export async function readSnapshotFile(fsl: FileSystem, path: string, stream: St
     if (errorCode(error) === 'ENOENT') return undefined;
     throw error;
   }
+  return decodeSnapshot(bytes, path, stream);
+}
+
+/** Strictly validates the bytes of `stream`'s snapshot file (`path` names it in errors). */
+export function decodeSnapshot(bytes: Buffer, path: string, stream: StreamId): StoredSnapshot {
   const fail = (reason: string): never => {
     throw new CorruptionError(path, 1, reason);
   };

@@ -15,8 +15,10 @@ import { journalEvents, startPoint, type EventWindow, type StartPoint } from './
 import type { JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
 import type { Positions } from './positions.js';
+import { scanJournal } from './journal-scan.js';
 import { readSnapshotFile } from './snapshot-file.js';
 import type { ChangeMark, StreamEntry } from './stream-entry.js';
+import type { JournalHandle, StreamFiles } from './stream-files.js';
 
 const EMPTY: AsyncIterable<RecordedEvent> = { [Symbol.asyncIterator]: async function* () {} };
 
@@ -27,17 +29,29 @@ export interface ReaderContext {
   readonly readOnly: boolean;
   readonly entries: ReadonlyMap<StreamId, StreamEntry>;
   positions(): Positions;
+  /** Told of damage a read found in a journal or snapshot: what writes build on. */
+  corrupted(error: CorruptionError): void;
 }
+
+/** A read-only view looks again this many times when the writer keeps replacing a stream's files under it. */
+const VIEW_RETRIES = 10;
 
 /**
  * The read side of the store: one stream's snapshot and events, and the change feed merged by position.
- * Readers hold a descriptor on the journal they read, so a compaction that renames a new file into place
- * does not disturb them; a reader that finds the file replaced between looking and opening looks again.
+ * Every read pins the version of the stream's files it starts with (`StreamFiles`) and reads only that
+ * version, so a compaction or delete running meanwhile shows as before or after, never a mix. A read-only
+ * view, whose writer is another process, instead checks that the files are still the ones it knows and, when
+ * they were replaced, reads the stream's files again until it finds a consistent pair.
  */
 export class StoreReader {
   readonly #ctx: ReaderContext;
-  /** Closers of reader descriptors not yet released, for `closeAll`. */
+  /** Closers of readers (event iterators, feeds) not yet finished, for `closeAll`. */
   readonly #open = new Set<() => void>();
+  /**
+   * Streams a read-only view read again after the writer replaced their files: their changes since the view
+   * opened lie above its watermark, so its feed cannot show them whole and asks for a reopen instead.
+   */
+  readonly #reloaded = new Set<StreamId>();
 
   constructor(ctx: ReaderContext) {
     this.#ctx = ctx;
@@ -45,59 +59,114 @@ export class StoreReader {
 
   /** The stream as it is now: revision, the snapshot if it covers `from`, then the events after it. */
   async read(stream: StreamId, from: number): Promise<StreamRead> {
-    const { fs, layout } = this.#ctx;
-    const entry = this.#ctx.entries.get(stream);
-    for (;;) {
-      if (!entry || entry.revision === 0) return { revision: 0, events: EMPTY };
-      const generation = entry.generation;
-      const revision = entry.revision;
-      const journal = entry.journal;
-      let snapshot: Snapshot | undefined;
-      if (entry.snapshot && entry.snapshot.revision >= from) {
-        const stored = await readSnapshotFile(fs, layout.snapshot(stream), stream);
-        if (entry.generation !== generation) continue;
-        if (!stored || stored.position !== entry.snapshot.position) throw this.#snapshotChanged(stream);
-        snapshot = stored.snapshot;
-      }
-      const withSnapshot = snapshot ? { revision, snapshot } : { revision };
-      const after = snapshot ? snapshot.revision + 1 : from;
-      if (after > revision || journal.firstPosition === 0) return { ...withSnapshot, events: EMPTY };
-      const fd = await this.#openJournal(entry, generation);
-      if (fd === undefined) continue;
-      const window: EventWindow = { minRevision: after, minPosition: 1, maxPosition: Number.MAX_SAFE_INTEGER };
-      return { ...withSnapshot, events: this.#events(fd, entry, startPoint(journal, 'revision', after), journal.length, window) };
+    try {
+      return await this.#read(stream, from);
+    } catch (error) {
+      if (error instanceof CorruptionError) this.#ctx.corrupted(error);
+      throw error;
     }
   }
 
-  /** Every change from `from` up to the watermark, merged by position. */
+  async #read(stream: StreamId, from: number): Promise<StreamRead> {
+    const { fs, layout, readOnly } = this.#ctx;
+    const entry = this.#ctx.entries.get(stream);
+    for (let attempt = 0; ; attempt++) {
+      if (!entry || entry.revision === 0) return { revision: 0, events: EMPTY };
+      const files = entry.files;
+      // Taken together, before any await: appends that land meanwhile are past both.
+      const revision = entry.revision;
+      const length = files.journal.length;
+      files.pin();
+      let handedOver = false;
+      try {
+        let snapshot: Snapshot | undefined;
+        if (files.snapshot && files.snapshot.revision >= from) {
+          const stored = await files.readSnapshot(fs, layout.snapshot(stream), stream);
+          if (!stored || stored.position !== files.snapshot.position) {
+            if (readOnly && attempt < VIEW_RETRIES) {
+              await this.#reload(entry);
+              continue;
+            }
+            throw this.#snapshotChanged(stream);
+          }
+          snapshot = stored.snapshot;
+        }
+        const withSnapshot = snapshot ? { revision, snapshot } : { revision };
+        const after = snapshot ? snapshot.revision + 1 : from;
+        const journal = files.journal;
+        if (after > revision || journal.firstPosition === 0) return { ...withSnapshot, events: EMPTY };
+        const handle = await this.#openJournal(entry, files);
+        if (!handle) {
+          if (readOnly && attempt < VIEW_RETRIES) {
+            await this.#reload(entry);
+            continue;
+          }
+          throw this.#journalChanged(stream);
+        }
+        const window: EventWindow = { minRevision: after, minPosition: 1, maxPosition: Number.MAX_SAFE_INTEGER };
+        handedOver = true;
+        const events = this.#events(handle, stream, startPoint(journal, 'revision', after), length, window, () => files.release());
+        return { ...withSnapshot, events };
+      } finally {
+        if (!handedOver) files.release();
+      }
+    }
+  }
+
+  /** Every change from `from` up to the watermark (taken when iteration starts), merged by position. */
   readAll(from: number): AsyncIterable<RecordedEvent> {
+    return {
+      [Symbol.asyncIterator]: () => {
+        const pinned: StreamFiles[] = [];
+        // Once: at the end of the iteration, or at `closeAll` for one abandoned part-way.
+        const release = () => {
+          if (!this.#open.delete(release)) return;
+          for (const files of pinned) files.release();
+        };
+        this.#open.add(release);
+        return mergeByPosition(() => this.#feedSources(from, pinned), release);
+      },
+    };
+  }
+
+  /** The inputs of a feed read, fixed now: each stream's version as of the watermark, pinned into `pinned`. */
+  #feedSources(from: number, pinned: StreamFiles[]): FeedSource[] {
     // Everything at or below the watermark is settled; nothing above it is shown, so nothing is ever skipped.
     const upTo = this.#ctx.positions().watermark;
-    if (from > upTo) return EMPTY;
+    if (from > upTo) return [];
+    const [reloaded] = this.#reloaded;
+    if (reloaded !== undefined) throw this.#journalChanged(reloaded);
     const sources: FeedSource[] = [];
     const within = (position: number) => position >= from && position <= upTo;
     for (const entry of this.#ctx.entries.values()) {
-      const { snapshot, tombstone, journal } = entry;
+      const tombstone = entry.tombstone;
       if (tombstone && within(tombstone.position)) {
         sources.push(single(tombstone.position, async () => changeRecord(entry.name, DELETED_RECORD, tombstone, null)));
       }
-      if (snapshot && within(snapshot.position)) sources.push(single(snapshot.position, () => this.#snapshotRecord(entry, snapshot)));
-      if (journal.firstPosition !== 0 && journal.lastPosition >= from && journal.firstPosition <= upTo) {
-        sources.push(this.#journalSource(entry, Math.max(from, journal.firstPosition), upTo));
-      }
+      // A change above the watermark is not shown yet: the stream shows as it was before that change.
+      entry.dropHeldVersions(upTo);
+      const files = entry.filesAsOf(upTo);
+      const { snapshot, journal } = files;
+      const fromSnapshot = snapshot !== undefined && within(snapshot.position);
+      const fromJournal = journal.firstPosition !== 0 && journal.lastPosition >= from && journal.firstPosition <= upTo;
+      if (!fromSnapshot && !fromJournal) continue;
+      files.pin();
+      pinned.push(files);
+      if (fromSnapshot) sources.push(single(snapshot.position, () => this.#snapshotRecord(entry.name, files, snapshot)));
+      if (fromJournal) sources.push(this.#journalSource(entry, files, Math.max(from, journal.firstPosition), upTo));
     }
-    return mergeByPosition(sources);
+    return sources;
   }
 
-  /** Releases the descriptors of readers that were never iterated to the end (at `close`). */
+  /** Releases the descriptors and pins of readers that were never iterated to the end (at `close`). */
   closeAll(): void {
-    for (const close of this.#open) close();
+    for (const close of [...this.#open]) close();
     this.#open.clear();
   }
 
   /**
-   * The writer owns the snapshot files, so one that moved under a read-only view was replaced by the writer
-   * (ask for a reopen); under the writer itself, it can only be damage.
+   * The writer keeps every version a reader pinned readable, so a snapshot that does not match its version
+   * under the writer is damage; a read-only view's snapshot was replaced by the writer (ask for a reopen).
    */
   #snapshotChanged(stream: StreamId): Error {
     const path = this.#ctx.layout.snapshot(stream);
@@ -107,29 +176,37 @@ export class StoreReader {
     return new CorruptionError(path, 1, 'the snapshot file changed under the store');
   }
 
-  async #snapshotRecord(entry: StreamEntry, mark: ChangeMark): Promise<RecordedEvent | undefined> {
-    const stored = await readSnapshotFile(this.#ctx.fs, this.#ctx.layout.snapshot(entry.name), entry.name);
-    // A read-only view cannot see the later change that replaced it: refuse rather than skip it.
-    if ((!stored || stored.position !== mark.position) && this.#ctx.readOnly) throw this.#snapshotChanged(entry.name);
-    // Under the writer, a newer compaction replaced it: that change sits at a later position, past this read.
-    if (!stored || stored.position !== mark.position) return undefined;
-    return changeRecord(entry.name, SNAPSHOT_RECORD, mark, stored.snapshot as unknown as JsonValue);
+  #journalChanged(stream: StreamId): Error {
+    const path = this.#ctx.layout.journal(stream);
+    if (this.#ctx.readOnly) {
+      return new StorageError(`@sessionfold/store-file: ${path} was replaced by the writer after this read-only store opened; reopen it.`);
+    }
+    return new StorageError(`@sessionfold/store-file: ${path} is missing.`);
+  }
+
+  async #snapshotRecord(stream: StreamId, files: StreamFiles, mark: ChangeMark): Promise<RecordedEvent | undefined> {
+    try {
+      const stored = await files.readSnapshot(this.#ctx.fs, this.#ctx.layout.snapshot(stream), stream);
+      if (!stored || stored.position !== mark.position) throw this.#snapshotChanged(stream);
+      return changeRecord(stream, SNAPSHOT_RECORD, mark, stored.snapshot as unknown as JsonValue);
+    } catch (error) {
+      if (error instanceof CorruptionError) this.#ctx.corrupted(error);
+      throw error;
+    }
   }
 
   /** A stream's journal as a feed input, opened only when the merge first needs it. */
-  #journalSource(entry: StreamEntry, from: number, upTo: number): FeedSource {
+  #journalSource(entry: StreamEntry, files: StreamFiles, from: number, upTo: number): FeedSource {
     let events: AsyncIterableIterator<RecordedEvent> | undefined;
     return {
       key: from,
       next: async () => {
-        while (!events) {
-          const generation = entry.generation;
-          const journal = entry.journal;
-          if (journal.firstPosition === 0 || journal.lastPosition < from) return undefined;
-          const fd = await this.#openJournal(entry, generation);
-          if (fd === undefined) continue;
+        if (!events) {
+          const journal = files.journal;
+          const handle = await this.#openJournal(entry, files);
+          if (!handle) throw this.#journalChanged(entry.name);
           const window: EventWindow = { minRevision: 1, minPosition: from, maxPosition: upTo };
-          events = this.#events(fd, entry, startPoint(journal, 'position', from), journal.length, window);
+          events = this.#events(handle, entry.name, startPoint(journal, 'position', from), journal.length, window);
         }
         const step = await events.next();
         return step.done ? undefined : step.value;
@@ -141,57 +218,85 @@ export class StoreReader {
   }
 
   /**
-   * Opens `entry`'s journal for reading, or undefined when it was replaced since `generation` was read (the
-   * caller looks again). A read-only view, which knows journals only as they were at its open, refuses one
-   * the writer replaced since: its offsets no longer apply, and the honest answer is to ask for a reopen.
+   * A descriptor on the journal of `files`. A read-only view, which knows journals only as they were when it
+   * read them, gets undefined for one the writer replaced since: its offsets no longer apply.
    */
-  async #openJournal(entry: StreamEntry, generation: number): Promise<number | undefined> {
+  async #openJournal(entry: StreamEntry, files: StreamFiles): Promise<JournalHandle | undefined> {
     const { fs, layout, readOnly } = this.#ctx;
     const path = layout.journal(entry.name);
-    let fd: number;
+    let handle: JournalHandle | undefined;
     try {
-      fd = await fs.open(path, 'r');
+      handle = await files.openJournal(fs, path);
     } catch (cause) {
-      if (entry.generation !== generation) return undefined;
-      const hint = readOnly && errorCode(cause) === 'ENOENT' ? '; the writer removed it since this read-only store opened, reopen it' : '';
-      throw new StorageError(`@sessionfold/store-file: could not read ${path}${hint}.`, { cause });
-    }
-    if (entry.generation !== generation) {
-      await fs.close(fd).catch(() => undefined);
-      return undefined;
-    }
-    if (readOnly && entry.journal.ino !== 0) await this.#assertSameFile(fd, entry.journal, path);
-    return fd;
-  }
-
-  async #assertSameFile(fd: number, journal: JournalInfo, path: string): Promise<void> {
-    const { fs } = this.#ctx;
-    let stats: { size: number; ino: number };
-    try {
-      stats = await fs.fstat(fd);
-    } catch (cause) {
-      await fs.close(fd).catch(() => undefined);
+      if (readOnly && errorCode(cause) === 'ENOENT') return undefined;
       throw new StorageError(`@sessionfold/store-file: could not read ${path}.`, { cause });
     }
-    if (stats.ino !== journal.ino || stats.size < journal.length) {
-      await fs.close(fd).catch(() => undefined);
-      throw new StorageError(`@sessionfold/store-file: ${path} was replaced by the writer after this read-only store opened; reopen it.`);
+    if (handle && readOnly && files.journal.ino !== 0 && !(await this.#sameFile(handle, files.journal, path))) {
+      handle.done();
+      return undefined;
     }
+    return handle;
   }
 
-  #events(fd: number, entry: StreamEntry, start: StartPoint, end: number, window: EventWindow): AsyncIterableIterator<RecordedEvent> {
+  async #sameFile(handle: JournalHandle, journal: JournalInfo, path: string): Promise<boolean> {
+    let stats: { size: number; ino: number };
+    try {
+      stats = await this.#ctx.fs.fstat(handle.fd);
+    } catch (cause) {
+      handle.done();
+      throw new StorageError(`@sessionfold/store-file: could not read ${path}.`, { cause });
+    }
+    return stats.ino === journal.ino && stats.size >= journal.length;
+  }
+
+  /**
+   * A read-only view's stream files changed under it: reads the snapshot, the journal, and the snapshot again,
+   * until both snapshot reads agree (the writer replaces the snapshot before the journal, so the journal read
+   * between them belongs with it), then takes that as the stream's state.
+   */
+  async #reload(entry: StreamEntry): Promise<void> {
     const { fs, layout } = this.#ctx;
-    // A reader that is never iterated would keep its descriptor; `closeAll` releases those.
+    const stream = entry.name;
+    for (let attempt = 0; attempt < VIEW_RETRIES; attempt++) {
+      const first = await readSnapshotFile(fs, layout.snapshot(stream), stream);
+      let journal: JournalInfo | undefined;
+      let failure: unknown;
+      try {
+        journal = await scanJournal(fs, layout.journal(stream), stream, first?.snapshot.revision ?? 0, false);
+      } catch (error) {
+        failure = error;
+      }
+      const second = await readSnapshotFile(fs, layout.snapshot(stream), stream);
+      if ((first?.position ?? 0) !== (second?.position ?? 0)) continue;
+      if (failure !== undefined) throw failure;
+      this.#reloaded.add(stream);
+      entry.load(journal, first && { revision: first.snapshot.revision, position: first.position, recordedAt: first.recordedAt });
+      return;
+    }
+    throw new StorageError(`@sessionfold/store-file: the files of ${stream} keep changing under this read-only store; reopen it.`);
+  }
+
+  #events(
+    handle: JournalHandle,
+    stream: StreamId,
+    start: StartPoint,
+    end: number,
+    window: EventWindow,
+    onDone?: () => void,
+  ): AsyncIterableIterator<RecordedEvent> {
+    const { fs, layout } = this.#ctx;
+    // A reader that is never iterated would keep its descriptor and pin; `closeAll` releases those.
     let open = true;
-    const closeFd = () => {
+    const done = () => {
       if (!open) return;
       open = false;
-      this.#open.delete(closeFd);
-      fs.close(fd).catch(() => undefined);
+      this.#open.delete(done);
+      handle.done();
+      onDone?.();
     };
-    this.#open.add(closeFd);
-    const owned: FileSystem = { ...fs, close: async () => closeFd() };
-    return journalEvents(owned, fd, layout.journal(entry.name), entry.name, start, end, window);
+    this.#open.add(done);
+    const owned: FileSystem = { ...fs, close: async () => done() };
+    return journalEvents(owned, handle.fd, layout.journal(stream), stream, start, end, window, (error) => this.#ctx.corrupted(error));
   }
 }
 

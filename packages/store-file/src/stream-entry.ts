@@ -14,6 +14,9 @@ import { eventPayloadJson, frameLine } from './journal-codec.js';
 import { CHECKPOINT_EVERY, emptyJournal, type JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
 import type { Positions } from './positions.js';
+import { StreamFiles, type ChangeMark } from './stream-files.js';
+
+export type { ChangeMark } from './stream-files.js';
 
 /** What every stream shares with the store. */
 export interface StoreContext {
@@ -24,20 +27,14 @@ export interface StoreContext {
   readonly flushLoops: { running: number };
   readonly layout: Layout;
   readonly positions: Positions;
-  readonly clock: () => Date;
-  /** Throws a poisoned `StorageError` once a sync has failed. */
+  /** The clock's time as ISO 8601; throws a `StorageError` (before anything is reserved) when the clock fails. */
+  now(): string;
+  /** Throws a poisoned `StorageError` once the store refuses writes (a failed sync, damage found). */
   assertNotPoisoned(): void;
-  /** Marks the store as refusing writes until reopened. */
-  poison(): void;
+  /** Marks the store as refusing writes until reopened, saying why. */
+  poison(reason: string, cause: unknown): void;
   /** Called on every flush, so the store can keep the number of open journal descriptors bounded. */
   touched(entry: StreamEntry): void;
-}
-
-/** Position and time of a `$snapshot` or `$deleted` change. */
-export interface ChangeMark {
-  revision: number;
-  position: number;
-  recordedAt: string;
 }
 
 /**
@@ -48,9 +45,26 @@ const INLINE_MAX_BYTES = 256 * 1024;
 /** Flushes of several appends run inline after an asynchronous one during whose disk wait no append arrived. */
 const INLINE_RUN = 15;
 
+/**
+ * Most UTF-16 code units of journal lines one flush holds, as bounded by `lineCharsBound` (one append may not
+ * exceed it either): a flush joins its lines into one string, which must stay far below the engine's longest.
+ */
+export const MAX_FLUSH_CHARS = 256 * 1024 * 1024;
+
+/**
+ * A bound on what a line adds around an event's data, type and id (hash, stream name — at most 128 characters
+ * that never need escaping —, revision, position, time, keys), so that a flush's size can be bounded before
+ * its lines exist. Types and ids are counted six times over: JSON may escape each character as `\u00XX`.
+ */
+export function lineCharsBound(dataJson: string, type: string, eventId: string | undefined): number {
+  return 400 + dataJson.length + 6 * (type.length + (eventId?.length ?? 0));
+}
+
 interface PendingAppend {
   events: readonly NewEvent[];
   dataJson: readonly string[];
+  /** A bound on the length of the events' lines (`lineCharsBound`), in UTF-16 code units. */
+  chars: number;
   firstRevision: number;
   result: AppendResult;
   resolve(result: AppendResult): void;
@@ -65,17 +79,17 @@ interface PendingAppend {
  */
 export class StreamEntry {
   readonly name: StreamId;
+  /** The stream's name as JSON, as every line written names it. */
+  readonly #nameJson: string;
   readonly #ctx: StoreContext;
   /** Last durable revision (0: the stream does not exist). */
   revision = 0;
   /** Revision including queued appends: what the next append must expect. */
   #head = 0;
-  snapshot: ChangeMark | undefined;
   tombstone: ChangeMark | undefined;
-  journal: JournalInfo = emptyJournal(0);
+  /** The current version of the stream's files; replaced (never changed) by compaction and deletion. */
+  #files = new StreamFiles(undefined, emptyJournal(0));
   journalExists = false;
-  /** Bumped whenever the journal or snapshot file is replaced or removed, so readers holding offsets retry. */
-  generation = 0;
   #fd: number | undefined;
   /** A failed write may have left bytes past `journal.length`; they are cut before the next write. */
   #dirty = false;
@@ -91,20 +105,62 @@ export class StreamEntry {
   constructor(ctx: StoreContext, name: StreamId) {
     this.#ctx = ctx;
     this.name = name;
+    this.#nameJson = JSON.stringify(name);
   }
 
-  /** Sets the durable state found at open. */
+  get files(): StreamFiles {
+    return this.#files;
+  }
+
+  get snapshot(): ChangeMark | undefined {
+    return this.#files.snapshot;
+  }
+
+  get journal(): JournalInfo {
+    return this.#files.journal;
+  }
+
+  /**
+   * Makes `files` current, once what it describes is in place. A version made by a change at a new position
+   * comes with the one it replaces as its `before` (pinned), kept until `dropHeldVersions` lets it go.
+   */
+  useFiles(files: StreamFiles, journalExists = this.journalExists): void {
+    this.#files = files;
+    this.journalExists = journalExists;
+  }
+
+  /**
+   * Lets go of the versions held for feed reads once the change that replaced them is at or below `watermark`:
+   * every later feed read shows that change.
+   */
+  dropHeldVersions(watermark: number): void {
+    for (let at: StreamFiles | undefined = this.#files; at; at = at.before) {
+      if (at.before && at.since <= watermark) {
+        const old = at.before;
+        at.before = undefined;
+        releaseChain(old);
+      }
+    }
+  }
+
+  /** The version a feed read up to `upTo` shows: the newest one whose change is at or below it. */
+  filesAsOf(upTo: number): StreamFiles {
+    let files = this.#files;
+    while (files.since > upTo && files.before) files = files.before;
+    return files;
+  }
+
+  /** Sets the durable state found at open (or, in a read-only view, found again after the writer replaced files). */
   load(journal: JournalInfo | undefined, snapshot: ChangeMark | undefined): void {
-    this.snapshot = snapshot;
     this.journalExists = journal !== undefined;
-    this.journal = journal ?? emptyJournal(snapshot?.revision ?? 0);
+    this.#files = new StreamFiles(snapshot, journal ?? emptyJournal(snapshot?.revision ?? 0));
     this.revision = Math.max(this.journal.lastRevision, snapshot?.revision ?? 0);
     this.#head = this.revision;
   }
 
-  /** Queues a validated batch; resolves once it is durable. */
-  append(events: readonly NewEvent[], dataJson: readonly string[], expected: ExpectedRevision): Promise<AppendResult> {
-    if (this.#exclusive) return this.#exclusive.then(() => this.append(events, dataJson, expected));
+  /** Queues a validated batch whose lines take at most `chars` code units (≤ `MAX_FLUSH_CHARS`); resolves once it is durable. */
+  append(events: readonly NewEvent[], dataJson: readonly string[], chars: number, expected: ExpectedRevision): Promise<AppendResult> {
+    if (this.#exclusive) return this.#exclusive.then(() => this.append(events, dataJson, chars, expected));
     try {
       this.#ctx.assertNotPoisoned();
       const firstId = (events[0] as NewEvent).eventId;
@@ -134,6 +190,7 @@ export class StreamEntry {
     const pending: PendingAppend = {
       events,
       dataJson,
+      chars,
       firstRevision: this.#head + 1,
       result: { revision: this.#head + events.length, position: 0 },
       resolve,
@@ -194,16 +251,19 @@ export class StreamEntry {
     if (fd !== undefined) await this.#ctx.fs.close(fd).catch(() => undefined);
   }
 
-  /** The stream is gone: forget its journal and snapshot, keep the tombstone. */
-  reset(tombstone: ChangeMark | undefined): void {
+  /**
+   * The stream is gone: forget its journal and snapshot, keep the tombstone. `retired` is the version the
+   * deletion retired; its pin passes to the new version, which holds it as `before`.
+   */
+  reset(tombstone: ChangeMark | undefined, retired?: StreamFiles): void {
     this.tombstone = tombstone;
-    this.snapshot = undefined;
-    this.journal = emptyJournal(0);
+    const empty = new StreamFiles(undefined, emptyJournal(0), retired ? (tombstone?.position ?? 0) : 0);
+    empty.before = retired;
+    this.#files = empty;
     this.journalExists = false;
     this.revision = 0;
     this.#head = 0;
     this.#dirty = false;
-    this.generation++;
   }
 
   /** Sets the revision after a restore or compaction changed it outside of appends. */
@@ -220,8 +280,7 @@ export class StreamEntry {
         // Yield once to the event loop before taking the batch: callers answered by the previous flush append
         // again from their continuations, and those should ride this flush rather than straggle into the next.
         await new Promise<void>((resolve) => setImmediate(resolve));
-        const batch = this.#queue;
-        this.#queue = [];
+        const batch = this.#takeBatch();
         try {
           await this.#flush(batch);
         } catch (error) {
@@ -235,9 +294,34 @@ export class StreamEntry {
     }
   }
 
+  /** The queued appends one flush writes: all of them, unless together they exceed `MAX_FLUSH_CHARS`. */
+  #takeBatch(): PendingAppend[] {
+    const queue = this.#queue;
+    let chars = 0;
+    let take = 0;
+    while (take < queue.length && (take === 0 || chars + (queue[take] as PendingAppend).chars <= MAX_FLUSH_CHARS)) {
+      chars += (queue[take] as PendingAppend).chars;
+      take++;
+    }
+    if (take === queue.length) {
+      this.#queue = [];
+      return queue;
+    }
+    this.#queue = queue.slice(take);
+    return queue.slice(0, take);
+  }
+
   async #flush(batch: PendingAppend[]): Promise<void> {
     const { positions } = this.#ctx;
-    const { start, lines, bytes } = this.#frame(batch);
+    let framed: { start: number; lines: string[]; bytes: Buffer };
+    try {
+      framed = this.#frame(batch);
+    } catch (error) {
+      // Nothing was written and #frame released its positions: the stream is as it was before these appends.
+      this.#fail(batch, error);
+      return;
+    }
+    const { start, lines, bytes } = framed;
     try {
       await this.#persist(bytes, this.#inlineIo(batch, bytes));
     } catch (error) {
@@ -254,13 +338,25 @@ export class StreamEntry {
     }
   }
 
-  /** Reserves the batch's positions and frames its lines; sets each append's result. */
+  /**
+   * Reserves the batch's positions and frames its lines; sets each append's result. The clock is read first,
+   * and whatever fails after the reservation settles it again, so a failed flush never holds the feed back.
+   */
   #frame(batch: PendingAppend[]): { start: number; lines: string[]; bytes: Buffer } {
+    // One timestamp per flush: every event of a flush becomes durable at the same moment.
+    const recordedAtJson = JSON.stringify(this.#ctx.now());
     let count = 0;
     for (let b = 0; b < batch.length; b++) count += (batch[b] as PendingAppend).events.length;
     const start = this.#ctx.positions.reserve(count);
-    // One timestamp per flush: every event of a flush becomes durable at the same moment.
-    const recordedAtJson = JSON.stringify(this.#ctx.clock().toISOString());
+    try {
+      return this.#frameLines(batch, start, count, recordedAtJson);
+    } catch (error) {
+      this.#ctx.positions.release(start);
+      throw error;
+    }
+  }
+
+  #frameLines(batch: PendingAppend[], start: number, count: number, recordedAtJson: string): { start: number; lines: string[]; bytes: Buffer } {
     const lines = new Array<string>(count);
     // Batches are nearly always of one event type: remembering the last one serializes it once per flush.
     let lastType: string | undefined;
@@ -277,7 +373,7 @@ export class StreamEntry {
           lastType = event.type;
           typeJson = JSON.stringify(lastType);
         }
-        lines[index++] = frameLine(eventPayloadJson(firstRevision + i, position++, recordedAtJson, typeJson, event.eventId, i < last, dataJson[i] as string));
+        lines[index++] = frameLine(eventPayloadJson(this.#nameJson, firstRevision + i, position++, recordedAtJson, typeJson, event.eventId, i < last, dataJson[i] as string));
       }
       pending.result = { revision: firstRevision + last, position: position - 1 };
     }
@@ -327,7 +423,7 @@ export class StreamEntry {
       // After a failed fdatasync the kernel may have dropped the dirty pages: a later fsync that succeeds
       // would prove nothing, so nothing more is written until the store is reopened and the tail re-read.
       this.#dirty = true;
-      this.#ctx.poison();
+      this.#ctx.poison(`a write to ${layout.journal(this.name)} failed to sync`, cause);
       throw new StorageError(`Could not sync ${layout.journal(this.name)}; the store refuses writes until it is reopened.`, {
         cause,
         poisoned: true,
@@ -382,7 +478,6 @@ export class StreamEntry {
     }
     this.journalExists = true;
     this.#unsyncedName = true;
-    this.generation++;
   }
 
   /** Cuts a half-written record back off now; if that fails too, it is retried before the next write. */
@@ -448,5 +543,15 @@ export class StreamEntry {
     journal.lines = lineNo;
     journal.lastRevision = this.revision;
     journal.maxPosition = journal.lastPosition;
+  }
+}
+
+/** Releases a version held as `before` and every older one it holds. */
+function releaseChain(files: StreamFiles | undefined): void {
+  for (let at = files; at; ) {
+    const next = at.before;
+    at.before = undefined;
+    at.release();
+    at = next;
   }
 }

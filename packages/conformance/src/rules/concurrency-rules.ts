@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConcurrencyError } from '@sessionfold/core/kernel';
+import { ConcurrencyError, DELETED_RECORD, SNAPSHOT_RECORD } from '@sessionfold/core/kernel';
 import { FeedConsumer, viewsFromReads } from '../feed-consumer.js';
 import { skipWithout, appendTypes, readFeed, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
 
@@ -86,6 +86,65 @@ export function describeConcurrencyRules(ctx: SuiteContext): void {
       expect(consumer.views()).toEqual(await viewsFromReads(store));
     });
   
+    it('reads while a compaction runs see the stream before it or after it, never a mix', async () => {
+      const { store } = await ctx.fresh();
+      const s = streamId();
+      for (let batch = 0; batch < 10; batch++) {
+        await store.append(s, Array.from({ length: 10 }, (_, n) => ({ type: 'Counted', data: { n: batch * 10 + n + 1 } })), { expectedRevision: batch * 10 });
+      }
+      await store.compact(s, snapshotOf(s, 30));
+      const shape = (read: Awaited<ReturnType<typeof readStream>>) =>
+        `revision ${read.revision}, snapshot ${read.snapshot?.revision ?? '-'}, events ${read.events.map((e) => e.revision).join(',')}`;
+      const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i).join(',');
+      const before = `revision 100, snapshot 30, events ${range(31, 100)}`;
+      const after = `revision 100, snapshot 60, events ${range(61, 100)}`;
+      const feedShape = (records: Awaited<ReturnType<typeof readFeed>>) =>
+        records.filter((r) => r.streamId === s).map((r) => (r.type === SNAPSHOT_RECORD ? `$${r.revision}` : `${r.revision}`)).join(',');
+      const feedBefore = `${range(31, 100)},$30`;
+      const feedAfter = `${range(61, 100)},$60`;
+      let done = false;
+      const compaction = store.compact(s, snapshotOf(s, 60)).finally(() => (done = true));
+      const seen: string[] = [];
+      const feeds: string[] = [];
+      while (!done) {
+        const [read, feed] = await Promise.all([readStream(store, s), readFeed(store)]);
+        seen.push(shape(read));
+        feeds.push(feedShape(feed));
+        for (const event of read.events) expect(event.data).toEqual({ n: event.revision });
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      await compaction;
+      seen.push(shape(await readStream(store, s)));
+      feeds.push(feedShape(await readFeed(store)));
+      expect(seen.filter((x) => x !== before && x !== after)).toEqual([]);
+      expect(feeds.filter((x) => x !== feedBefore && x !== feedAfter)).toEqual([]);
+      expect(seen.at(-1)).toBe(after);
+      expect(feeds.at(-1)).toBe(feedAfter);
+    });
+
+    it('reads while a stream is deleted see it whole or gone, never part of it', async () => {
+      const { store } = await ctx.fresh();
+      const s = streamId();
+      await store.append(s, Array.from({ length: 40 }, (_, n) => ({ type: 'Counted', data: { n: n + 1 } })), { expectedRevision: 'no_stream' });
+      await store.compact(s, snapshotOf(s, 10));
+      const whole = `revision 40, snapshot 10, events ${Array.from({ length: 30 }, (_, i) => i + 11).join(',')}`;
+      const gone = 'revision 0, snapshot -, events ';
+      let done = false;
+      const deletion = store.deleteStream(s, { expectedRevision: 40 }).finally(() => (done = true));
+      const seen = new Set<string>();
+      const feeds = new Set<string>();
+      do {
+        const [read, feed] = await Promise.all([readStream(store, s), readFeed(store)]);
+        seen.add(`revision ${read.revision}, snapshot ${read.snapshot?.revision ?? '-'}, events ${read.events.map((e) => e.revision).join(',')}`);
+        feeds.add(feed.map((r) => r.type).join(',').replace(/(Counted,)+Counted/, 'Counted…'));
+        await new Promise((resolve) => setImmediate(resolve));
+      } while (!done);
+      await deletion;
+      expect([...seen].filter((x) => x !== whole && x !== gone)).toEqual([]);
+      expect([...feeds].filter((x) => x !== `Counted…,${SNAPSHOT_RECORD}` && x !== DELETED_RECORD)).toEqual([]);
+      expect(await readStream(store, s)).toEqual({ revision: 0, events: [] });
+    });
+
     it('compacting a stream while appends to it are in flight loses nothing [capability: concurrentAppends]', async (t) => {
       skipWithout(t, !ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
       const harness = await ctx.fresh();

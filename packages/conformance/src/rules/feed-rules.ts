@@ -114,6 +114,22 @@ export function describeFeedRules(ctx: SuiteContext): void {
       }
     });
 
+    it('a rejected append reserves nothing: the feed shows the appends that follow it', async () => {
+      const { store } = await ctx.fresh();
+      const [s, other] = [streamId('s'), streamId('other')];
+      await appendTypes(store, s, ['A']);
+      const before = await readFeed(store);
+      await expectInvalid(() => store.append(s, [{ type: 'B', data: 1 }, { type: 'C', data: (() => undefined) as never }], { expectedRevision: 1 }));
+      await expectInvalid(() => store.append(s, [{ type: 'B', data: 1 }, { type: 'C', data: 2, eventId: 'e' }, { type: 'D', data: 3, eventId: 'e' }], { expectedRevision: 1 }));
+      await store.append(s, [{ type: 'X', data: 1 }], { expectedRevision: 5 }).catch(() => undefined);
+      expect(await readFeed(store)).toEqual(before);
+      const next = await appendTypes(store, s, ['B'], 1);
+      const elsewhere = await appendTypes(store, other, ['O'], 'no_stream');
+      const feed = await readFeed(store);
+      expect(summary(feed)).toEqual([`${s}:A@1`, `${s}:B@2`, `${other}:O@1`]);
+      expect(feed.map((r) => r.position)).toEqual([before[0]!.position, next.position, elsewhere.position]);
+    });
+
     it.each([0, -3, 2.5])('fromPosition %s is InvalidInputError', async (from) => {
       const { store } = await ctx.fresh();
       await appendTypes(store, streamId(), ['A']);

@@ -1,0 +1,194 @@
+import { describe, expect, it } from 'vitest';
+import { SNAPSHOT_RECORD, type EventStore, type RecordedEvent, type StreamId } from '@sessionfold/core/kernel';
+import { nodeFileSystem, type FileSystem } from './fs-layer.js';
+import { fileStore } from './index.js';
+import { collect, freshDir, randomStream } from './test-support.fixture.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A slow disk: every fsync and close takes 40 ms, which holds a compaction open across many reads. */
+const slowFs: Partial<FileSystem> = {
+  fsync: async (fd) => {
+    await sleep(40);
+    return nodeFileSystem.fsync(fd);
+  },
+  close: async (fd) => {
+    await sleep(40);
+    return nodeFileSystem.close(fd);
+  },
+};
+
+const snapshotAt = (stream: StreamId, revision: number) => ({ revision, state: { upTo: revision }, identity: { stream, schemaVersion: 1 } });
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+/** 100 events in batches of 10, compacted at 30. */
+async function compactedStream(store: EventStore, stream: StreamId): Promise<void> {
+  for (let batch = 0; batch < 10; batch++) {
+    await store.append(stream, range(1, 10).map((n) => ({ type: 'Counted', data: { n: batch * 10 + n } })), { expectedRevision: batch * 10 });
+  }
+  await store.compact(stream, snapshotAt(stream, 30));
+}
+
+/** What a read shows, in a form two reads can be compared by: snapshot revision and event revisions. */
+async function readShape(store: EventStore, stream: StreamId): Promise<string> {
+  const read = await store.read(stream);
+  const events = await collect(read.events);
+  for (const event of events) expect(event.data).toEqual({ n: event.revision });
+  return `revision ${read.revision}, snapshot ${read.snapshot?.revision ?? '-'}, events ${events.map((e) => e.revision).join(',')}`;
+}
+
+function feedShape(records: RecordedEvent[]): string {
+  return records.map((r) => (r.type === SNAPSHOT_RECORD ? `$${r.revision}` : `${r.revision}`)).join(',');
+}
+
+/** Runs `probe` every 5 ms until `work` settles; returns every outcome (a shape or an error's message). */
+async function probeDuring(work: Promise<unknown>, probe: () => Promise<string>): Promise<string[]> {
+  let done = false;
+  const finished = work.finally(() => (done = true));
+  const seen: string[] = [];
+  while (!done) {
+    seen.push(await probe().catch((error: Error) => `error ${error.name}: ${error.message}`));
+    await sleep(5);
+  }
+  await finished;
+  return seen;
+}
+
+describe('reads during a compaction see the stream before it or after it, never a mix', () => {
+  const before = `revision 100, snapshot 30, events ${range(31, 100).join(',')}`;
+  const after = `revision 100, snapshot 60, events ${range(61, 100).join(',')}`;
+
+  it('read() on the writer', async () => {
+    const store = await fileStore({ directory: freshDir(), fs: slowFs });
+    const s = randomStream();
+    await compactedStream(store, s);
+    const seen = await probeDuring(store.compact(s, snapshotAt(s, 60)), () => readShape(store, s));
+    expect(seen.length).toBeGreaterThan(5);
+    expect(seen.filter((shape) => shape !== before && shape !== after)).toEqual([]);
+    expect(await readShape(store, s)).toBe(after);
+    await store.close();
+  });
+
+  it('readAll() on the writer', async () => {
+    const store = await fileStore({ directory: freshDir(), fs: slowFs });
+    const s = randomStream();
+    await compactedStream(store, s);
+    const feedBefore = feedShape(await collect(store.readAll()));
+    expect(feedBefore).toBe(`${range(31, 100).join(',')},$30`);
+    const seen = await probeDuring(store.compact(s, snapshotAt(s, 60)), async () => feedShape(await collect(store.readAll())));
+    const feedAfter = `${range(61, 100).join(',')},$60`;
+    expect(seen.filter((shape) => shape !== feedBefore && shape !== feedAfter)).toEqual([]);
+    expect(feedShape(await collect(store.readAll()))).toBe(feedAfter);
+    await store.close();
+  });
+
+  it('read() on a read-only view of the writer’s directory', async () => {
+    const directory = freshDir();
+    const store = await fileStore({ directory, fs: slowFs });
+    const s = randomStream();
+    await compactedStream(store, s);
+    const view = await fileStore({ directory, readOnly: true });
+    const seen = await probeDuring(store.compact(s, snapshotAt(s, 60)), () => readShape(view, s));
+    expect(seen.filter((shape) => shape !== before && shape !== after)).toEqual([]);
+    expect(await readShape(view, s)).toBe(after);
+    await view.close();
+    await store.close();
+  });
+});
+
+describe('a compaction or deletion holds the feed back only until its snapshot or tombstone is durable', () => {
+  it('appends to other streams show in readAll while the journal is still being rewritten', async () => {
+    const store = await fileStore({ directory: freshDir(), fs: slowFs });
+    const [s, other] = [randomStream('s'), randomStream('other')];
+    await compactedStream(store, s);
+    let done = false;
+    const compaction = store.compact(s, snapshotAt(s, 60)).finally(() => (done = true));
+    // The snapshot is written (two fsyncs and closes) long before the journal rewrite ends.
+    await sleep(250);
+    expect(done).toBe(false);
+    const { position } = await store.append(other, [{ type: 'Elsewhere', data: 1 }], { expectedRevision: 'no_stream' });
+    const feed = await collect(store.readAll());
+    expect(done).toBe(false);
+    expect(feed.at(-1)).toMatchObject({ streamId: other, position });
+    expect(feedShape(feed.filter((r) => r.streamId === s))).toBe(`${range(61, 100).join(',')},$60`);
+    await compaction;
+    await store.close();
+  });
+
+  it('the same for a deletion while its files are being removed', async () => {
+    const store = await fileStore({ directory: freshDir(), fs: slowFs });
+    const [s, other] = [randomStream('s'), randomStream('other')];
+    await compactedStream(store, s);
+    let done = false;
+    const deletion = store.deleteStream(s, { expectedRevision: 100 }).finally(() => (done = true));
+    const { position } = await store.append(other, [{ type: 'Elsewhere', data: 1 }], { expectedRevision: 'no_stream' });
+    let feed = await collect(store.readAll());
+    // Wait for the tombstone; the files are removed (one more directory fsync) only after it.
+    while (feed.some((r) => r.streamId === s && r.type !== '$deleted')) {
+      await sleep(5);
+      feed = await collect(store.readAll());
+    }
+    expect(done).toBe(false);
+    expect(feed.map((r) => `${r.streamId === s ? 's' : 'other'}:${r.type}`)).toEqual(['s:$deleted', 'other:Elsewhere']);
+    expect(feed.at(-1)?.position).toBe(position);
+    await deletion;
+    await store.close();
+  });
+});
+
+describe('a read is one state of the stream', () => {
+  it('its events end at the revision it returned, even when appends land while it opens the journal', async () => {
+    let slowOpens = false;
+    const store = await fileStore({
+      directory: freshDir(),
+      fs: {
+        open: async (path, flags, mode) => {
+          if (slowOpens && flags === 'r' && path.endsWith('.jsonl')) await sleep(50);
+          return nodeFileSystem.open(path, flags, mode);
+        },
+      },
+    });
+    const s = randomStream();
+    await store.append(s, [{ type: 'N', data: 1 }], { expectedRevision: 'no_stream' });
+    slowOpens = true;
+    const reading = store.read(s);
+    await sleep(10);
+    await store.append(s, [{ type: 'N', data: 2 }], { expectedRevision: 1 });
+    const read = await reading;
+    expect({ revision: read.revision, events: (await collect(read.events)).map((e) => e.revision) }).toEqual({ revision: 1, events: [1] });
+    await store.close();
+  });
+});
+
+describe('versions kept for readers', () => {
+  it('hold no descriptor once the store is closed, whether their readers finished, were abandoned or never started', async () => {
+    const open = new Set<number>();
+    const counting: Partial<FileSystem> = {
+      open: async (path, flags, mode) => {
+        const fd = await nodeFileSystem.open(path, flags, mode);
+        open.add(fd);
+        return fd;
+      },
+      close: async (fd) => {
+        open.delete(fd);
+        return nodeFileSystem.close(fd);
+      },
+    };
+    const store = await fileStore({ directory: freshDir(), fs: counting });
+    const s = randomStream();
+    await compactedStream(store, s);
+    const finished = collect(store.readAll());
+    const abandoned = store.readAll()[Symbol.asyncIterator]();
+    await abandoned.next();
+    const neverIterated = await store.read(s);
+    const halfRead = (await store.read(s)).events[Symbol.asyncIterator]();
+    await halfRead.next();
+    await store.compact(s, snapshotAt(s, 60));
+    await store.compact(s, snapshotAt(s, 90));
+    await finished;
+    expect(neverIterated.revision).toBe(100);
+    await store.close();
+    await sleep(20);
+    expect(open.size).toBe(0);
+  });
+});

@@ -1,0 +1,149 @@
+import type { StreamId } from '@sessionfold/core/kernel';
+import { errorCode, type FileSystem } from './fs-layer.js';
+import type { JournalInfo } from './journal-scan.js';
+import { decodeSnapshot, type StoredSnapshot } from './snapshot-file.js';
+
+/** Position and time of a `$snapshot` or `$deleted` change. */
+export interface ChangeMark {
+  revision: number;
+  position: number;
+  recordedAt: string;
+}
+
+/** A descriptor on a version's journal, and how to give it back. */
+export interface JournalHandle {
+  fd: number;
+  done(): void;
+}
+
+interface Retained {
+  journal: number | undefined;
+  snapshot: number | undefined;
+}
+
+/**
+ * One version of a stream's files: its snapshot (if any) and its journal with the offsets that describe it.
+ * Compaction and deletion never change a version; they make a new one. A reader pins the version it starts
+ * with. Before the writer renames or removes a file, it retires the current version, which opens descriptors
+ * on the files about to be replaced: a pinned reader then reads to the end the files it started on, and a
+ * read sees the stream either before the change or after it, never a mix. Appends only extend the current
+ * version's journal; a reader stops at the length it saw.
+ */
+export class StreamFiles {
+  readonly snapshot: ChangeMark | undefined;
+  readonly journal: JournalInfo;
+  /** Position of the change that made this version (0 for what open found and for appends' growth). */
+  readonly since: number;
+  /**
+   * The version before the change at `since`, held while `since` is above the feed's watermark: a feed read
+   * that cannot show that change yet shows the stream as it was before it.
+   */
+  before: StreamFiles | undefined;
+  #pins = 0;
+  #retired: Promise<Retained> | undefined;
+  /** The file system of the retired descriptors, to close them with. */
+  #fs: FileSystem | undefined;
+
+  constructor(snapshot: ChangeMark | undefined, journal: JournalInfo, since = 0) {
+    this.snapshot = snapshot;
+    this.journal = journal;
+    this.since = since;
+  }
+
+  /** The same files as a version not retired: for the writer when a replacement it retired this one for failed. */
+  unretired(): StreamFiles {
+    const copy = new StreamFiles(this.snapshot, this.journal, this.since);
+    copy.before = this.before;
+    this.before = undefined;
+    return copy;
+  }
+
+  /** Keeps this version readable until `release`. */
+  pin(): void {
+    this.#pins++;
+  }
+
+  /** Gives back a pin; the last one closes what retirement kept open. */
+  release(): void {
+    if (--this.#pins > 0 || !this.#retired) return;
+    const retained = this.#retired;
+    const fsl = this.#fs as FileSystem;
+    // Closed once: a descriptor number closed twice could by then name another file.
+    this.#fs = undefined;
+    if (!fsl) return;
+    void retained.then(async ({ journal, snapshot }) => {
+      if (journal !== undefined) await fsl.close(journal).catch(() => undefined);
+      if (snapshot !== undefined) await fsl.close(snapshot).catch(() => undefined);
+    });
+  }
+
+  /**
+   * Called by the writer before it replaces or removes this version's files: opens them, so readers that
+   * pinned this version keep reading them. The writer holds a pin until it has made the next version current.
+   */
+  async retire(fsl: FileSystem, journalPath: string, snapshotPath: string): Promise<void> {
+    this.pin();
+    this.#fs = fsl;
+    const openIfPresent = async (path: string, wanted: boolean) => {
+      if (!wanted) return undefined;
+      try {
+        return await fsl.open(path, 'r');
+      } catch (error) {
+        if (errorCode(error) === 'ENOENT') return undefined;
+        throw error;
+      }
+    };
+    this.#retired = (async () => ({
+      journal: await openIfPresent(journalPath, this.journal.length > 0),
+      snapshot: await openIfPresent(snapshotPath, this.snapshot !== undefined),
+    }))();
+    try {
+      await this.#retired;
+    } catch (error) {
+      // Nothing was replaced: the files at their paths are still this version's.
+      this.#retired = undefined;
+      this.#pins--;
+      throw error;
+    }
+  }
+
+  /** A descriptor on this version's journal: the file at `path`, or the one kept open when it was replaced. */
+  async openJournal(fsl: FileSystem, path: string): Promise<JournalHandle | undefined> {
+    if (!this.#retired) {
+      const fd = await fsl.open(path, 'r');
+      // Retirement comes before any replacement: if it has not begun, the file just opened is this version's.
+      if (!this.#retired) return { fd, done: () => void fsl.close(fd).catch(() => undefined) };
+      await fsl.close(fd).catch(() => undefined);
+    }
+    const { journal } = await this.#retired;
+    return journal === undefined ? undefined : { fd: journal, done: () => undefined };
+  }
+
+  /** This version's snapshot as stored (undefined when the file is missing). */
+  async readSnapshot(fsl: FileSystem, path: string, stream: StreamId): Promise<StoredSnapshot | undefined> {
+    if (!this.#retired) {
+      let bytes: Buffer | undefined;
+      try {
+        bytes = await fsl.readFile(path);
+      } catch (error) {
+        if (errorCode(error) !== 'ENOENT') throw error;
+      }
+      if (!this.#retired) return bytes && decodeSnapshot(bytes, path, stream);
+    }
+    const { snapshot } = await this.#retired;
+    return snapshot === undefined ? undefined : decodeSnapshot(await readWhole(fsl, snapshot), path, stream);
+  }
+}
+
+/** The whole content of an open file, read by position (other readers may share the descriptor). */
+async function readWhole(fsl: FileSystem, fd: number): Promise<Buffer> {
+  const { size } = await fsl.fstat(fd);
+  const bytes = Buffer.allocUnsafe(size);
+  let got = 0;
+  while (got < size) {
+    const n = await fsl.read(fd, bytes, got, size - got, got);
+    if (n === 0) break;
+    got += n;
+  }
+  return got === size ? bytes : bytes.subarray(0, got);
+}
