@@ -27,7 +27,7 @@ async function refusesWrites(store: EventStore, stream: StreamId): Promise<void>
     () => store.putBlob(other, new Uint8Array([1])),
   ]) {
     const error = await Promise.resolve()
-      .then(write)
+      .then((): Promise<unknown> => write())
       .then(
         () => undefined,
         (e: unknown) => e,

@@ -106,7 +106,7 @@ describe('torn tails', () => {
     const { dir, stream, bytes, lineStarts } = await writtenStore([1, 1, 1]);
     const path = journalOf(dir, stream);
     const damaged = Buffer.from(bytes);
-    damaged[(lineStarts[2] as number) + 80] ^= 0x01;
+    flipBits(damaged, (lineStarts[2] as number) + 80, 0x01);
     await writeFile(path, damaged);
     const error = await openFails(dir);
     expect(error.file).toBe(path);
@@ -133,7 +133,7 @@ describe('damage is reported, never folded', () => {
     for (let offset = 0; offset < bytes.length; offset++) {
       for (const mask of [0x01, 0x20, 0x80]) {
         const damaged = Buffer.from(bytes);
-        damaged[offset] ^= mask;
+        flipBits(damaged, offset, mask);
         await writeFile(path, damaged);
         const error = await fileStore({ directory: dir, readOnly: true }).then(
           async (store) => {
@@ -318,3 +318,8 @@ describe('a journal torn before its first record', () => {
     await withStore(dir, async (store) => expect((await store.read(stream)).revision).toBe(1));
   });
 });
+
+/** Flips the bits of `mask` in byte `offset` of `bytes`. */
+function flipBits(bytes: Buffer, offset: number, mask: number): void {
+  bytes[offset] = (bytes[offset] as number) ^ mask;
+}

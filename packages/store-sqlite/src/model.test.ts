@@ -22,7 +22,7 @@ type Op =
 const stream = fc.integer({ min: 0, max: 3 });
 const expectation = fc.constantFrom<Expectation>('right', 'right', 'right', 'wrong', 'any', 'no_stream');
 const newEvent = fc.record(
-  { type: fc.constantFrom('Opened', 'Noted', 'Closed'), data: fc.jsonValue({ maxDepth: 2 }), eventId: fc.constantFrom('e1', 'e2', 'e3', 'e4') },
+  { type: fc.constantFrom('Opened', 'Noted', 'Closed'), data: fc.jsonValue({ maxDepth: 2 }) as fc.Arbitrary<JsonValue>, eventId: fc.constantFrom('e1', 'e2', 'e3', 'e4') },
   { requiredKeys: ['type', 'data'] },
 );
 const bytes = fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 0, maxLength: 3 });
