@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
-import { foldStream, materialise, openSessionHistory, sessionReducer, sessionStream, type SessionRecord } from '@sessionfold/core';
+import { foldStream, openSessionHistory, type SessionRecord } from '@sessionfold/core';
+import { materialise, sessionReducer, sessionStream } from '@sessionfold/core/session';
 import { fileStore } from '@sessionfold/store-file';
 
 /** What the walk-through proved, for its caller (and its test) to check. */

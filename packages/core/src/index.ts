@@ -1,2 +1,64 @@
-export * from './kernel/index.js';
-export * from './session/index.js';
+// What an application uses: the session service with its records, inputs and errors; the store port and its
+// errors; the memory store; folding, replaying and copying. A store author's helpers are under
+// `@sessionfold/core/kernel`; the session domain's reducer, events, schemas and naming under `@sessionfold/core/session`.
+
+export {
+  ConcurrencyError,
+  CorruptionError,
+  InvalidInputError,
+  SessionfoldError,
+  StorageError,
+  StoreClosedError,
+  StoreLockedError,
+  UnsupportedFormatError,
+} from './kernel/errors.js';
+export type { JsonObject, JsonValue } from './kernel/json.js';
+export {
+  DELETED_RECORD,
+  SNAPSHOT_RECORD,
+  type AppendResult,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type RecordedEvent,
+  type Snapshot,
+  type SnapshotIdentity,
+  type StreamId,
+  type StreamRead,
+} from './kernel/port.js';
+export { MAX_JSON_DEPTH } from './kernel/json.js';
+export { DEFAULT_MAX_EVENT_BYTES, STREAM_ID_PATTERN } from './kernel/validate.js';
+export { memoryStore, type MemoryStoreOptions } from './kernel/memory-store.js';
+export { compactStream, copyStore, foldStream, type CopyReport, type FoldedStream, type StreamReducer } from './kernel/fold.js';
+
+export { openSessionHistory, type Created, type SessionHistory, type SessionHistoryOptions } from './session/service.js';
+export { SessionHistoryError, type SessionHistoryErrorCode } from './session/errors.js';
+export { replaySession } from './session/replay.js';
+export type { StoredObject, TranscriptEntry } from './session/view.js';
+export type {
+  AppendTranscriptInput,
+  CheckpointInput,
+  CommandOutcomeInput,
+  CommandStatus,
+  CompletionReceipt,
+  CompletionReceiptInput,
+  ExpectedVersionInput,
+  IngressFailureEntry,
+  IngressFailureInput,
+  LifecycleRecord,
+  ListOptionsInput,
+  LogEntry,
+  LogRole,
+  NewCommandInput,
+  NewObjectInput,
+  Phase,
+  RecordCompletionInput,
+  RegisterSessionInput,
+  RetryIngressInput,
+  SessionCommand,
+  SessionRecord,
+  StagedObject,
+  StartIngressInput,
+  StartSessionInput,
+  TranscriptRole,
+} from './session/types.js';

@@ -1,19 +1,14 @@
+import { compactStream, foldStream, openSessionHistory, type EventStore, type JsonObject, type SessionHistory } from '@sessionfold/core';
 import {
   CATALOG_STREAM,
   catalogReducer,
   commandIdFor,
-  compactStream,
-  foldStream,
-  openSessionHistory,
   sessionIdForStart,
   sessionReducer,
   sessionStream,
   START_KEY_STREAM_PREFIX,
   startKeyReducer,
-  type EventStore,
-  type JsonObject,
-  type SessionHistory,
-} from '@sessionfold/core';
+} from '@sessionfold/core/session';
 import { commandKey, describeCall, OVERSIZE_TEXT_LENGTH, startKey, type Call, type CommandRef, type CommandTarget, type SessionRef, type VersionSkew } from './calls.js';
 import { causeChain, feedEntry, observe, plain, type FeedEntry, type Outcome } from './observe.js';
 import type { StoreSubject } from './subjects.js';

@@ -3,6 +3,38 @@ import { SessionHistoryError, messages } from './errors.js';
 import { isUuid } from './ids.js';
 import { jsonObjectSchema, jsonValueSchema } from './json-schema.js';
 import { completionReceiptSchema, phaseSchema, TRANSCRIPT_ROLES } from './model.js';
+import type { Agree, Assert } from './type-agreement.js';
+import type {
+  AppendTranscriptInput,
+  CheckpointInput,
+  CommandOutcomeInput,
+  ExpectedVersionInput,
+  IngressFailureInput,
+  ListOptionsInput,
+  NewCommandInput,
+  NewObjectInput,
+  RecordCompletionInput,
+  RegisterSessionInput,
+  RetryIngressInput,
+  StartIngressInput,
+  StartSessionInput,
+} from './types.js';
+
+export type {
+  AppendTranscriptInput,
+  CheckpointInput,
+  CommandOutcomeInput,
+  ExpectedVersionInput,
+  IngressFailureInput,
+  ListOptionsInput,
+  NewCommandInput,
+  NewObjectInput,
+  RecordCompletionInput,
+  RegisterSessionInput,
+  RetryIngressInput,
+  StartIngressInput,
+  StartSessionInput,
+} from './types.js';
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
 
@@ -49,39 +81,31 @@ export const startSessionSchema = z.object({
   durationMinutes: z.number().nullable().optional(),
   customPrompt: z.string().nullable().optional(),
 });
-export type StartSessionInput = z.input<typeof startSessionSchema>;
 export type StartSession = z.output<typeof startSessionSchema>;
 
 /** Input of `register`. */
 export const registerSessionSchema = z.object({ id: sessionIdSchema, startedAt, state: jsonObjectSchema });
-export type RegisterSessionInput = z.input<typeof registerSessionSchema>;
 export type RegisterSession = z.output<typeof registerSessionSchema>;
 
 /** Input of `enqueue`; `payload` defaults to `{}`. */
 export const newCommandSchema = z.object({ idempotencyId, kind: z.string(), payload: jsonValueSchema.default({}) });
-export type NewCommandInput = z.input<typeof newCommandSchema>;
 export type NewCommand = z.output<typeof newCommandSchema>;
 
 /** Input of `completeCommand`; `outcome` defaults to `{}`. */
 export const commandOutcomeSchema = z.object({ outcome: jsonValueSchema.default({}) });
-export type CommandOutcomeInput = z.input<typeof commandOutcomeSchema>;
 
 /** Input of `checkpoint`, `requestIngress` and `complete`. */
 export const checkpointSchema = z.object({ expectedVersion, state: jsonObjectSchema, userActivity: z.boolean().default(false) });
-export type CheckpointInput = z.input<typeof checkpointSchema>;
 export type Checkpoint = z.output<typeof checkpointSchema>;
 
 /** Input of `completeIngress`. */
 export const expectedVersionSchema = z.object({ expectedVersion });
-export type ExpectedVersionInput = z.input<typeof expectedVersionSchema>;
 
 /** Input of `retryIngress`. */
 export const retryIngressSchema = z.object({ expectedVersion, state: jsonObjectSchema });
-export type RetryIngressInput = z.input<typeof retryIngressSchema>;
 
 /** Input of `startIngress`. */
 export const startIngressSchema = z.object({ expectedVersion, provenanceId: z.string() });
-export type StartIngressInput = z.input<typeof startIngressSchema>;
 
 /** Input of `failIngress`. */
 export const ingressFailureSchema = z.object({
@@ -93,7 +117,6 @@ export const ingressFailureSchema = z.object({
   contextTokens: count,
   contextWindowTokens: count,
 });
-export type IngressFailureInput = z.input<typeof ingressFailureSchema>;
 export type IngressFailure = z.output<typeof ingressFailureSchema>;
 
 /** Input of `recordCompletion`. */
@@ -105,7 +128,6 @@ export const recordCompletionSchema = z.object({
   sessionType: z.string().nullable().optional(),
   createdAt: z.string().nullable().optional(),
 });
-export type RecordCompletionInput = z.input<typeof recordCompletionSchema>;
 export type RecordCompletion = z.output<typeof recordCompletionSchema>;
 
 /** Input of `stageObject`; the file name defaults to `uploaded-object`. */
@@ -114,15 +136,12 @@ export const newObjectSchema = z.object({
   mediaType: z.string(),
   bytes: z.custom<Uint8Array>((value) => value instanceof Uint8Array, { message: 'expected a Uint8Array (or Buffer)' }),
 });
-export type NewObjectInput = z.input<typeof newObjectSchema>;
 
 /** Input of `appendTranscript`. */
 export const appendTranscriptSchema = z.object({ role: z.enum(TRANSCRIPT_ROLES), text: z.string() });
-export type AppendTranscriptInput = z.input<typeof appendTranscriptSchema>;
 
 /** Options of `list`. */
 export const listOptionsSchema = z.object({ phase: phaseSchema.optional() }).default({});
-export type ListOptionsInput = z.input<typeof listOptionsSchema>;
 
 const VERBATIM = new Set<string>(Object.values(messages));
 
@@ -139,3 +158,20 @@ export function parseInput<S extends z.ZodType>(schema: S, value: unknown, name:
   const message = issue?.message ?? 'invalid';
   throw SessionHistoryError.invalid(VERBATIM.has(message) ? message : `${path}: ${message}`, path);
 }
+
+// The plain input types of `types.ts` are what these schemas accept.
+export type InputSchemasAgreeWithTypes = [
+  Assert<Agree<StartSessionInput, z.input<typeof startSessionSchema>>>,
+  Assert<Agree<RegisterSessionInput, z.input<typeof registerSessionSchema>>>,
+  Assert<Agree<NewCommandInput, z.input<typeof newCommandSchema>>>,
+  Assert<Agree<CommandOutcomeInput, z.input<typeof commandOutcomeSchema>>>,
+  Assert<Agree<CheckpointInput, z.input<typeof checkpointSchema>>>,
+  Assert<Agree<ExpectedVersionInput, z.input<typeof expectedVersionSchema>>>,
+  Assert<Agree<RetryIngressInput, z.input<typeof retryIngressSchema>>>,
+  Assert<Agree<StartIngressInput, z.input<typeof startIngressSchema>>>,
+  Assert<Agree<IngressFailureInput, z.input<typeof ingressFailureSchema>>>,
+  Assert<Agree<RecordCompletionInput, z.input<typeof recordCompletionSchema>>>,
+  Assert<Agree<NewObjectInput, z.input<typeof newObjectSchema>>>,
+  Assert<Agree<AppendTranscriptInput, z.input<typeof appendTranscriptSchema>>>,
+  Assert<Agree<ListOptionsInput | undefined, z.input<typeof listOptionsSchema>>>,
+];

@@ -1,11 +1,34 @@
 import { z } from 'zod';
 import { jsonObjectSchema, jsonValueSchema } from './json-schema.js';
+import type { Agree, Assert } from './type-agreement.js';
+import type {
+  CompletionReceipt,
+  IngressFailureEntry,
+  LifecycleRecord,
+  LogEntry,
+  LogRole,
+  Phase,
+  SessionCommand,
+  StagedObject,
+} from './types.js';
+
+export type {
+  CommandStatus,
+  CompletionReceipt,
+  IngressFailureEntry,
+  LifecycleRecord,
+  LogEntry,
+  LogRole,
+  Phase,
+  SessionCommand,
+  SessionRecord,
+  StagedObject,
+} from './types.js';
 
 /** Where a session is in its life. Versions move with every lifecycle change of phase or state. */
 export const PHASES = ['active', 'ingress_pending', 'ingress_in_progress', 'ingress_failed', 'complete'] as const;
 /** Parses a phase name. */
 export const phaseSchema = z.enum(PHASES);
-export type Phase = z.infer<typeof phaseSchema>;
 
 /** Roles of the session log; `pending-object` entries come only from `stageObject`. */
 export const LOG_ROLES = [
@@ -21,7 +44,6 @@ export const LOG_ROLES = [
 ] as const;
 /** Parses a log role. */
 export const logRoleSchema = z.enum(LOG_ROLES);
-export type LogRole = z.infer<typeof logRoleSchema>;
 
 /** Roles a caller may append with `appendTranscript`. */
 export const TRANSCRIPT_ROLES = LOG_ROLES.filter((role) => role !== 'pending-object') as Exclude<LogRole, 'pending-object'>[];
@@ -39,7 +61,6 @@ export const completionReceiptSchema = z.object({
   nodeIds: z.record(z.string(), z.string()).default({}),
   objectIds: z.record(z.string(), z.string()).default({}),
 });
-export type CompletionReceipt = z.infer<typeof completionReceiptSchema>;
 
 /**
  * One command of a session's queue. Commands run one at a time, lowest `sequence` first. `enqueueOrder` is
@@ -60,8 +81,6 @@ export const sessionCommandSchema = z.object({
   completedAt: nullableString,
   idempotencyId: z.string(),
 });
-export type SessionCommand = z.infer<typeof sessionCommandSchema>;
-export type CommandStatus = SessionCommand['status'];
 
 /** One failed ingress attempt, as kept in `ingressFailures`. */
 export const ingressFailureEntrySchema = z.object({
@@ -74,7 +93,6 @@ export const ingressFailureEntrySchema = z.object({
   contextTokens: z.number().int().min(0).nullable(),
   contextWindowTokens: z.number().int().min(0).nullable(),
 });
-export type IngressFailureEntry = z.infer<typeof ingressFailureEntrySchema>;
 
 /** A staged object's metadata as recorded (unsanitised; `object()` sanitises on the way out). */
 export const stagedObjectSchema = z.object({
@@ -84,7 +102,6 @@ export const stagedObjectSchema = z.object({
   size: z.number().int().min(0),
   sha256: z.string(),
 });
-export type StagedObject = z.infer<typeof stagedObjectSchema>;
 
 /** One entry of the session log; `boxId` is its 1-based position, shared by transcript text and objects. */
 export const logEntrySchema = z.object({
@@ -94,7 +111,6 @@ export const logEntrySchema = z.object({
   at: z.string(),
   object: stagedObjectSchema.optional(),
 });
-export type LogEntry = z.infer<typeof logEntrySchema>;
 
 /** The lifecycle part of a session as the reducer keeps it; `state` holds only whitelisted control keys. */
 export const lifecycleRecordSchema = z.object({
@@ -111,7 +127,6 @@ export const lifecycleRecordSchema = z.object({
   ingressFailures: z.array(ingressFailureEntrySchema),
   ingressNextAttemptAt: nullableString,
 });
-export type LifecycleRecord = z.infer<typeof lifecycleRecordSchema>;
 
 /** A record at version 1 with no provenance, no failures and nothing pending: where every session starts. */
 export function newLifecycleRecord(
@@ -158,10 +173,6 @@ export type StartKeyBinding = z.infer<typeof startKeyBindingSchema>;
 export const startKeyStateSchema = z.object({ bindings: z.array(startKeyBindingSchema) });
 export type StartKeyState = z.infer<typeof startKeyStateSchema>;
 
-/** A session as the service returns it. `summary` is true only in `list()`. */
-export interface SessionRecord extends LifecycleRecord {
-  summary?: true;
-}
 
 /** Policies of the ingress retry loop. */
 export const INGRESS_FAILURE_LIMIT = 5;
@@ -169,3 +180,15 @@ export const INGRESS_RETRY_DELAY_SECONDS = 15;
 export const RETAINED_INGRESS_FAILURES = 5;
 /** Longest `firstUserMessage` in a summary, in characters. */
 export const FIRST_USER_MESSAGE_LIMIT = 512;
+
+// The plain types of `types.ts` and the schemas here describe the same values.
+export type SchemasAgreeWithTypes = [
+  Assert<Agree<Phase, z.infer<typeof phaseSchema>>>,
+  Assert<Agree<LogRole, z.infer<typeof logRoleSchema>>>,
+  Assert<Agree<CompletionReceipt, z.infer<typeof completionReceiptSchema>>>,
+  Assert<Agree<SessionCommand, z.infer<typeof sessionCommandSchema>>>,
+  Assert<Agree<IngressFailureEntry, z.infer<typeof ingressFailureEntrySchema>>>,
+  Assert<Agree<StagedObject, z.infer<typeof stagedObjectSchema>>>,
+  Assert<Agree<LogEntry, z.infer<typeof logEntrySchema>>>,
+  Assert<Agree<LifecycleRecord, z.infer<typeof lifecycleRecordSchema>>>,
+];

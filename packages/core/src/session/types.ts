@@ -1,0 +1,215 @@
+import type { JsonObject, JsonValue } from '../kernel/json.js';
+
+// Plain declarations (type aliases, so that each is also a `JsonValue`) of what the service takes and returns. The zod schemas in `model.ts` and `inputs.ts`
+// parse the same shapes (a compile-time check there keeps both in step), but an application's types never
+// depend on zod's: these are what the package root exports.
+
+/** Where a session is in its life. */
+export type Phase = 'active' | 'ingress_pending' | 'ingress_in_progress' | 'ingress_failed' | 'complete';
+
+/** Roles of the session log; `pending-object` entries come only from `stageObject`. */
+export type LogRole =
+  | 'system-message'
+  | 'system-error'
+  | 'user-message'
+  | 'assistant-message'
+  | 'assistant-tool-call'
+  | 'tool-result'
+  | 'tool-error'
+  | 'object'
+  | 'pending-object';
+
+/** Roles a caller may append with `appendTranscript`. */
+export type TranscriptRole = Exclude<LogRole, 'pending-object'>;
+
+/** The archive's acknowledgement that a session was committed as a session object. */
+export type CompletionReceipt = {
+  transactionId: string | null;
+  sessionObjectId: string;
+  sessionId: string | null;
+  sessionType: string | null;
+  createdAt: string | null;
+  committedAt: string | null;
+  nodeIds: Record<string, string>;
+  objectIds: Record<string, string>;
+};
+
+/** Where a command is: queued, claimed by a worker, or done. */
+export type CommandStatus = 'pending' | 'processing' | 'complete';
+
+/**
+ * One command of a session's queue. Commands run one at a time, lowest `sequence` first. `enqueueOrder` is
+ * the order the service decided enqueues in, across sessions; 0 on commands recorded before it existed.
+ */
+export type SessionCommand = {
+  id: string;
+  sessionId: string;
+  sequence: number;
+  enqueueOrder: number;
+  kind: string;
+  payload: JsonValue;
+  status: CommandStatus;
+  cancelRequested: boolean;
+  outcome: JsonValue | null;
+  createdAt: string;
+  processingStartedAt: string | null;
+  completedAt: string | null;
+  idempotencyId: string;
+};
+
+/** One failed ingress attempt, as kept in `ingressFailures`. */
+export type IngressFailureEntry = {
+  attempt: number;
+  at: string | null;
+  stage: string | null;
+  code: string | null;
+  message: string;
+  roundsUsed: number | null;
+  contextTokens: number | null;
+  contextWindowTokens: number | null;
+};
+
+/** A staged object's metadata as recorded (unsanitised; `object()` sanitises on the way out). */
+export type StagedObject = {
+  pendingId: string;
+  fileName: string;
+  mediaType: string;
+  size: number;
+  sha256: string;
+};
+
+/** One entry of the session log; `boxId` is its 1-based position, shared by transcript text and objects. */
+export type LogEntry = {
+  boxId: number;
+  role: LogRole;
+  text: string;
+  at: string;
+  object?: StagedObject | undefined;
+};
+
+/** The lifecycle part of a session; `state` holds only the whitelisted control keys. */
+export type LifecycleRecord = {
+  id: string;
+  phase: Phase;
+  startedAt: string;
+  updatedAt: string;
+  state: JsonObject;
+  provenanceId: string | null;
+  version: number;
+  lastUserMessageAt: string | null;
+  endedAt: string | null;
+  ingressFailureCount: number;
+  ingressFailures: IngressFailureEntry[];
+  ingressNextAttemptAt: string | null;
+};
+
+/** A session as the service returns it. `summary` is true only in `list()`. */
+export type SessionRecord = LifecycleRecord & {
+  summary?: true;
+};
+
+/** Input of `start`. */
+export type StartSessionInput = {
+  /** Idempotency key (1..255 UTF-8 bytes): a start with the key of a live session returns that session. */
+  idempotencyId: string;
+  /** RFC 3339 date-time with an offset. */
+  startedAt: string;
+  sessionType: string;
+  durationMinutes?: number | null | undefined;
+  customPrompt?: string | null | undefined;
+};
+
+/** Input of `register`. */
+export type RegisterSessionInput = {
+  /** The session's UUID, chosen by the caller. */
+  id: string;
+  startedAt: string;
+  state: JsonObject;
+};
+
+/** Input of `enqueue`; `payload` defaults to `{}`. */
+export type NewCommandInput = {
+  idempotencyId: string;
+  kind: string;
+  payload?: JsonValue | undefined;
+};
+
+/** Input of `completeCommand`; `outcome` defaults to `{}`. */
+export type CommandOutcomeInput = {
+  outcome?: JsonValue | undefined;
+};
+
+/** Input of `checkpoint`, `requestIngress` and `complete`. */
+export type CheckpointInput = {
+  expectedVersion: number;
+  state: JsonObject;
+  userActivity?: boolean | undefined;
+};
+
+/** Input of `completeIngress`. */
+export type ExpectedVersionInput = {
+  expectedVersion: number;
+};
+
+/** Input of `retryIngress`. */
+export type RetryIngressInput = {
+  expectedVersion: number;
+  state: JsonObject;
+};
+
+/** Input of `startIngress`. */
+export type StartIngressInput = {
+  expectedVersion: number;
+  provenanceId: string;
+};
+
+/** Input of `failIngress`. */
+export type IngressFailureInput = {
+  expectedVersion: number;
+  stage: string;
+  code?: string | null | undefined;
+  message: string;
+  roundsUsed?: number | null | undefined;
+  contextTokens?: number | null | undefined;
+  contextWindowTokens?: number | null | undefined;
+};
+
+/** A receipt as `recordCompletion` accepts it: every field but `sessionObjectId` may be left out. */
+export type CompletionReceiptInput = {
+  transactionId?: string | null | undefined;
+  sessionObjectId: string;
+  sessionId?: string | null | undefined;
+  sessionType?: string | null | undefined;
+  createdAt?: string | null | undefined;
+  committedAt?: string | null | undefined;
+  nodeIds?: Record<string, string> | undefined;
+  objectIds?: Record<string, string> | undefined;
+};
+
+/** Input of `recordCompletion`. */
+export type RecordCompletionInput = {
+  /** The session object's id (non-empty); receipts are unique by it. */
+  sessionObjectId: string;
+  commitReceipt?: CompletionReceiptInput | null | undefined;
+  sessionId?: string | null | undefined;
+  sessionType?: string | null | undefined;
+  createdAt?: string | null | undefined;
+};
+
+/** Input of `stageObject`; the file name defaults to `uploaded-object`. */
+export type NewObjectInput = {
+  fileName?: string | null | undefined;
+  mediaType: string;
+  bytes: Uint8Array;
+};
+
+/** Input of `appendTranscript`. */
+export type AppendTranscriptInput = {
+  role: TranscriptRole;
+  text: string;
+};
+
+/** Options of `list`. */
+export type ListOptionsInput = {
+  phase?: Phase | undefined;
+};
