@@ -1,6 +1,6 @@
-import { ConcurrencyError } from '../kernel/errors.js';
+import { ConcurrencyError, InvalidInputError } from '../kernel/errors.js';
 import type { StreamReducer } from '../kernel/fold.js';
-import type { EventStore, NewEvent, StreamId } from '../kernel/port.js';
+import type { AppendResult, EventStore, NewEvent, StreamId } from '../kernel/port.js';
 import { SessionHistoryError, messages } from './errors.js';
 import { StateCache, type CachedFold } from './state-cache.js';
 
@@ -72,15 +72,20 @@ export interface StreamWriterOptions<S, E> {
  * A write waiting in a stream's queue: a decision to make on the stream's state and append, or a task that
  * needs the stream to itself. Decisions stay data until they run, so consecutive ones can be taken together.
  */
-type Entry<S, E> = { resolve: (value: never) => void; reject: (error: unknown) => void } & (
-  | { kind: 'decide'; decide: (state: S, at: Date) => StreamDecision<E>; eventId: string | undefined }
-  | { kind: 'task'; task: () => Promise<unknown> }
-);
+type Entry<S, E> = Decide<S, E> | ({ kind: 'task'; task: () => Promise<unknown> } & Settle);
+
+/** How a queued write answers its caller. */
+type Settle = { resolve: (value: never) => void; reject: (error: unknown) => void };
+
+/** A decision waiting in a stream's queue. */
+type Decide<S, E> = { kind: 'decide'; decide: (state: S, at: Date) => StreamDecision<E>; eventId: string | undefined } & Settle;
 
 /**
  * Writes to streams of one kind. Within this process, the writes of one stream wait in a queue and run one
  * at a time, so concurrent callers never race each other: each decides on the state the previous one left.
- * Across processes, every append carries the revision its decision was made on; one that lost the race
+ * Decisions waiting together are decided one after another and appended as one batch (one durable write
+ * for all of them); each call still gets its own result or its own refusal.
+ * Across processes, every append carries the revision its decisions were made on; one that lost the race
  * is decided again on the new state after a jittered back-off, a bounded number of times.
  */
 export class StreamWriter<S, E extends { type: string; data: unknown }> {
@@ -106,7 +111,8 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
 
   /**
    * Decides on the stream's current state and appends the decision at the revision it was decided on, after
-   * every earlier write of this stream in this process. A refusal rejects with it and writes nothing.
+   * every earlier write of this stream in this process (perhaps in one batch with the decisions queued
+   * next to it). A refusal rejects with it and writes nothing.
    * `eventId` (derived from content only) goes on the first event, making a repeated append a no-op.
    */
   mutate(stream: StreamId, decide: (state: S, at: Date) => StreamDecision<E>, eventId?: string): Promise<Written<S, E>> {
@@ -146,42 +152,126 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
     void this.#drain(stream);
   }
 
-  /**
-   * Runs the stream's queue to its end, one entry at a time. (Consecutive decisions could also be decided
-   * one after another on one state and appended as one batch: each needs only the state the previous left.)
-   */
+  /** Runs the stream's queue to its end: a task on its own, consecutive decisions together (see `#decideBatch`). */
   async #drain(stream: StreamId): Promise<void> {
     const queue = this.#queues.get(stream) as Entry<S, E>[];
     for (let entry = queue[0]; entry; entry = queue[0]) {
-      try {
-        const value = entry.kind === 'decide' ? await this.#decideAndAppend(stream, entry.decide, entry.eventId) : await entry.task();
-        entry.resolve(value as never);
-      } catch (error) {
-        entry.reject(error);
+      if (entry.kind === 'task') {
+        try {
+          entry.resolve((await entry.task()) as never);
+        } catch (error) {
+          entry.reject(error);
+        }
+        queue.shift();
+      } else {
+        await this.#decideBatch(stream, queue, MAX_BATCH);
       }
-      queue.shift();
     }
     this.#queues.delete(stream);
   }
 
-  #decideAndAppend(stream: StreamId, decide: (state: S, at: Date) => StreamDecision<E>, eventId: string | undefined): Promise<Written<S, E>> {
-    return this.retrying(async () => {
-      const folded = await this.#cache.load(stream);
-      const decision = decide(folded.state, this.#now());
-      if (decision instanceof SessionHistoryError) throw decision;
-      if (decision.length === 0) return { state: folded.state, revision: folded.revision, events: [] };
-      const batch = decision.map((event, index): NewEvent => ({
-        type: event.type,
-        data: event.data as NewEvent['data'],
-        ...(index === 0 && eventId !== undefined ? { eventId } : {}),
-      }));
-      const result = await this.#store.append(stream, batch, { expectedRevision: folded.exists ? folded.revision : 'no_stream' });
-      const state = decision.reduce((current, event) => this.#evolve(current, event), folded.state);
-      // An event id already stored turns the append into a no-op answering with the earlier result, which
-      // need not follow the state decided on: such a state is not worth keeping.
-      if (eventId === undefined) this.#cache.remember(stream, { state, revision: result.revision, exists: true, position: result.position });
-      else this.#cache.forget(stream);
-      return { state, revision: result.revision, events: decision };
+  /**
+   * Takes the decisions at the head of the queue (at most `limit`), decides them one after another, each on
+   * the state the previous one left, appends all their events as one batch, and settles each call with its
+   * own outcome: its state and revision right after its events, or its refusal (which adds no events).
+   * The batch's append proves every decision was made on the stored state; when another writer got in
+   * first, every decision of the batch is made again on the new state.
+   */
+  async #decideBatch(stream: StreamId, queue: Entry<S, E>[], limit: number): Promise<void> {
+    let batch: Decide<S, E>[] = [];
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const folded = await this.#cache.load(stream);
+        batch = takeBatch(queue, limit);
+        const decided = this.#decideAll(batch, folded.state);
+        const events = decided.flatMap((outcome) => ('events' in outcome ? outcome.events : []));
+        if (events.length === 0) return this.#settle(queue, batch, decided, folded.revision);
+        // A batch whose first event id is stored already is answered as a retry of that earlier append, so
+        // a decision carrying an id is always appended on its own (see `takeBatch`).
+        const eventId = batch.length === 1 ? batch[0]?.eventId : undefined;
+        const newEvents = events.map((event, index): NewEvent => ({
+          type: event.type,
+          data: event.data as NewEvent['data'],
+          ...(index === 0 && eventId !== undefined ? { eventId } : {}),
+        }));
+        let result: AppendResult;
+        try {
+          result = await this.#store.append(stream, newEvents, { expectedRevision: folded.exists ? folded.revision : 'no_stream' });
+        } catch (error) {
+          if (error instanceof ConcurrencyError) {
+            if (attempt + 1 >= this.#backOff.attempts) throw SessionHistoryError.conflict(messages.tooManyConflicts);
+            await this.#backOff.wait(attempt);
+            continue;
+          }
+          if (error instanceof InvalidInputError && batch.length > 1) {
+            // The store refused an event of one decision (too large, say): nothing was written. Append the
+            // batch's decisions one by one, so that only the call that decided that event fails.
+            for (let count = batch.length; count > 0; count--) await this.#decideBatch(stream, queue, 1);
+            return;
+          }
+          throw error;
+        }
+        const state = decided.reduce((current, outcome) => ('state' in outcome ? outcome.state : current), folded.state);
+        // An event id already stored turns the append into a no-op answering with the earlier result, which
+        // need not follow the state decided on: such a state is not worth keeping.
+        if (eventId === undefined) this.#cache.remember(stream, { state, revision: result.revision, exists: true, position: result.position });
+        else this.#cache.forget(stream);
+        return this.#settle(queue, batch, decided, eventId === undefined ? folded.revision : result.revision - events.length);
+      }
+    } catch (error) {
+      const failed = batch.length > 0 ? batch : queue.slice(0, 1);
+      queue.splice(0, failed.length);
+      for (const entry of failed) entry.reject(error);
+    }
+  }
+
+  /** Decides each entry on the state the previous ones left; a refusal (or a decision that throws) changes nothing. */
+  #decideAll(batch: readonly Decide<S, E>[], initial: S): Outcome<S, E>[] {
+    let state = initial;
+    return batch.map((entry) => {
+      try {
+        const decision = entry.decide(state, this.#now());
+        if (decision instanceof SessionHistoryError) return { error: decision };
+        state = decision.reduce((current, event) => this.#evolve(current, event), state);
+        return { state, events: decision };
+      } catch (error) {
+        return { error };
+      }
     });
   }
+
+  /** Removes the batch from the queue and answers each call: revisions count on from `revision`, the batch's base. */
+  #settle(queue: Entry<S, E>[], batch: readonly Decide<S, E>[], decided: readonly Outcome<S, E>[], revision: number): void {
+    queue.splice(0, batch.length);
+    let current = revision;
+    batch.forEach((entry, index) => {
+      const outcome = decided[index] as Outcome<S, E>;
+      if ('error' in outcome) return entry.reject(outcome.error);
+      current += outcome.events.length;
+      entry.resolve({ state: outcome.state, revision: current, events: outcome.events } satisfies Written<S, E> as never);
+    });
+  }
+}
+
+/** Decisions taken into one batch at most: bounds the events of one append. */
+const MAX_BATCH = 256;
+
+/** What one decision of a batch came to: the state after its events, or why its call fails. */
+type Outcome<S, E> = { state: S; events: readonly E[] } | { error: unknown };
+
+/**
+ * The decisions at the head of the queue that can share one append, at most `limit`: a decision carrying an
+ * event id goes alone, and a task ends the batch.
+ */
+function takeBatch<S, E>(queue: readonly Entry<S, E>[], limit: number): Decide<S, E>[] {
+  const batch: Decide<S, E>[] = [];
+  for (const entry of queue) {
+    if (entry.kind !== 'decide' || batch.length >= limit) break;
+    if (entry.eventId !== undefined) {
+      if (batch.length === 0) batch.push(entry);
+      break;
+    }
+    batch.push(entry);
+  }
+  return batch;
 }

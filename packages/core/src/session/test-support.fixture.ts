@@ -27,19 +27,21 @@ export async function startConversation(history: SessionHistory, idempotencyId: 
 
 /**
  * Wraps `inner` so a test can run something of its own right before the wrapped store's next append
- * reaches `inner`: a deterministic way to make another writer win a race.
+ * reaches `inner` (a deterministic way to make another writer win a race), and count the appends made.
  */
-export function interleavingStore(inner: EventStore): { store: EventStore; beforeNextAppend(hook: () => Promise<unknown>): void } {
+export function interleavingStore(inner: EventStore): { store: EventStore; beforeNextAppend(hook: () => Promise<unknown>): void; appends(): number } {
   const hooks: (() => Promise<unknown>)[] = [];
+  let count = 0;
   const store: EventStore = {
     ...inner,
     append: async (stream, events, options) => {
       const hook = hooks.shift();
       if (hook) await hook();
+      count++;
       return inner.append(stream, events, options);
     },
   };
-  return { store, beforeNextAppend: (hook) => void hooks.push(hook) };
+  return { store, beforeNextAppend: (hook) => void hooks.push(hook), appends: () => count };
 }
 
 /** Every recorded event of `stream`, in order. */
