@@ -24,6 +24,8 @@ export class SessionProjection {
   readonly #sessions = new Map<StreamId, ProjectedStream<SessionStreamState>>();
   #catalog: ProjectedStream<CatalogState> = { revision: 0, state: catalogReducer.initial(CATALOG_STREAM) };
   readonly #commandStreams = new Map<string, StreamId>();
+  /** Commands noted since the last catch-up began: the catch-up indexes them (or their deletion). */
+  readonly #noted = new Map<string, StreamId>();
   #highestEnqueueOrder = 0;
   #lastPosition = 0;
   #queue: Promise<void> = Promise.resolve();
@@ -96,9 +98,18 @@ export class SessionProjection {
     );
   }
 
-  /** The stream of the session holding command `commandId`, if known. */
+  /** The stream of the session holding command `commandId`, if known (from the feed, or noted by `noteCommand`). */
   streamOfCommand(commandId: string): StreamId | undefined {
-    return this.#commandStreams.get(commandId);
+    return this.#commandStreams.get(commandId) ?? this.#noted.get(commandId);
+  }
+
+  /**
+   * Notes the stream of a command this service has just enqueued, so that a lookup finds it before the next
+   * catch-up. A command never moves to another stream, so the note can only become stale by the session's
+   * deletion, and then the stream itself says the command is gone.
+   */
+  noteCommand(commandId: string, stream: StreamId): void {
+    this.#noted.set(commandId, stream);
   }
 
   /** The highest `enqueueOrder` of any command seen so far (also of commands gone since). */
@@ -107,10 +118,12 @@ export class SessionProjection {
   }
 
   async #readFeed(): Promise<void> {
+    const noted = [...this.#noted.keys()];
     for await (const record of this.#store.readAll({ fromPosition: this.#lastPosition + 1 })) {
       await this.#apply(record);
       this.#lastPosition = record.position;
     }
+    for (const commandId of noted) this.#noted.delete(commandId);
   }
 
   async #apply(record: RecordedEvent): Promise<void> {

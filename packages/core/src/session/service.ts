@@ -228,8 +228,12 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   const changeCommand = async (commandId: unknown, decide: (state: SessionStreamState, id: string, at: Date) => Decision): Promise<SessionCommand> => {
     const id = parseInput(commandIdSchema, commandId, 'commandId');
     return run(async () => {
-      await projection.catchUp();
-      const stream = projection.streamOfCommand(id);
+      // A command's session never changes, so a known one needs no catch-up; an unknown one may be another process's.
+      let stream = projection.streamOfCommand(id);
+      if (!stream) {
+        await projection.catchUp();
+        stream = projection.streamOfCommand(id);
+      }
       if (!stream) throw SessionHistoryError.notFound();
       const result = await mutate(stream, (state, at) => decide(state, id, at));
       return commandOf(result.state, id);
@@ -287,6 +291,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
           const result = await mutate(stream, (state, at) => decideEnqueue(state, parsed, at, nextEnqueueOrder()));
           const command = result.state.commands.find((candidate) => candidate.idempotencyId === parsed.idempotencyId);
           if (!command) throw SessionHistoryError.notFound();
+          projection.noteCommand(command.id, stream);
           return { value: structuredClone(command), created: result.events.length > 0 };
         }),
       ),

@@ -50,7 +50,8 @@ describe('StreamWriter', () => {
   it('decides again after another writer’s append, waiting a draw of the injected source times a growing bound', async () => {
     const inner = memoryStore();
     const other = writerOn(inner);
-    let conflicts = 2;
+    // The first loss costs no wait (the state was not read, only remembered); each loss after a read does.
+    let conflicts = 3;
     const store: EventStore = {
       ...inner,
       append: async (stream, events, options) => {
@@ -65,7 +66,7 @@ describe('StreamWriter', () => {
       return 0.25;
     });
     const result = await writer.mutate('s', next);
-    expect(result.state).toEqual([1, 2, 3]);
+    expect(result.state).toEqual([1, 2, 3, 4]);
     expect(draws).toHaveLength(2);
   });
 
@@ -146,5 +147,34 @@ describe('StreamWriter', () => {
     expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(outcomes[1]).toMatchObject({ reason: { code: 'invalid_input' } });
     expect((await writer.load('s')).state).toEqual([1, 2]);
+  });
+
+  it('decides on the state it holds without reading the stream; reads it only to confirm a refusal or a no-op', async () => {
+    const counting = interleavingStore(memoryStore());
+    const writer = writerOn(counting.store);
+    for (let count = 0; count < 3; count++) await writer.mutate('s', next);
+    expect(counting.reads()).toBe(0);
+    await expect(writer.mutate('s', () => SessionHistoryError.conflict('no'))).rejects.toMatchObject({ message: 'no' });
+    expect(counting.reads()).toBe(1);
+    await expect(writer.mutate('s', () => [])).resolves.toMatchObject({ state: [1, 2, 3], revision: 3 });
+    expect(counting.reads()).toBe(2);
+  });
+
+  it('decides again, at once, on the stored state when another writer moved the stream past the state it held', async () => {
+    const store = memoryStore();
+    let draws = 0;
+    const writer = writerOn(store, () => {
+      draws++;
+      return 0;
+    });
+    const other = writerOn(store);
+    await writer.mutate('s', next);
+    await other.mutate('s', next);
+    const refusedOnStale = (state: number[]) => (state.length < 2 ? SessionHistoryError.conflict('stale') : next(state));
+    await expect(writer.mutate('s', refusedOnStale)).resolves.toMatchObject({ state: [1, 2, 3], revision: 3 });
+    await other.mutate('s', next);
+    await expect(writer.mutate('s', next)).resolves.toMatchObject({ state: [1, 2, 3, 4, 5], revision: 5 });
+    // Neither was a race lost on a state just read: no back-off.
+    expect(draws).toBe(0);
   });
 });

@@ -90,6 +90,7 @@ type Decide<S, E> = { kind: 'decide'; decide: (state: S, at: Date) => StreamDeci
  */
 export class StreamWriter<S, E extends { type: string; data: unknown }> {
   readonly #store: EventStore;
+  readonly #reducer: StreamReducer<S>;
   readonly #evolve: (state: S, event: E) => S;
   readonly #now: () => Date;
   readonly #backOff: BackOff;
@@ -98,6 +99,7 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
 
   constructor(options: StreamWriterOptions<S, E>) {
     this.#store = options.store;
+    this.#reducer = options.reducer;
     this.#evolve = options.evolve;
     this.#now = options.now;
     this.#backOff = options.backOff;
@@ -155,6 +157,8 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
   /** Runs the stream's queue to its end: a task on its own, consecutive decisions together (see `#decideBatch`). */
   async #drain(stream: StreamId): Promise<void> {
     const queue = this.#queues.get(stream) as Entry<S, E>[];
+    // Calls made in the same turn of the event loop queue up behind this one first, and share its batch.
+    await Promise.resolve();
     for (let entry = queue[0]; entry; entry = queue[0]) {
       if (entry.kind === 'task') {
         try {
@@ -180,10 +184,18 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
   async #decideBatch(stream: StreamId, queue: Entry<S, E>[], limit: number): Promise<void> {
     let batch: Decide<S, E>[] = [];
     try {
-      for (let attempt = 0; ; attempt++) {
-        const folded = await this.#cache.load(stream);
+      // First on the state this process last saw (its own appends keep it current; a stream it never saw is
+      // taken as empty): the append's expected revision proves that state current, so nothing is read. A
+      // refusal or a no-op proves nothing, so those are decided again on the stream as read from the store.
+      let read = false;
+      for (let conflicts = 0; ; ) {
+        const folded = read ? await this.#cache.load(stream) : (this.#cache.peek(stream) ?? this.#empty(stream));
         batch = takeBatch(queue, limit);
         const decided = this.#decideAll(batch, folded.state);
+        if (!read && decided.some((outcome) => 'error' in outcome || outcome.events.length === 0)) {
+          read = true;
+          continue;
+        }
         const events = decided.flatMap((outcome) => ('events' in outcome ? outcome.events : []));
         if (events.length === 0) return this.#settle(queue, batch, decided, folded.revision);
         // A batch whose first event id is stored already is answered as a retry of that earlier append, so
@@ -199,8 +211,14 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
           result = await this.#store.append(stream, newEvents, { expectedRevision: folded.exists ? folded.revision : 'no_stream' });
         } catch (error) {
           if (error instanceof ConcurrencyError) {
-            if (attempt + 1 >= this.#backOff.attempts) throw SessionHistoryError.conflict(messages.tooManyConflicts);
-            await this.#backOff.wait(attempt);
+            // Another process wrote since this process last looked: read the stream and decide again. Only a
+            // race lost on a state just read is worth a back-off.
+            if (read) {
+              if (conflicts + 1 >= this.#backOff.attempts) throw SessionHistoryError.conflict(messages.tooManyConflicts);
+              await this.#backOff.wait(conflicts++);
+            }
+            this.#cache.forget(stream);
+            read = true;
             continue;
           }
           if (error instanceof InvalidInputError && batch.length > 1) {
@@ -223,6 +241,11 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
       queue.splice(0, failed.length);
       for (const entry of failed) entry.reject(error);
     }
+  }
+
+  /** A stream with no events, as a first guess for a stream this process has not seen. */
+  #empty(stream: StreamId): CachedFold<S> {
+    return { state: this.#reducer.initial(stream), revision: 0, exists: false, position: undefined };
   }
 
   /** Decides each entry on the state the previous ones left; a refusal (or a decision that throws) changes nothing. */
