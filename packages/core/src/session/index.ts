@@ -9,4 +9,5 @@ export * from './reducer.js';
 export * from './decisions.js';
 export * from './view.js';
 export * from './service.js';
+export * from './compaction.js';
 export * from './replay.js';

@@ -47,6 +47,20 @@ export class SessionProjection {
     return run;
   }
 
+  /**
+   * Runs `task` between catch-ups, none running meanwhile. A compaction runs so: a store may drop a
+   * stream's events from the feed before the catch-up reading it reaches them, and record their snapshot only
+   * past the end that catch-up reads to, which would leave the catch-up without either.
+   */
+  exclusive<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(task, task);
+    this.#queue = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
   /** Resolves once the catch-ups already asked for have finished (whether they succeeded or not). */
   idle(): Promise<void> {
     return this.#queue;

@@ -60,6 +60,7 @@ import {
 } from './inputs.js';
 import type { CatalogState, LogEntry, SessionCommand, SessionRecord, SessionStreamState, StartKeyState } from './model.js';
 import { SessionProjection } from './projection.js';
+import { BackgroundCompaction, compactionPolicy, type CompactionPolicy } from './compaction.js';
 import { CompletionSteps } from './completion.js';
 import { SessionObjects } from './objects.js';
 import { SessionStarts } from './starts.js';
@@ -81,6 +82,12 @@ export interface SessionHistoryOptions {
   random?: () => number;
   /** The control-state whitelist (default `DEFAULT_CONTROL_STATE_KEYS`). */
   controlStateKeys?: readonly string[];
+  /**
+   * Compaction on its own (default `DEFAULT_COMPACTION_POLICY`: every 1,000 events, keeping 100): after a call
+   * leaves a session stream with more than `everyEvents` events beyond its snapshot, the service compacts it in
+   * the background, keeping the newest `keepEvents` as events. `false` leaves compaction to the application.
+   */
+  compaction?: CompactionPolicy | false;
 }
 
 /** A value and whether this call created it (false: an earlier call with the same idempotency id did). */
@@ -163,6 +170,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   }
   const store = options.store;
   const clock = options.clock ?? (() => new Date());
+  const compaction = compactionPolicy(options.compaction);
   const keys = Object.freeze([...(options.controlStateKeys ?? DEFAULT_CONTROL_STATE_KEYS)]);
   const decisionOptions: DecisionOptions = { controlStateKeys: keys };
   const projection = new SessionProjection(store);
@@ -191,7 +199,16 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
 
   // One back-off for every writer; each writer queues the writes of a stream so this process never races itself.
   const backOff = new BackOff(DEFAULT_RETRY_POLICY, options.random ?? Math.random);
-  const sessions = new StreamWriter<SessionStreamState, SessionEvent>({ store, reducer: sessionReducer, evolve: applySessionEvent, now, backOff });
+  let compactor: BackgroundCompaction | undefined;
+  const sessions = new StreamWriter<SessionStreamState, SessionEvent>({
+    store,
+    reducer: sessionReducer,
+    evolve: applySessionEvent,
+    now,
+    backOff,
+    hooks: { appended: (stream, append) => compactor?.written(stream, append.revision) },
+  });
+  if (compaction) compactor = new BackgroundCompaction(store, { sessions, projection }, compaction, () => undefined);
   const startKeys = new StreamWriter<StartKeyState, StartKeyEvent>({ store, reducer: startKeyReducer, evolve: applyStartKeyEvent, now, backOff });
   const catalog = new StreamWriter<CatalogState, CatalogEvent>({ store, reducer: catalogReducer, evolve: applyCatalogEvent, now, backOff, cacheSize: 1 });
   const completions = new CompletionSteps(store, { sessions, keys: startKeys, catalog });
@@ -390,7 +407,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
 
     close: async () => {
       closed = true;
-      await projection.idle();
+      await Promise.all([projection.idle(), compactor?.close()]);
     },
   };
 

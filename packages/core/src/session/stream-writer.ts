@@ -66,6 +66,16 @@ export interface StreamWriterOptions<S, E> {
   backOff: BackOff;
   /** How many folded streams to keep (default 64). */
   cacheSize?: number;
+  /** Told of every append this writer made, and of every race it lost; called synchronously, must not throw. */
+  hooks?: WriterHooks;
+}
+
+/** What a `StreamWriter` tells about its work. */
+export interface WriterHooks {
+  /** An append committed `events` events of `decisions` calls, leaving the stream at `revision`. */
+  appended?(stream: StreamId, append: { revision: number; events: number; decisions: number; durationMs: number }): void;
+  /** An append lost a race to another writer; `attempt` counts the losses of this batch, from 1. */
+  conflicted?(stream: StreamId, attempt: number): void;
 }
 
 /**
@@ -94,6 +104,7 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
   readonly #evolve: (state: S, event: E) => S;
   readonly #now: () => Date;
   readonly #backOff: BackOff;
+  readonly #hooks: WriterHooks;
   readonly #cache: StateCache<S>;
   readonly #queues = new Map<StreamId, Entry<S, E>[]>();
 
@@ -103,6 +114,7 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
     this.#evolve = options.evolve;
     this.#now = options.now;
     this.#backOff = options.backOff;
+    this.#hooks = options.hooks ?? {};
     this.#cache = new StateCache(options.store, options.reducer, options.cacheSize);
   }
 
@@ -188,7 +200,7 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
       // taken as empty): the append's expected revision proves that state current, so nothing is read. A
       // refusal or a no-op proves nothing, so those are decided again on the stream as read from the store.
       let read = false;
-      for (let conflicts = 0; ; ) {
+      for (let conflicts = 0, losses = 0; ; ) {
         const folded = read ? await this.#cache.load(stream) : (this.#cache.peek(stream) ?? this.#empty(stream));
         batch = takeBatch(queue, limit);
         const decided = this.#decideAll(batch, folded.state);
@@ -207,10 +219,12 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
           ...(index === 0 && eventId !== undefined ? { eventId } : {}),
         }));
         let result: AppendResult;
+        const started = performance.now();
         try {
           result = await this.#store.append(stream, newEvents, { expectedRevision: folded.exists ? folded.revision : 'no_stream' });
         } catch (error) {
           if (error instanceof ConcurrencyError) {
+            this.#hooks.conflicted?.(stream, ++losses);
             // Another process wrote since this process last looked: read the stream and decide again. Only a
             // race lost on a state just read is worth a back-off.
             if (read) {
@@ -229,6 +243,7 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
           }
           throw error;
         }
+        this.#hooks.appended?.(stream, { revision: result.revision, events: events.length, decisions: batch.length, durationMs: performance.now() - started });
         const state = decided.reduce((current, outcome) => ('state' in outcome ? outcome.state : current), folded.state);
         // An event id already stored turns the append into a no-op answering with the earlier result, which
         // need not follow the state decided on: such a state is not worth keeping.
