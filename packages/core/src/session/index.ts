@@ -10,4 +10,5 @@ export * from './decisions.js';
 export * from './view.js';
 export * from './service.js';
 export * from './compaction.js';
+export * from './observer.js';
 export * from './replay.js';

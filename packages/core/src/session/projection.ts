@@ -30,8 +30,12 @@ export class SessionProjection {
   #lastPosition = 0;
   #queue: Promise<void> = Promise.resolve();
 
-  constructor(store: EventStore) {
+  readonly #caughtUp: (catchUp: { changes: number; position: number; durationMs: number }) => void;
+
+  /** `caughtUp` hears of every catch-up that applied changes. */
+  constructor(store: EventStore, caughtUp: (catchUp: { changes: number; position: number; durationMs: number }) => void = () => undefined) {
     this.#store = store;
+    this.#caughtUp = caughtUp;
   }
 
   /**
@@ -133,11 +137,15 @@ export class SessionProjection {
 
   async #readFeed(): Promise<void> {
     const noted = [...this.#noted.keys()];
+    const started = performance.now();
+    let changes = 0;
     for await (const record of this.#store.readAll({ fromPosition: this.#lastPosition + 1 })) {
       await this.#apply(record);
       this.#lastPosition = record.position;
+      changes++;
     }
     for (const commandId of noted) this.#noted.delete(commandId);
+    if (changes > 0) this.#caughtUp({ changes, position: this.#lastPosition, durationMs: performance.now() - started });
   }
 
   async #apply(record: RecordedEvent): Promise<void> {

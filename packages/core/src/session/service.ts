@@ -64,7 +64,8 @@ import { BackgroundCompaction, compactionPolicy, type CompactionPolicy } from '.
 import { CompletionSteps } from './completion.js';
 import { SessionObjects } from './objects.js';
 import { SessionStarts } from './starts.js';
-import { BackOff, DEFAULT_RETRY_POLICY, StreamWriter } from './stream-writer.js';
+import { observerOf, type SessionHistoryObserver } from './observer.js';
+import { BackOff, DEFAULT_RETRY_POLICY, StreamWriter, type WriterHooks } from './stream-writer.js';
 import { applyCatalogEvent, applySessionEvent, applyStartKeyEvent, catalogReducer, logEntry, sessionReducer, startKeyReducer } from './reducer.js';
 import { materialise, receiptRecord, type StoredObject } from './view.js';
 
@@ -88,6 +89,8 @@ export interface SessionHistoryOptions {
    * the background, keeping the newest `keepEvents` as events. `false` leaves compaction to the application.
    */
   compaction?: CompactionPolicy | false;
+  /** Hooks for the application's logger and metrics (appends, compactions, conflicts, catch-ups); none by default. */
+  observer?: SessionHistoryObserver;
 }
 
 /** A value and whether this call created it (false: an earlier call with the same idempotency id did). */
@@ -171,9 +174,10 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   const store = options.store;
   const clock = options.clock ?? (() => new Date());
   const compaction = compactionPolicy(options.compaction);
+  const observe = observerOf(options.observer);
   const keys = Object.freeze([...(options.controlStateKeys ?? DEFAULT_CONTROL_STATE_KEYS)]);
   const decisionOptions: DecisionOptions = { controlStateKeys: keys };
-  const projection = new SessionProjection(store);
+  const projection = new SessionProjection(store, (catchUp) => observe('projectionCaughtUp', catchUp));
   let closed = false;
 
   const translate = (error: unknown): SessionHistoryError => {
@@ -199,6 +203,10 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
 
   // One back-off for every writer; each writer queues the writes of a stream so this process never races itself.
   const backOff = new BackOff(DEFAULT_RETRY_POLICY, options.random ?? Math.random);
+  const hooks: WriterHooks = {
+    appended: (stream, { revision, events, decisions, durationMs }) => observe('appendCommitted', { stream, revision, events, calls: decisions, durationMs }),
+    conflicted: (stream, attempt) => observe('conflictRetried', { stream, attempt }),
+  };
   let compactor: BackgroundCompaction | undefined;
   const sessions = new StreamWriter<SessionStreamState, SessionEvent>({
     store,
@@ -206,11 +214,17 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     evolve: applySessionEvent,
     now,
     backOff,
-    hooks: { appended: (stream, append) => compactor?.written(stream, append.revision) },
+    hooks: {
+      ...hooks,
+      appended: (stream, append) => {
+        hooks.appended?.(stream, append);
+        compactor?.written(stream, append.revision);
+      },
+    },
   });
-  if (compaction) compactor = new BackgroundCompaction(store, { sessions, projection }, compaction, () => undefined);
-  const startKeys = new StreamWriter<StartKeyState, StartKeyEvent>({ store, reducer: startKeyReducer, evolve: applyStartKeyEvent, now, backOff });
-  const catalog = new StreamWriter<CatalogState, CatalogEvent>({ store, reducer: catalogReducer, evolve: applyCatalogEvent, now, backOff, cacheSize: 1 });
+  if (compaction) compactor = new BackgroundCompaction(store, { sessions, projection }, compaction, (done) => observe('compaction', done));
+  const startKeys = new StreamWriter<StartKeyState, StartKeyEvent>({ store, reducer: startKeyReducer, evolve: applyStartKeyEvent, now, backOff, hooks });
+  const catalog = new StreamWriter<CatalogState, CatalogEvent>({ store, reducer: catalogReducer, evolve: applyCatalogEvent, now, backOff, cacheSize: 1, hooks });
   const completions = new CompletionSteps(store, { sessions, keys: startKeys, catalog });
   const starts = new SessionStarts(store, sessions, startKeys, backOff.attempts);
   const objects = new SessionObjects(store, sessions);

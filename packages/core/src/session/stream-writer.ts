@@ -138,13 +138,14 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
     return new Promise((resolve, reject) => this.#enqueue(stream, { kind: 'task', task, resolve, reject }));
   }
 
-  /** Runs `attempt` until it succeeds, retrying after a concurrent change (with back-off) a bounded number of times. */
-  async retrying<T>(attempt: () => Promise<T>): Promise<T> {
+  /** Runs `attempt` on `stream` until it succeeds, retrying after a concurrent change (with back-off) a bounded number of times. */
+  async retrying<T>(stream: StreamId, attempt: () => Promise<T>): Promise<T> {
     for (let count = 0; ; count++) {
       try {
         return await attempt();
       } catch (error) {
         if (!(error instanceof ConcurrencyError)) throw error;
+        this.#hooks.conflicted?.(stream, count + 1);
         if (count + 1 >= this.#backOff.attempts) throw SessionHistoryError.conflict(messages.tooManyConflicts);
         await this.#backOff.wait(count);
       }
