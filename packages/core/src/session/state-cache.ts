@@ -41,9 +41,11 @@ export class StateCache<S> {
     return this.#entries.get(stream);
   }
 
-  /** Records a state the caller computed itself, e.g. right after its own append (or a stream found missing). */
+  /** Records a state the caller computed itself, e.g. right after its own append. */
   remember(stream: StreamId, fold: CachedFold<S>): void {
     this.#entries.delete(stream);
+    // A missing stream is not worth a place: a writer takes a stream it holds nothing of as empty anyway.
+    if (!fold.exists) return;
     this.#entries.set(stream, fold);
     if (this.#entries.size > this.#capacity) this.#entries.delete(this.#entries.keys().next().value as StreamId);
   }
