@@ -74,7 +74,7 @@ export interface StreamWriterOptions<S, E> {
 export interface WriterHooks {
   /** An append committed `events` events of `decisions` calls, leaving the stream at `revision`. */
   appended?(stream: StreamId, append: { revision: number; events: number; decisions: number; durationMs: number }): void;
-  /** An append lost a race to another writer; `attempt` counts the losses of this batch, from 1. */
+  /** An append lost a race to another writer and is about to be tried again; `attempt` counts the losses of this batch, from 1. */
   conflicted?(stream: StreamId, attempt: number): void;
 }
 
@@ -126,7 +126,8 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
   /**
    * Decides on the stream's current state and appends the decision at the revision it was decided on, after
    * every earlier write of this stream in this process (perhaps in one batch with the decisions queued
-   * next to it). A refusal rejects with it and writes nothing.
+   * next to it). A refusal rejects with it and writes nothing. The state decided on is the one this process
+   * holds when the append proves it current; a refusal or a no-op is always made on the stream as stored.
    * `eventId` (derived from content only) goes on the first event, making a repeated append a no-op.
    */
   mutate(stream: StreamId, decide: (state: S, at: Date) => StreamDecision<E>, eventId?: string): Promise<Written<S, E>> {
@@ -145,8 +146,8 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
         return await attempt();
       } catch (error) {
         if (!(error instanceof ConcurrencyError)) throw error;
-        this.#hooks.conflicted?.(stream, count + 1);
         if (count + 1 >= this.#backOff.attempts) throw SessionHistoryError.conflict(messages.tooManyConflicts);
+        this.#hooks.conflicted?.(stream, count + 1);
         await this.#backOff.wait(count);
       }
     }
@@ -225,13 +226,11 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
           result = await this.#store.append(stream, newEvents, { expectedRevision: folded.exists ? folded.revision : 'no_stream' });
         } catch (error) {
           if (error instanceof ConcurrencyError) {
-            this.#hooks.conflicted?.(stream, ++losses);
             // Another process wrote since this process last looked: read the stream and decide again. Only a
-            // race lost on a state just read is worth a back-off.
-            if (read) {
-              if (conflicts + 1 >= this.#backOff.attempts) throw SessionHistoryError.conflict(messages.tooManyConflicts);
-              await this.#backOff.wait(conflicts++);
-            }
+            // race lost on a state just read is worth a back-off (and counts towards giving up).
+            if (read && conflicts + 1 >= this.#backOff.attempts) throw SessionHistoryError.conflict(messages.tooManyConflicts);
+            this.#hooks.conflicted?.(stream, ++losses);
+            if (read) await this.#backOff.wait(conflicts++);
             this.#cache.forget(stream);
             read = true;
             continue;
