@@ -201,6 +201,9 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
       // First on the state this process last saw (its own appends keep it current; a stream it never saw is
       // taken as empty): the append's expected revision proves that state current, so nothing is read. A
       // refusal or a no-op proves nothing, so those are decided again on the stream as read from the store.
+      // (The proof is the revision alone: a stream another process deleted and wrote again up to the very
+      // revision held here would pass it. Session ids are never used twice by starts; only a caller that
+      // registers a completed session's id again makes such a stream.)
       let read = false;
       for (let conflicts = 0, losses = 0; ; ) {
         const folded = read ? await this.#cache.load(stream) : (this.#cache.peek(stream) ?? this.#empty(stream));
