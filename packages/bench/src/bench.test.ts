@@ -105,7 +105,7 @@ describe('a tiny run', () => {
       volumes: TINY,
       isolate: false,
       subjects: durable,
-      scenarios: ['append-1', 'append-64-one-stream', 'replay', 'service-round-trip'],
+      scenarios: ['append-1', 'append-64-one-stream', 'replay', 'service-round-trip', 'service-concurrent-transcript'],
     });
     expect(report.rows.map((r) => `${r.scenario}/${r.store}`)).toEqual([
       'append-1/file',
@@ -116,6 +116,8 @@ describe('a tiny run', () => {
       'replay/sqlite',
       'service-round-trip/file',
       'service-round-trip/sqlite',
+      'service-concurrent-transcript/file',
+      'service-concurrent-transcript/sqlite',
     ]);
     // Both durable stores can run every one of these scenarios: each row must be a measurement.
     expect(report.rows.filter((r) => r.status !== 'ok').map((r) => `${r.scenario}/${r.store}: ${r.note}`)).toEqual([]);

@@ -18,6 +18,8 @@ export interface Volumes {
   readAllStreams: number;
   /** Service round trips (start → enqueue → claim → complete → checkpoint). */
   roundTrips: number;
+  /** Rounds of 100 `appendTranscript` calls on one session, at once and one after another. */
+  transcriptRounds: number;
   /** Events in the stream that is compacted. */
   compactionEvents: number;
   /** Sessions in the store opened cold. */
@@ -42,6 +44,7 @@ export const QUICK: Volumes = {
   readAllEvents: 50_000,
   readAllStreams: 1_000,
   roundTrips: 100,
+  transcriptRounds: 6,
   compactionEvents: 50_000,
   coldOpenSessions: 1_000,
   scalingSmall: 10,
@@ -62,6 +65,7 @@ export const FULL: Volumes = {
   readAllEvents: 1_000_000,
   readAllStreams: 1_000,
   roundTrips: 1_000,
+  transcriptRounds: 20,
   compactionEvents: 100_000,
   coldOpenSessions: 10_000,
   scalingSmall: 10,
@@ -82,6 +86,7 @@ export const TINY: Volumes = {
   readAllEvents: 200,
   readAllStreams: 10,
   roundTrips: 3,
+  transcriptRounds: 2,
   compactionEvents: 200,
   coldOpenSessions: 5,
   scalingSmall: 2,

@@ -13,6 +13,8 @@ export interface SessionDriver {
   complete(commandId: string): Promise<void>;
   /** Replaces the control state at the session's current version. */
   checkpoint(sessionId: string): Promise<void>;
+  /** Appends a line to the session's transcript. */
+  appendTranscript(sessionId: string, text: string): Promise<void>;
   /** Reads one session record. */
   get(sessionId: string): Promise<void>;
   close(): Promise<void>;
@@ -47,6 +49,9 @@ function driver(history: SessionHistory): SessionDriver {
       const expectedVersion = versions.get(sessionId) ?? (await history.get(sessionId)).version;
       const record = await history.checkpoint(sessionId, { expectedVersion, state: { sessionId, orchestration: { step: expectedVersion } } });
       versions.set(sessionId, record.version);
+    },
+    async appendTranscript(sessionId, text) {
+      await history.appendTranscript(sessionId, { role: 'user-message', text });
     },
     async get(sessionId) {
       await history.get(sessionId);

@@ -29,11 +29,22 @@ export {
 export { MAX_JSON_DEPTH } from './kernel/json.js';
 export { DEFAULT_MAX_EVENT_BYTES, STREAM_ID_PATTERN } from './kernel/validate.js';
 export { memoryStore, type MemoryStoreOptions } from './kernel/memory-store.js';
-export { compactStream, copyStore, foldStream, type CopyReport, type FoldedStream, type StreamReducer } from './kernel/fold.js';
+export {
+  compactStream,
+  compactStreamKeeping,
+  copyStore,
+  foldStream,
+  type CompactionReport,
+  type CopyReport,
+  type FoldedStream,
+  type StreamReducer,
+} from './kernel/fold.js';
 
 export { openSessionHistory, type Created, type SessionHistory, type SessionHistoryOptions } from './session/service.js';
 export { SessionHistoryError, type SessionHistoryErrorCode } from './session/errors.js';
 export { replaySession } from './session/replay.js';
+export { DEFAULT_COMPACTION_POLICY, type CompactionObservation, type CompactionPolicy } from './session/compaction.js';
+export type { SessionHistoryObserver } from './session/observer.js';
 export type { StoredObject, TranscriptEntry } from './session/view.js';
 export type {
   AppendTranscriptInput,

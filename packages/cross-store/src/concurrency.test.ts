@@ -54,6 +54,34 @@ describe.each(STORE_KINDS.map((kind) => [kind.name, kind] as const))('concurrent
     }
   });
 
+  it('concurrent calls on one session are stored in call order, each answered with its own result; a refused one fails alone', async () => {
+    const subject = kind.subject();
+    const store = await subject.open();
+    try {
+      const history = await openSessionHistory({ store });
+      const { id } = (await history.start({ idempotencyId: 'ordered', ...START })).value;
+      const calls = Array.from({ length: 60 }, (_, index): Promise<unknown> => {
+        if (index === 20) return history.checkpoint(id, { expectedVersion: 7, state: {} });
+        if (index === 40) return history.appendTranscript(id, { role: 'user-message', text: 'x'.repeat(2 * 1024 * 1024) });
+        return history.appendTranscript(id, { role: 'user-message', text: `line-${index}` });
+      });
+      const outcomes = await Promise.allSettled(calls);
+      const lines = Array.from({ length: 60 }, (_, index) => index).filter((index) => index !== 20 && index !== 40);
+      expect(outcomes.flatMap((outcome, index) => (outcome.status === 'rejected' ? [[index, (outcome.reason as { code: string }).code]] : []))).toEqual([
+        [20, 'state_conflict'],
+        [40, 'invalid_request'],
+      ]);
+      // Each call got its own entry, numbered in call order.
+      expect(lines.map((index) => (outcomes[index] as PromiseFulfilledResult<{ text: string; boxId: number }>).value)).toEqual(
+        lines.map((index, position) => expect.objectContaining({ text: `line-${index}`, boxId: position + 1 })),
+      );
+      const { state } = await foldStream(store, sessionStream(id), sessionReducer);
+      expect(state.log.flat().map((entry) => entry.text)).toEqual(lines.map((index) => `line-${index}`));
+    } finally {
+      await subject.dispose(store);
+    }
+  });
+
   it('concurrent starts with one key, from one service and from two, give every caller the same session, one created', async () => {
     const subject = kind.subject();
     const store = await subject.open();

@@ -1,4 +1,4 @@
-import { compactStream, foldStream, openSessionHistory, type EventStore, type JsonObject, type SessionHistory } from '@sessionfold/core';
+import { compactStream, foldStream, openSessionHistory, type EventStore, type JsonObject, type SessionHistory, type SessionHistoryOptions } from '@sessionfold/core';
 import {
   CATALOG_STREAM,
   catalogReducer,
@@ -25,6 +25,9 @@ export const SESSION_REFS: readonly SessionRef[] = [0, 1, 2, 3];
 export function firstSessionIdOf(ref: SessionRef): string {
   return sessionIdForStart(startKey(ref), 1);
 }
+
+/** Service options a runner opens its service with, besides the store and the clock it owns. */
+export type ServiceOptions = Omit<SessionHistoryOptions, 'store' | 'clock'>;
 
 /** What one call did on one store: the call, the expected version it resolved to (if any), and its outcome. */
 export interface Step {
@@ -83,19 +86,22 @@ export class SessionRunner {
   /** The last change-feed position `newChanges` has handed out. */
   #seen = 0;
 
-  private constructor(subject: StoreSubject, store: EventStore, history: SessionHistory, clock: () => Date) {
+  readonly #options: ServiceOptions;
+
+  private constructor(subject: StoreSubject, store: EventStore, history: SessionHistory, clock: () => Date, options: ServiceOptions) {
     this.subject = subject;
     this.#store = store;
     this.#history = history;
     this.#clock = clock;
+    this.#options = options;
   }
 
-  /** Opens `subject`'s store and a service on it. */
-  static async open(subject: StoreSubject): Promise<SessionRunner> {
+  /** Opens `subject`'s store and a service on it (with `options`, kept for every reopening). */
+  static async open(subject: StoreSubject, options: ServiceOptions = {}): Promise<SessionRunner> {
     const store = await subject.open();
     const clock = steppingClock();
     try {
-      return new SessionRunner(subject, store, await openSessionHistory({ store, clock }), clock);
+      return new SessionRunner(subject, store, await openSessionHistory({ ...options, store, clock }), clock, options);
     } catch (error) {
       await subject.dispose(store);
       throw error;
@@ -116,7 +122,7 @@ export class SessionRunner {
   async reopen(): Promise<void> {
     await this.#history.close();
     this.#store = await this.subject.reopen(this.#store);
-    this.#history = await openSessionHistory({ store: this.#store, clock: this.#clock });
+    this.#history = await openSessionHistory({ ...this.#options, store: this.#store, clock: this.#clock });
   }
 
   /** The id of the session ref `ref` stands for: the one its start key last started, else its first. */

@@ -2,7 +2,7 @@ import type { Scenario } from '../scenario.js';
 import { appendBatch, appendInFlightManyStreams, appendInFlightOneStream, appendSingle } from './append.js';
 import { compaction } from './compaction.js';
 import { readAllStreams, replayStream } from './replay.js';
-import { coldOpen, serviceRoundTrip, serviceScaling } from './service.js';
+import { coldOpen, serviceConcurrentTranscript, serviceRoundTrip, serviceScaling } from './service.js';
 
 /** Every scenario, in table order. Add a scenario here and every store runs it. */
 export const SCENARIOS: readonly Scenario[] = [
@@ -15,5 +15,6 @@ export const SCENARIOS: readonly Scenario[] = [
   compaction,
   coldOpen,
   serviceRoundTrip,
+  serviceConcurrentTranscript,
   serviceScaling,
 ];

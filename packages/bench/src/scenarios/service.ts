@@ -75,6 +75,45 @@ export const serviceRoundTrip: Scenario = {
   },
 };
 
+/** Calls per round of the concurrent-transcript scenario. */
+const TRANSCRIPT_CALLS = 100;
+
+/**
+ * 100 `appendTranscript` calls on one session at once (the service decides them together and appends them in
+ * few batches), against the same 100 calls on another session made one after another, in alternating rounds.
+ */
+export const serviceConcurrentTranscript: Scenario = {
+  id: 'service-concurrent-transcript',
+  title: '100 concurrent appendTranscript, 1 session',
+  unit: 'calls/s',
+  requires: ['service'],
+  rawOperation: 'appendBatches',
+  limitText: 'the same 100 calls on one session, one after another',
+  async run(context, subject) {
+    const rounds = context.volumes.transcriptRounds;
+    const [sequential, concurrent] = await withService(context, subject, await context.dir('service-concurrent-transcript'), async (driver) => {
+      const [one, other] = await startMany(driver, 2, 'transcript');
+      if (one === undefined || other === undefined) throw new Error('bench: no session was started');
+      return alternate(
+        rounds,
+        (round) => timeSequential(TRANSCRIPT_CALLS, (i) => driver.appendTranscript(one, `line ${round}-${i}`)),
+        async (round) => {
+          const latencies = new Array<number>(TRANSCRIPT_CALLS);
+          const start = performance.now();
+          await Promise.all(
+            Array.from({ length: TRANSCRIPT_CALLS }, async (_, i) => {
+              await driver.appendTranscript(other, `line ${round}-${i}`);
+              latencies[i] = performance.now() - start;
+            }),
+          );
+          return { ops: TRANSCRIPT_CALLS, ms: performance.now() - start, latencies };
+        },
+      );
+    });
+    return { rate: perSecond(concurrent.ops, concurrent.ms), latency: summarize(concurrent.latencies), rawRate: perSecond(sequential.ops, sequential.ms) };
+  },
+};
+
 /** Opens a store holding many sessions, cold: open store, open service, first `get`. Raw: read every journal/row once. */
 export const coldOpen: Scenario = {
   id: 'cold-open',

@@ -1,6 +1,6 @@
 import { CorruptionError, InvalidInputError } from './errors.js';
 import type { JsonValue } from './json.js';
-import type { EventStore, RecordedEvent, Snapshot, StreamId } from './port.js';
+import type { EventStore, RecordedEvent, Snapshot, StreamId, StreamRead } from './port.js';
 
 /** A pure left fold over one stream's events, with the version of the state shape it produces. */
 export interface StreamReducer<S> {
@@ -38,7 +38,12 @@ export function checkSnapshotIdentity(stream: StreamId, snapshot: Snapshot, sche
 
 /** Folds a stream (snapshot, then the events after it) with `reducer`, streaming the events. */
 export async function foldStream<S>(store: EventStore, stream: StreamId, reducer: StreamReducer<S>): Promise<FoldedStream<S>> {
-  const read = await store.read(stream);
+  const { state, revision } = await foldRead(stream, await store.read(stream), reducer, Number.POSITIVE_INFINITY);
+  return { state, revision, exists: revision > 0 };
+}
+
+/** Folds what `read` returned, up to revision `until` (the events after it are left unread). */
+async function foldRead<S>(stream: StreamId, read: StreamRead, reducer: StreamReducer<S>, until: number): Promise<{ state: S; revision: number }> {
   let state: S;
   let revision = 0;
   if (read.snapshot) {
@@ -49,13 +54,14 @@ export async function foldStream<S>(store: EventStore, stream: StreamId, reducer
     state = reducer.initial(stream);
   }
   for await (const event of read.events) {
+    if (event.revision > until) break;
     if (event.revision !== revision + 1) {
       throw new CorruptionError(`stream ${stream}`, undefined, `revision ${event.revision} follows revision ${revision}`);
     }
     state = reducer.apply(state, event);
     revision = event.revision;
   }
-  return { state, revision, exists: revision > 0 };
+  return { state, revision };
 }
 
 /** Folds a stream and compacts it to a snapshot of the result; returns the snapshot's revision (0: nothing to do). */
@@ -68,6 +74,31 @@ export async function compactStream<S>(store: EventStore, stream: StreamId, redu
     identity: { stream, schemaVersion: reducer.schemaVersion },
   });
   return folded.revision;
+}
+
+/** What `compactStreamKeeping` did: the revision of the stream's snapshot afterwards (0: none) and the events it dropped. */
+export interface CompactionReport {
+  revision: number;
+  droppedEvents: number;
+}
+
+/**
+ * Compacts a stream but keeps its newest `keepEvents` events as events (with their ids, so recent idempotent
+ * retries are still recognised): the snapshot is the fold up to the head's revision minus `keepEvents`. Does
+ * nothing when the stored snapshot already covers that revision.
+ */
+export async function compactStreamKeeping<S>(store: EventStore, stream: StreamId, reducer: StreamReducer<S>, keepEvents: number): Promise<CompactionReport> {
+  const read = await store.read(stream);
+  const stored = read.snapshot?.revision ?? 0;
+  const target = read.revision - keepEvents;
+  if (target < 1 || target <= stored) {
+    // Started and stopped, so a store can release what the read holds open.
+    for await (const _ of read.events) break;
+    return { revision: stored, droppedEvents: 0 };
+  }
+  const folded = await foldRead(stream, read, reducer, target);
+  await store.compact(stream, { revision: folded.revision, state: reducer.toSnapshot(folded.state), identity: { stream, schemaVersion: reducer.schemaVersion } });
+  return { revision: folded.revision, droppedEvents: folded.revision - stored };
 }
 
 /** What `copyStore` did. */

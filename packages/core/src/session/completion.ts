@@ -38,7 +38,7 @@ export class CompletionSteps {
   /** Finishes session stream `stream` if it is complete: receipt, start key released, stream deleted. */
   finish(stream: StreamId): Promise<void> {
     return this.#sessions.exclusive(stream, () =>
-      this.#sessions.retrying(async () => {
+      this.#sessions.retrying(stream, async () => {
         const { state, revision } = await this.#sessions.load(stream);
         if (state.record?.phase !== 'complete' || !state.receipt) return;
         await this.ensureReceipt(state.receipt);

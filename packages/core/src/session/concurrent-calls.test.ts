@@ -3,7 +3,7 @@ import { foldStream } from '../kernel/fold.js';
 import { ConcurrencyError, memoryStore, type EventStore } from '../kernel/index.js';
 import { sessionStream } from './ids.js';
 import { sessionReducer } from './reducer.js';
-import { openTestHistory, startConversation } from './test-support.fixture.js';
+import { interleavingStore, openTestHistory, startConversation } from './test-support.fixture.js';
 
 const START = { startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' };
 
@@ -77,5 +77,17 @@ describe('SessionHistory under concurrent calls', () => {
 
     await expect(history.appendTranscript(id, { role: 'user-message', text: 'x' })).resolves.toMatchObject({ boxId: 1 });
     expect(draws).toBe(3);
+  });
+
+  it('after a start, enqueue → claim → complete → checkpoint read neither the session stream again nor the change feed', async () => {
+    const counting = interleavingStore(memoryStore());
+    const { history } = await openTestHistory({ store: counting.store });
+    const session = await startConversation(history, 'round-trip');
+    const [reads, feedReads] = [counting.reads(), counting.feedReads()];
+    const { value: command } = await history.enqueue(session.id, { idempotencyId: 'c', kind: 'message' });
+    await history.claimCommand(command.id);
+    await expect(history.completeCommand(command.id, { outcome: { ok: true } })).resolves.toMatchObject({ status: 'complete' });
+    await expect(history.checkpoint(session.id, { expectedVersion: 1, state: {} })).resolves.toMatchObject({ version: 2 });
+    expect([counting.reads() - reads, counting.feedReads() - feedReads]).toEqual([0, 0]);
   });
 });

@@ -24,12 +24,18 @@ export class SessionProjection {
   readonly #sessions = new Map<StreamId, ProjectedStream<SessionStreamState>>();
   #catalog: ProjectedStream<CatalogState> = { revision: 0, state: catalogReducer.initial(CATALOG_STREAM) };
   readonly #commandStreams = new Map<string, StreamId>();
+  /** Commands noted since the last catch-up began: the catch-up indexes them (or their deletion). */
+  readonly #noted = new Map<string, StreamId>();
   #highestEnqueueOrder = 0;
   #lastPosition = 0;
   #queue: Promise<void> = Promise.resolve();
 
-  constructor(store: EventStore) {
+  readonly #caughtUp: (catchUp: { changes: number; position: number; durationMs: number }) => void;
+
+  /** `caughtUp` hears of every catch-up that applied changes. */
+  constructor(store: EventStore, caughtUp: (catchUp: { changes: number; position: number; durationMs: number }) => void = () => undefined) {
     this.#store = store;
+    this.#caughtUp = caughtUp;
   }
 
   /**
@@ -42,6 +48,20 @@ export class SessionProjection {
       () => this.#readFeed(),
     );
     this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Runs `task` between catch-ups, none running meanwhile. A compaction runs so: a store may drop a
+   * stream's events from the feed before the catch-up reading it reaches them, and record their snapshot only
+   * past the end that catch-up reads to, which would leave the catch-up without either.
+   */
+  exclusive<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(task, task);
+    this.#queue = run.then(
+      () => undefined,
+      () => undefined,
+    );
     return run;
   }
 
@@ -96,9 +116,18 @@ export class SessionProjection {
     );
   }
 
-  /** The stream of the session holding command `commandId`, if known. */
+  /** The stream of the session holding command `commandId`, if known (from the feed, or noted by `noteCommand`). */
   streamOfCommand(commandId: string): StreamId | undefined {
-    return this.#commandStreams.get(commandId);
+    return this.#commandStreams.get(commandId) ?? this.#noted.get(commandId);
+  }
+
+  /**
+   * Notes the stream of a command this service has just enqueued, so that a lookup finds it before the next
+   * catch-up. A command never moves to another stream, so the note can only become stale by the session's
+   * deletion, and then the stream itself says the command is gone.
+   */
+  noteCommand(commandId: string, stream: StreamId): void {
+    this.#noted.set(commandId, stream);
   }
 
   /** The highest `enqueueOrder` of any command seen so far (also of commands gone since). */
@@ -107,10 +136,16 @@ export class SessionProjection {
   }
 
   async #readFeed(): Promise<void> {
+    const noted = [...this.#noted.keys()];
+    const started = performance.now();
+    let changes = 0;
     for await (const record of this.#store.readAll({ fromPosition: this.#lastPosition + 1 })) {
       await this.#apply(record);
       this.#lastPosition = record.position;
+      changes++;
     }
+    for (const commandId of noted) this.#noted.delete(commandId);
+    if (changes > 0) this.#caughtUp({ changes, position: this.#lastPosition, durationMs: performance.now() - started });
   }
 
   async #apply(record: RecordedEvent): Promise<void> {

@@ -275,11 +275,14 @@ describe('random sequences of service calls', () => {
     );
   });
 
-  it('keep the invariants when two services run calls at the same time', async () => {
+  it.each([
+    ['', undefined],
+    [', both compacting every stream they write at every step', { everyEvents: 0, keepEvents: 0 }],
+  ] as const)('keep the invariants when two services run calls at the same time%s', async (_title, compaction) => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.tuple(op, op), { minLength: 3, maxLength: 15 }), async (pairs) => {
-        const { history: first, store } = await openTestHistory();
-        const { history: second } = await openTestHistory({ store });
+        const { history: first, store } = await openTestHistory(compaction ? { compaction } : {});
+        const { history: second } = await openTestHistory(compaction ? { store, compaction } : { store });
         const lastVersion = new Map<string, number>();
         const gone = new Set<string>();
         liveIds = new Map();
@@ -290,6 +293,7 @@ describe('random sequences of service calls', () => {
         }
         const { history: fresh } = await openTestHistory({ store });
         expect(await fresh.list()).toEqual(await second.list());
+        await Promise.all([first.close(), second.close()]);
       }),
       { numRuns: propertyRuns(40) },
     );

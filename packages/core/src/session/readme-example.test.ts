@@ -18,12 +18,44 @@ it('the README example runs and ends with the session archived', async () => {
   log.mockRestore();
 });
 
-it('the README shows exactly the code of that example', async () => {
+it('the README’s observer example logs appends, catch-ups and compactions to the console', async () => {
+  const log = vi.spyOn(console, 'log').mockImplementation(() => undefined);
+  // #region observer-example
+  const observed = await openSessionHistory({
+    store: memoryStore(),
+    compaction: { everyEvents: 2, keepEvents: 1 },
+    observer: {
+      appendCommitted: ({ stream, events, calls, durationMs }) => console.log(`append ${stream}: ${events} events of ${calls} calls, ${durationMs.toFixed(1)} ms`),
+      conflictRetried: ({ stream, attempt }) => console.warn(`${stream} changed concurrently (attempt ${attempt})`),
+      compaction: ({ stream, revision, droppedEvents, error }) =>
+        error ? console.error(`compaction of ${stream} failed`, error.cause) : console.log(`compacted ${stream} at ${revision}: ${droppedEvents} events dropped`),
+      projectionCaughtUp: ({ changes, durationMs }) => console.log(`projection applied ${changes} changes, ${durationMs.toFixed(1)} ms`),
+    },
+  });
+  const { value: chat } = await observed.start({ idempotencyId: 'chat-7', startedAt: new Date().toISOString(), sessionType: 'conversation' });
+  await Promise.all(['Hi', 'there', '!'].map((text) => observed.appendTranscript(chat.id, { role: 'user-message', text })));
+  await observed.list();
+  await observed.close();
+  // #endregion observer-example
+  const lines = log.mock.calls.map(([line]) => String(line));
+  expect(lines).toContainEqual(expect.stringMatching(/^append session-.*: 3 events of 3 calls, /));
+  expect(lines).toContainEqual(expect.stringMatching(/^projection applied \d+ changes, /));
+  expect(lines).toContainEqual(expect.stringMatching(/^compacted session-.* at 3: 3 events dropped$/));
+  log.mockRestore();
+});
+
+it('the README shows exactly the code of those examples', async () => {
   const { readFile } = await import('node:fs/promises');
   const source = await readFile(new URL(import.meta.url), 'utf8');
-  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
-  const region = /\/\/ #region readme-example\n([\s\S]*?)\n\s*\/\/ #endregion/.exec(source)?.[1] ?? '';
-  const lines = region.split('\n').map((line) => line.trim());
-  expect(lines.length).toBeGreaterThan(5);
-  expect(readme).toContain(lines.join('\n'));
+  // Compared line by line without indentation, so the README may indent as it likes.
+  const readme = (await readFile(new URL('../../README.md', import.meta.url), 'utf8'))
+    .split('\n')
+    .map((line) => line.trim())
+    .join('\n');
+  for (const name of ['readme-example', 'observer-example']) {
+    const region = new RegExp(`// #region ${name}\\n([\\s\\S]*?)\\n\\s*// #endregion`).exec(source)?.[1] ?? '';
+    const lines = region.split('\n').map((line) => line.trim());
+    expect(lines.length).toBeGreaterThan(5);
+    expect(readme).toContain(lines.join('\n'));
+  }
 });

@@ -60,10 +60,12 @@ import {
 } from './inputs.js';
 import type { CatalogState, LogEntry, SessionCommand, SessionRecord, SessionStreamState, StartKeyState } from './model.js';
 import { SessionProjection } from './projection.js';
+import { BackgroundCompaction, compactionPolicy, type CompactionPolicy } from './compaction.js';
 import { CompletionSteps } from './completion.js';
 import { SessionObjects } from './objects.js';
 import { SessionStarts } from './starts.js';
-import { BackOff, DEFAULT_RETRY_POLICY, StreamWriter } from './stream-writer.js';
+import { observerOf, type SessionHistoryObserver } from './observer.js';
+import { BackOff, DEFAULT_RETRY_POLICY, StreamWriter, type WriterHooks } from './stream-writer.js';
 import { applyCatalogEvent, applySessionEvent, applyStartKeyEvent, catalogReducer, logEntry, sessionReducer, startKeyReducer } from './reducer.js';
 import { materialise, receiptRecord, type StoredObject } from './view.js';
 
@@ -81,6 +83,14 @@ export interface SessionHistoryOptions {
   random?: () => number;
   /** The control-state whitelist (default `DEFAULT_CONTROL_STATE_KEYS`). */
   controlStateKeys?: readonly string[];
+  /**
+   * Compaction on its own (default `DEFAULT_COMPACTION_POLICY`: every 1,000 events, keeping 100): after a call
+   * leaves a session stream with more than `everyEvents` events beyond its snapshot, the service compacts it in
+   * the background, keeping the newest `keepEvents` as events. `false` leaves compaction to the application.
+   */
+  compaction?: CompactionPolicy | false;
+  /** Hooks for the application's logger and metrics (appends, compactions, conflicts, catch-ups); none by default. */
+  observer?: SessionHistoryObserver;
 }
 
 /** A value and whether this call created it (false: an earlier call with the same idempotency id did). */
@@ -163,9 +173,11 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   }
   const store = options.store;
   const clock = options.clock ?? (() => new Date());
+  const compaction = compactionPolicy(options.compaction);
+  const observe = observerOf(options.observer);
   const keys = Object.freeze([...(options.controlStateKeys ?? DEFAULT_CONTROL_STATE_KEYS)]);
   const decisionOptions: DecisionOptions = { controlStateKeys: keys };
-  const projection = new SessionProjection(store);
+  const projection = new SessionProjection(store, (catchUp) => observe('projectionCaughtUp', catchUp));
   let closed = false;
 
   const translate = (error: unknown): SessionHistoryError => {
@@ -191,9 +203,28 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
 
   // One back-off for every writer; each writer queues the writes of a stream so this process never races itself.
   const backOff = new BackOff(DEFAULT_RETRY_POLICY, options.random ?? Math.random);
-  const sessions = new StreamWriter<SessionStreamState, SessionEvent>({ store, reducer: sessionReducer, evolve: applySessionEvent, now, backOff });
-  const startKeys = new StreamWriter<StartKeyState, StartKeyEvent>({ store, reducer: startKeyReducer, evolve: applyStartKeyEvent, now, backOff });
-  const catalog = new StreamWriter<CatalogState, CatalogEvent>({ store, reducer: catalogReducer, evolve: applyCatalogEvent, now, backOff, cacheSize: 1 });
+  const hooks: WriterHooks = {
+    appended: (stream, { revision, events, decisions, durationMs }) => observe('appendCommitted', { stream, revision, events, calls: decisions, durationMs }),
+    conflicted: (stream, attempt) => observe('conflictRetried', { stream, attempt }),
+  };
+  let compactor: BackgroundCompaction | undefined;
+  const sessions = new StreamWriter<SessionStreamState, SessionEvent>({
+    store,
+    reducer: sessionReducer,
+    evolve: applySessionEvent,
+    now,
+    backOff,
+    hooks: {
+      ...hooks,
+      appended: (stream, append) => {
+        hooks.appended?.(stream, append);
+        compactor?.written(stream, append.revision);
+      },
+    },
+  });
+  if (compaction) compactor = new BackgroundCompaction(store, { sessions, projection }, compaction, (done) => observe('compaction', done));
+  const startKeys = new StreamWriter<StartKeyState, StartKeyEvent>({ store, reducer: startKeyReducer, evolve: applyStartKeyEvent, now, backOff, hooks });
+  const catalog = new StreamWriter<CatalogState, CatalogEvent>({ store, reducer: catalogReducer, evolve: applyCatalogEvent, now, backOff, cacheSize: 1, hooks });
   const completions = new CompletionSteps(store, { sessions, keys: startKeys, catalog });
   const starts = new SessionStarts(store, sessions, startKeys, backOff.attempts);
   const objects = new SessionObjects(store, sessions);
@@ -228,8 +259,12 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   const changeCommand = async (commandId: unknown, decide: (state: SessionStreamState, id: string, at: Date) => Decision): Promise<SessionCommand> => {
     const id = parseInput(commandIdSchema, commandId, 'commandId');
     return run(async () => {
-      await projection.catchUp();
-      const stream = projection.streamOfCommand(id);
+      // A command's session never changes, so a known one needs no catch-up; an unknown one may be another process's.
+      let stream = projection.streamOfCommand(id);
+      if (!stream) {
+        await projection.catchUp();
+        stream = projection.streamOfCommand(id);
+      }
       if (!stream) throw SessionHistoryError.notFound();
       const result = await mutate(stream, (state, at) => decide(state, id, at));
       return commandOf(result.state, id);
@@ -287,6 +322,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
           const result = await mutate(stream, (state, at) => decideEnqueue(state, parsed, at, nextEnqueueOrder()));
           const command = result.state.commands.find((candidate) => candidate.idempotencyId === parsed.idempotencyId);
           if (!command) throw SessionHistoryError.notFound();
+          projection.noteCommand(command.id, stream);
           return { value: structuredClone(command), created: result.events.length > 0 };
         }),
       ),
@@ -385,7 +421,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
 
     close: async () => {
       closed = true;
-      await projection.idle();
+      await Promise.all([projection.idle(), compactor?.close()]);
     },
   };
 

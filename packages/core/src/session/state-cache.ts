@@ -36,9 +36,15 @@ export class StateCache<S> {
     return fresh;
   }
 
+  /** The state last loaded or remembered, as it was then (the store is not asked), if the cache still holds it. */
+  peek(stream: StreamId): CachedFold<S> | undefined {
+    return this.#entries.get(stream);
+  }
+
   /** Records a state the caller computed itself, e.g. right after its own append. */
   remember(stream: StreamId, fold: CachedFold<S>): void {
     this.#entries.delete(stream);
+    // A missing stream is not worth a place: a writer takes a stream it holds nothing of as empty anyway.
     if (!fold.exists) return;
     this.#entries.set(stream, fold);
     if (this.#entries.size > this.#capacity) this.#entries.delete(this.#entries.keys().next().value as StreamId);

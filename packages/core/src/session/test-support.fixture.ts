@@ -27,19 +27,42 @@ export async function startConversation(history: SessionHistory, idempotencyId: 
 
 /**
  * Wraps `inner` so a test can run something of its own right before the wrapped store's next append
- * reaches `inner`: a deterministic way to make another writer win a race.
+ * reaches `inner` (a deterministic way to make another writer win a race), and count the appends, stream
+ * reads and change-feed reads made through it.
  */
-export function interleavingStore(inner: EventStore): { store: EventStore; beforeNextAppend(hook: () => Promise<unknown>): void } {
+export function interleavingStore(inner: EventStore): {
+  store: EventStore;
+  beforeNextAppend(hook: () => Promise<unknown>): void;
+  appends(): number;
+  reads(): number;
+  feedReads(): number;
+} {
   const hooks: (() => Promise<unknown>)[] = [];
+  const counts = { appends: 0, reads: 0, feedReads: 0 };
   const store: EventStore = {
     ...inner,
     append: async (stream, events, options) => {
       const hook = hooks.shift();
       if (hook) await hook();
+      counts.appends++;
       return inner.append(stream, events, options);
     },
+    read: (stream, options) => {
+      counts.reads++;
+      return inner.read(stream, options);
+    },
+    readAll: (options) => {
+      counts.feedReads++;
+      return inner.readAll(options);
+    },
   };
-  return { store, beforeNextAppend: (hook) => void hooks.push(hook) };
+  return {
+    store,
+    beforeNextAppend: (hook) => void hooks.push(hook),
+    appends: () => counts.appends,
+    reads: () => counts.reads,
+    feedReads: () => counts.feedReads,
+  };
 }
 
 /** Every recorded event of `stream`, in order. */

@@ -1,0 +1,39 @@
+import type { StreamId } from '../kernel/port.js';
+import type { CompactionObservation } from './compaction.js';
+import { SessionHistoryError } from './errors.js';
+
+/**
+ * Hooks an application plugs its logger or metrics into (`openSessionHistory({ observer })`); every hook is
+ * optional. They are called synchronously as things happen; one that throws, or returns a promise that
+ * rejects, is ignored — an observer never breaks a call. The service logs nothing by itself.
+ */
+export interface SessionHistoryObserver {
+  /** An append is durable: `events` events of `calls` calls (decided together), leaving `stream` at `revision`. */
+  appendCommitted?(append: { stream: StreamId; revision: number; events: number; calls: number; durationMs: number }): void;
+  /** A background compaction finished (`droppedEvents` > 0), or failed (`error` set: the stream is left as it was). */
+  compaction?(compaction: CompactionObservation): void;
+  /** An append found `stream` changed by another process and is decided again; `attempt` counts from 1 per write. */
+  conflictRetried?(conflict: { stream: StreamId; attempt: number }): void;
+  /** The cross-session projection applied `changes` feed records (its lag), reaching feed `position`. */
+  projectionCaughtUp?(catchUp: { changes: number; position: number; durationMs: number }): void;
+}
+
+const HOOKS = ['appendCommitted', 'compaction', 'conflictRetried', 'projectionCaughtUp'] as const;
+
+/** Checks the `observer` option and returns a caller of its hooks that never throws. */
+export function observerOf(option: unknown): <K extends keyof SessionHistoryObserver>(hook: K, value: Parameters<NonNullable<SessionHistoryObserver[K]>>[0]) => void {
+  if (option === undefined) return () => undefined;
+  if (typeof option !== 'object' || option === null || HOOKS.some((hook) => (option as Record<string, unknown>)[hook] !== undefined && typeof (option as Record<string, unknown>)[hook] !== 'function')) {
+    throw SessionHistoryError.invalid(`observer: expected an object whose hooks (${HOOKS.join(', ')}) are functions`, 'observer');
+  }
+  const observer = option as SessionHistoryObserver;
+  return (hook, value) => {
+    try {
+      const returned: unknown = (observer[hook] as ((value: unknown) => unknown) | undefined)?.call(observer, value);
+      // A hook's own failure is the application's to handle; it must not become an unhandled rejection here.
+      if (typeof (returned as Promise<unknown> | undefined)?.then === 'function') (returned as Promise<unknown>).then(undefined, () => undefined);
+    } catch {
+      // An observer never breaks a call.
+    }
+  };
+}
