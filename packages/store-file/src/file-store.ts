@@ -559,7 +559,7 @@ class FileStore implements EventStore {
 }
 
 /**
- * What the store keeps of a validated batch until it is written: type and eventId as validation read them (the
+ * What the store keeps of a validated batch until it is written: type, eventId and schema version as validation read them (the
  * caller's objects are not read again), and the data as the JSON validation produced. Also bounds the length of
  * the batch's lines (`lineCharsBound`) in the same pass.
  */
@@ -569,8 +569,10 @@ function ownCopies(batch: ValidatedAppend): { copies: NewEvent[]; dataJson: stri
   const dataJson = new Array<string>(count);
   let chars = 0;
   for (let i = 0; i < count; i++) {
-    const { type, eventId, dataJson: json } = batch.events[i] as ValidatedAppend['events'][number];
-    copies[i] = eventId === undefined ? { type, data: null } : { type, data: null, eventId };
+    const { type, eventId, dataJson: json, schemaVersion } = batch.events[i] as ValidatedAppend['events'][number];
+    const copy: NewEvent = eventId === undefined ? { type, data: null } : { type, data: null, eventId };
+    if (schemaVersion !== 1) copy.schemaVersion = schemaVersion;
+    copies[i] = copy;
     dataJson[i] = json;
     chars += lineCharsBound(json, type, eventId);
   }

@@ -65,3 +65,39 @@ describe('the format version of a store directory', () => {
     await expect(fileStore({ directory: dir })).rejects.toMatchObject({ code: 'corruption', file: formatFile(dir) });
   });
 });
+
+describe('event schema versions in a journal', () => {
+  it('a line carries schemaVersion only when it is not 1, so lines of unversioned events keep their bytes', async () => {
+    const dir = freshDir();
+    const stream = randomStream();
+    const store = await fileStore({ directory: dir, clock: () => new Date('2026-01-01T00:00:00.000Z') });
+    await store.append(
+      stream,
+      [
+        { type: 'A', data: { n: 1 } },
+        { type: 'A', data: { n: 2 }, schemaVersion: 1, eventId: 'e-2' },
+        { type: 'B', data: { n: 3 }, schemaVersion: 4, eventId: 'e-3' },
+      ],
+      { expectedRevision: 'no_stream' },
+    );
+    await store.close();
+    const lines = (await readFile(join(dir, 'streams', `${stream}.jsonl`), 'utf8')).split('\n').filter(Boolean);
+    const at = '"recordedAt":"2026-01-01T00:00:00.000Z"';
+    expect(lines.map((line) => line.slice(65))).toEqual([
+      `{"stream":"${stream}","revision":1,"position":1,${at},"type":"A","more":true,"data":{"n":1}}`,
+      `{"stream":"${stream}","revision":2,"position":2,${at},"type":"A","eventId":"e-2","more":true,"data":{"n":2}}`,
+      `{"stream":"${stream}","revision":3,"position":3,${at},"type":"B","eventId":"e-3","schemaVersion":4,"data":{"n":3}}`,
+    ]);
+    for (const line of lines) expect(frameLine(line.slice(65))).toBe(`${line}\n`);
+  });
+
+  it('a line with a schemaVersion that is not an integer from 1 up is a CorruptionError naming the file and line', async () => {
+    const { dir, journal } = await storeWithOneStream();
+    const stream = journal.slice(join(dir, 'streams').length + 1, -'.jsonl'.length);
+    const bad = `{"stream":"${stream}","revision":2,"position":2,"recordedAt":"2026-01-01T00:00:00.000Z","type":"A","schemaVersion":0,"data":2}`;
+    await appendFile(journal, frameLine(bad));
+    const error = await fileStore({ directory: dir, readOnly: true }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CorruptionError);
+    expect(error).toMatchObject({ file: journal, line: 2, message: expect.stringContaining('schemaVersion') });
+  });
+});

@@ -116,7 +116,12 @@ export async function copyStore(
     let batch: RecordedEvent[] = [];
     const flush = async () => {
       if (batch.length === 0) return;
-      const events = batch.map((event) => ({ type: event.type, data: event.data, ...(event.eventId === undefined ? {} : { eventId: event.eventId }) }));
+      const events = batch.map((event) => ({
+        type: event.type,
+        data: event.data,
+        schemaVersion: event.schemaVersion,
+        ...(event.eventId === undefined ? {} : { eventId: event.eventId }),
+      }));
       revision = (await to.append(stream, events, { expectedRevision: revision === 0 ? 'no_stream' : revision })).revision;
       report.events += batch.length;
       batch = [];
@@ -145,7 +150,7 @@ export async function copyStore(
 /** A comparable digest of the event (or snapshot) at a stream's revision. */
 function fingerprint(item: RecordedEvent | Snapshot): string {
   return 'type' in item
-    ? JSON.stringify([item.type, item.eventId ?? null, item.data])
+    ? JSON.stringify([item.type, item.eventId ?? null, item.schemaVersion, item.data])
     : JSON.stringify(['$snapshot', item.state]);
 }
 
