@@ -4,3 +4,4 @@ export * from './port.js';
 export * from './validate.js';
 export * from './memory-store.js';
 export * from './fold.js';
+export * from './versioning.js';
