@@ -1,7 +1,7 @@
 import { CorruptionError, InvalidInputError } from './errors.js';
 import type { JsonValue } from './json.js';
 import type { EventStore, RecordedEvent, Snapshot, StreamId } from './port.js';
-import { prepareReducer, type EventUpcasters, type StateMigration } from './versioning.js';
+import { checkSnapshotVersion, prepareReducer, type EventUpcasters, type StateMigration } from './versioning.js';
 
 /**
  * A pure left fold over one stream's events, with the version of the state shape it produces. The fold helpers
@@ -42,24 +42,11 @@ export interface FoldedStream<S> {
  * and the reducer has no migration path from it (a bare version number has none).
  */
 export function checkSnapshotIdentity(stream: StreamId, snapshot: Snapshot, reducer: StreamReducer<unknown> | number): void {
-  const prepared = typeof reducer === 'number' ? prepareReducer(versionOnly(reducer)) : prepareReducer(reducer);
-  prepared.check(stream, snapshot);
+  if (typeof reducer === 'number') checkSnapshotVersion(stream, snapshot, reducer, NO_MIGRATIONS);
+  else prepareReducer(reducer).check(stream, snapshot);
 }
 
-/** Bare reducers by version, so `checkSnapshotIdentity` with a number prepares each version once. */
-const bareReducers = new Map<number, StreamReducer<unknown>>();
-
-function versionOnly(schemaVersion: number): StreamReducer<unknown> {
-  let reducer = bareReducers.get(schemaVersion);
-  if (!reducer) {
-    const refuse = (): never => {
-      throw new TypeError('a bare schema version folds nothing');
-    };
-    reducer = { schemaVersion, initial: refuse, apply: refuse, toSnapshot: refuse, fromSnapshot: refuse };
-    bareReducers.set(schemaVersion, reducer);
-  }
-  return reducer;
-}
+const NO_MIGRATIONS: ReadonlyMap<number, StateMigration> = new Map();
 
 /**
  * Folds a stream (snapshot, then the events after it) with `reducer`, streaming the events. An older snapshot is

@@ -61,7 +61,8 @@ const prepared = new WeakMap<StreamReducer<unknown>, PreparedReducer<unknown>>()
 
 /**
  * The reducer prepared for folding stored data (see `PreparedReducer`). Its migrations and upcasters are checked
- * and indexed on the first call and remembered, so calling this per read costs one lookup. A declaration that
+ * and indexed on the first call and remembered, so calling this per read costs one lookup (a reducer is taken to
+ * be immutable: steps added to it later are not seen). A declaration that
  * cannot work (a step that does not go forward, two steps from one version, a migration past the reducer's
  * version) is `InvalidInputError` naming it.
  */
@@ -89,20 +90,7 @@ function build<S>(reducer: StreamReducer<S>): PreparedReducer<S> {
   // The common case, a reducer without upcasters, decides each event with one comparison.
   const noUpcasters = chains.size === 0;
 
-  const check = (stream: StreamId, snapshot: Snapshot): void => {
-    if (snapshot.identity.stream !== stream) {
-      throw new CorruptionError(`snapshot of ${stream}`, undefined, `identity names stream ${JSON.stringify(snapshot.identity.stream)}`);
-    }
-    const found = snapshot.identity.schemaVersion;
-    if (found === version) return;
-    const at = { stream, subject: 'snapshot' as const, revision: snapshot.revision };
-    if (found > version) throw new SchemaVersionTooNewError(at, found, version);
-    for (let from = found; from < version; ) {
-      const step = migrations.get(from);
-      if (!step) throw new MissingMigrationError(at, from, version);
-      from = step.to;
-    }
-  };
+  const check = (stream: StreamId, snapshot: Snapshot): void => checkSnapshotVersion(stream, snapshot, version, migrations);
 
   const upcast = (event: RecordedEvent): RecordedEvent => {
     // A store that predates event versions may leave the field out: that is version 1.
@@ -141,6 +129,25 @@ function build<S>(reducer: StreamReducer<S>): PreparedReducer<S> {
     upcast,
     eventVersion: (type) => chains.get(type)?.newest ?? 1,
   };
+}
+
+/**
+ * Throws unless `snapshot` belongs to `stream` and its state can be brought to `version` by `migrations` (indexed
+ * by the version they start from): `CorruptionError`, `SchemaVersionTooNewError` or `MissingMigrationError`.
+ */
+export function checkSnapshotVersion(stream: StreamId, snapshot: Snapshot, version: number, migrations: ReadonlyMap<number, StateMigration>): void {
+  if (snapshot.identity.stream !== stream) {
+    throw new CorruptionError(`snapshot of ${stream}`, undefined, `identity names stream ${JSON.stringify(snapshot.identity.stream)}`);
+  }
+  const found = snapshot.identity.schemaVersion;
+  if (found === version) return;
+  const at = { stream, subject: 'snapshot' as const, revision: snapshot.revision };
+  if (found > version) throw new SchemaVersionTooNewError(at, found, version);
+  for (let from = found; from < version; ) {
+    const step = migrations.get(from);
+    if (!step) throw new MissingMigrationError(at, from, version);
+    from = step.to;
+  }
 }
 
 /** Indexes steps by `from`, refusing steps that do not go forward, start below `min`, twice from one version, or end past `limit`. */
