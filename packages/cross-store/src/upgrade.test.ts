@@ -140,8 +140,15 @@ describe.each(RELEASE_STORES)('a $name written by release 0.1.0, folded by versi
         expect(refused).toMatchObject({ code: 'schema_version_too_new', stream, subject: 'snapshot', found: 2, supported: 1 });
       }
       // The service of this release folds with version 1: it refuses to open on the newer state, never resets it.
-      const opened = await openSessionHistory({ store: reopened }).then((service) => service.list()).catch((error: unknown) => error);
-      expect(opened).toMatchObject({ code: 'internal_error', cause: expect.any(SchemaVersionTooNewError) });
+      const listed = async () => {
+        const service = await openSessionHistory({ store: reopened });
+        try {
+          return await service.list();
+        } finally {
+          await service.close();
+        }
+      };
+      expect(await listed().catch((error: unknown) => error)).toMatchObject({ code: 'internal_error', cause: expect.any(SchemaVersionTooNewError) });
     } finally {
       await reopened.close();
     }
