@@ -12,6 +12,7 @@ import { describeInputRules } from './rules/input-rules.js';
 import { describeIsolationRules } from './rules/isolation-rules.js';
 import { describeLifecycleRules } from './rules/lifecycle-rules.js';
 import { describeReadRules } from './rules/read-rules.js';
+import { describeSchemaVersionRules } from './rules/schema-version-rules.js';
 import { describeStreamRules } from './rules/stream-rules.js';
 import { suiteContext } from './support.js';
 
@@ -30,6 +31,7 @@ export function describeEventStoreConformance(
     describeIdempotencyRules(ctx);
     describeReadRules(ctx);
     describeFeedRules(ctx);
+    describeSchemaVersionRules(ctx);
     describeStreamRules(ctx);
     describeBlobRules(ctx);
     describeInputRules(ctx);

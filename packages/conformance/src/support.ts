@@ -118,7 +118,14 @@ export function stored(event: RecordedEvent): Omit<RecordedEvent, 'position' | '
 
 /** What an appended `NewEvent` looks like when read back (without position and time). */
 export function expectedStored(stream: StreamId, event: NewEvent, revision: number): Omit<RecordedEvent, 'position' | 'recordedAt'> {
-  return { streamId: stream, type: event.type, data: event.data, ...(event.eventId === undefined ? {} : { eventId: event.eventId }), revision };
+  return {
+    streamId: stream,
+    type: event.type,
+    data: event.data,
+    ...(event.eventId === undefined ? {} : { eventId: event.eventId }),
+    schemaVersion: event.schemaVersion ?? 1,
+    revision,
+  };
 }
 
 type ErrorClass<E> = abstract new (...args: never[]) => E;

@@ -6,11 +6,15 @@ export {
   ConcurrencyError,
   CorruptionError,
   InvalidInputError,
+  MissingMigrationError,
+  SchemaVersionTooNewError,
   SessionfoldError,
   StorageError,
   StoreClosedError,
   StoreLockedError,
   UnsupportedFormatError,
+  type VersionedLocation,
+  type VersionedSubject,
 } from './kernel/errors.js';
 export type { JsonObject, JsonValue } from './kernel/json.js';
 export {
@@ -39,6 +43,7 @@ export {
   type FoldedStream,
   type StreamReducer,
 } from './kernel/fold.js';
+export type { EventUpcaster, EventUpcasters, StateMigration } from './kernel/versioning.js';
 
 export { openSessionHistory, type Created, type SessionHistory, type SessionHistoryOptions } from './session/service.js';
 export { SessionHistoryError, type SessionHistoryErrorCode } from './session/errors.js';

@@ -40,7 +40,7 @@ import { readSnapshotFile, writeSnapshotFile, type SnapshotToWrite } from './sna
 import { lineCharsBound, MAX_FLUSH_CHARS, StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
 import { StreamFiles } from './stream-files.js';
 import { StoreReader } from './store-reader.js';
-import { readStoreFormat, STORE_FORMAT_VERSION, writeStoreFormat } from './store-format.js';
+import { BASE_FORMAT_VERSION, EVENT_VERSIONS_FORMAT_VERSION, readStoreFormat, writeStoreFormat } from './store-format.js';
 import { Tombstones } from './tombstones.js';
 
 /** Options of `fileStore`. */
@@ -105,11 +105,11 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
     // Read before anything is created or repaired: a layout of a newer release is not this one's to touch.
     const format = await readStoreFormat(fsl, layout.format);
     if (!readOnly) for (const dir of [layout.streams, layout.blobs, layout.owners]) await createDirectory(fsl, dir);
-    const store = new FileStore(fsl, layout, readOnly, options.clock ?? (() => new Date()), maxEventBytes, lock);
+    const store = new FileStore(fsl, layout, readOnly, options.clock ?? (() => new Date()), maxEventBytes, lock, Math.max(format, BASE_FORMAT_VERSION));
     await store.open();
-    if (!readOnly && format < STORE_FORMAT_VERSION) {
+    if (!readOnly && format < BASE_FORMAT_VERSION) {
       try {
-        await writeStoreFormat(fsl, layout.format);
+        await writeStoreFormat(fsl, layout.format, BASE_FORMAT_VERSION);
       } catch (error) {
         await store.close();
         throw error;
@@ -141,11 +141,24 @@ class FileStore implements EventStore {
   /** Set by `open()` on a case-insensitive directory, where ids that differ only in case would share files. */
   #cases: CaseCollisions | undefined;
   #closed = false;
+  /** The format version recorded in the directory (what this writer records at open, when it was older). */
+  #format: number;
+  /** Recording the format that allows event schema versions; appends wait for it so they keep their order. */
+  #formatWrite: Promise<void> | undefined;
   /** Why the store refuses writes until it is reopened: a failed sync, or damage found in what writes build on. */
   #poisoned: { reason: string; cause: unknown } | undefined;
 
-  constructor(fsl: FileSystem, layout: Layout, readOnly: boolean, clock: () => Date, maxEventBytes: number, lock: WriterLock | undefined) {
+  constructor(
+    fsl: FileSystem,
+    layout: Layout,
+    readOnly: boolean,
+    clock: () => Date,
+    maxEventBytes: number,
+    lock: WriterLock | undefined,
+    format: number,
+  ) {
     this.#fs = fsl;
+    this.#format = format;
     this.#layout = layout;
     this.#readOnly = readOnly;
     this.#maxEventBytes = maxEventBytes;
@@ -236,11 +249,17 @@ class FileStore implements EventStore {
       const batch = validateAppend(stream, events, options, this.#maxEventBytes);
       this.#assertWritable();
       this.#cases?.claim(stream);
-      const { copies, dataJson, chars } = ownCopies(batch);
+      const { copies, dataJson, chars, versioned } = ownCopies(batch);
       if (chars > MAX_FLUSH_CHARS) {
         throw new InvalidInputError('events', `the batch's journal lines could exceed ${MAX_FLUSH_CHARS} characters; split it into several appends`);
       }
-      return this.#entry(stream).append(copies, dataJson, chars, batch.expectedRevision);
+      const write = () => this.#entry(stream).append(copies, dataJson, chars, batch.expectedRevision);
+      if (versioned && this.#format < EVENT_VERSIONS_FORMAT_VERSION && this.#formatWrite === undefined) this.#recordEventVersionsFormat();
+      const recording = this.#formatWrite;
+      if (recording === undefined) return write();
+      // Once per store at most: appends made meanwhile wait for the format, so they keep the order they came in.
+      // Only the versioned ones depend on it: the others are written even if recording it failed.
+      return this.#track(() => (versioned ? recording.then(write) : recording.then(write, write)));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -476,6 +495,19 @@ class FileStore implements EventStore {
   }
 
   /** Runs an operation so that `close` can wait for it. */
+  /** Starts recording the format whose journal lines may carry `schemaVersion`, before the first such line is written. */
+  #recordEventVersionsFormat(): void {
+    const recording: Promise<void> = writeStoreFormat(this.#fs, this.#layout.format, EVENT_VERSIONS_FORMAT_VERSION)
+      .then(() => {
+        this.#format = EVENT_VERSIONS_FORMAT_VERSION;
+      })
+      .finally(() => {
+        // After a failure (which fails the versioned appends that waited) the next versioned append tries again.
+        if (this.#formatWrite === recording) this.#formatWrite = undefined;
+      });
+    this.#formatWrite = recording;
+  }
+
   #track<T>(operation: () => Promise<T>): Promise<T> {
     let promise: Promise<T>;
     try {
@@ -559,22 +591,28 @@ class FileStore implements EventStore {
 }
 
 /**
- * What the store keeps of a validated batch until it is written: type and eventId as validation read them (the
+ * What the store keeps of a validated batch until it is written: type, eventId and schema version as validation read them (the
  * caller's objects are not read again), and the data as the JSON validation produced. Also bounds the length of
- * the batch's lines (`lineCharsBound`) in the same pass.
+ * the batch's lines (`lineCharsBound`) and notes whether any line will carry a schema version, in the same pass.
  */
-function ownCopies(batch: ValidatedAppend): { copies: NewEvent[]; dataJson: string[]; chars: number } {
+function ownCopies(batch: ValidatedAppend): { copies: NewEvent[]; dataJson: string[]; chars: number; versioned: boolean } {
   const count = batch.events.length;
   const copies = new Array<NewEvent>(count);
   const dataJson = new Array<string>(count);
   let chars = 0;
+  let versioned = false;
   for (let i = 0; i < count; i++) {
-    const { type, eventId, dataJson: json } = batch.events[i] as ValidatedAppend['events'][number];
-    copies[i] = eventId === undefined ? { type, data: null } : { type, data: null, eventId };
+    const { type, eventId, dataJson: json, schemaVersion } = batch.events[i] as ValidatedAppend['events'][number];
+    const copy: NewEvent = eventId === undefined ? { type, data: null } : { type, data: null, eventId };
+    if (schemaVersion !== 1) {
+      copy.schemaVersion = schemaVersion;
+      versioned = true;
+    }
+    copies[i] = copy;
     dataJson[i] = json;
     chars += lineCharsBound(json, type, eventId);
   }
-  return { copies, dataJson, chars };
+  return { copies, dataJson, chars, versioned };
 }
 
 /** Creates `path` (0700) if missing; a failure names the directory. */

@@ -1,11 +1,13 @@
 import * as crypto from 'node:crypto';
-import type { JsonValue } from '@sessionfold/core/kernel';
+import { isEventSchemaVersion, type JsonValue } from '@sessionfold/core/kernel';
 
 /**
  * One line of a journal, as stored: `<sha256 hex of PAYLOAD> <PAYLOAD>\n`. An event's payload names its
  * stream, so a line or a whole journal found under another stream's name is caught, and carries `more: true`
  * on every line of a batch but the last, so a batch cut short by a crash can be told apart from a complete
  * one and dropped whole. Lines written by release 0.1.0 have no `stream`: their journal's file name says it.
+ * `schemaVersion` is written only when it is not 1, so lines written before event versions existed, and the
+ * lines of events that never name a version, read the same and stay byte-identical.
  */
 export interface EventLine {
   stream?: string;
@@ -14,6 +16,8 @@ export interface EventLine {
   recordedAt: string;
   type: string;
   eventId?: string;
+  /** Absent means 1. */
+  schemaVersion?: number;
   more?: true;
   data: JsonValue;
 }
@@ -45,8 +49,19 @@ export function eventPayload(
   eventId: string | undefined,
   more: boolean,
   dataJson: string,
+  schemaVersion = 1,
 ): string {
-  return eventPayloadJson(JSON.stringify(stream), revision, position, JSON.stringify(recordedAt), JSON.stringify(type), eventId, more, dataJson);
+  return eventPayloadJson(
+    JSON.stringify(stream),
+    revision,
+    position,
+    JSON.stringify(recordedAt),
+    JSON.stringify(type),
+    eventId,
+    more,
+    dataJson,
+    schemaVersion,
+  );
 }
 
 /** `eventPayload` with `stream`, `recordedAt` and `type` already as JSON strings: a flush serializes each once. */
@@ -59,10 +74,12 @@ export function eventPayloadJson(
   eventId: string | undefined,
   more: boolean,
   dataJson: string,
+  schemaVersion = 1,
 ): string {
   return (
     `{"stream":${streamJson},"revision":${revision},"position":${position},"recordedAt":${recordedAtJson},"type":${typeJson}` +
-    `${eventId === undefined ? '' : `,"eventId":${JSON.stringify(eventId)}`}${more ? ',"more":true' : ''},"data":${dataJson}}`
+    `${eventId === undefined ? '' : `,"eventId":${JSON.stringify(eventId)}`}${schemaVersion === 1 ? '' : `,"schemaVersion":${schemaVersion}`}` +
+    `${more ? ',"more":true' : ''},"data":${dataJson}}`
   );
 }
 
@@ -98,6 +115,7 @@ export function asEventLine(value: unknown): EventLine | string {
   if (typeof v.recordedAt !== 'string') return 'recordedAt is not a string';
   if (typeof v.type !== 'string' || v.type.length === 0) return 'type is not a string';
   if (v.eventId !== undefined && typeof v.eventId !== 'string') return 'eventId is not a string';
+  if (v.schemaVersion !== undefined && !isEventSchemaVersion(v.schemaVersion)) return 'schemaVersion is not an integer from 1 to 2147483647';
   if (v.more !== undefined && v.more !== true) return 'more is not true';
   if (!('data' in v)) return 'data is missing';
   return v as unknown as EventLine;

@@ -74,6 +74,7 @@ export function journalEvents(
       streamId: stream,
       type: event.type,
       data: event.data,
+      schemaVersion: event.schemaVersion ?? 1,
       revision: event.revision,
       position: event.position,
       recordedAt: event.recordedAt,

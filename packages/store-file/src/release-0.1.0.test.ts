@@ -21,7 +21,11 @@ function copyOfFixture(): string {
   return dir;
 }
 
-const withoutPositionAndTime = ({ position: _p, recordedAt: _r, ...rest }: RecordedEvent) => rest;
+/** A record as 0.1.0 read it: without position and time, and without a schema version (every one it stored reads as 1). */
+const withoutPositionAndTime = ({ position: _p, recordedAt: _r, schemaVersion, ...rest }: RecordedEvent) => {
+  expect(schemaVersion).toBe(1);
+  return rest;
+};
 
 /** What release 0.1.0 read back: the service's list and get, `streams()` and the change feed. */
 async function readBack(store: EventStore) {

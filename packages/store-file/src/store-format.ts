@@ -7,10 +7,17 @@ import { decodeLine, frameLine } from './journal-codec.js';
 /** Names the kind of directory, so a store is never mistaken for some other directory of JSON files. */
 export const STORE_FORMAT = 'sessionfold.file-store';
 /**
- * The layout this release writes. 1: release 0.1.0, which wrote no format file. 2: the format file, and a
- * blob's owner recorded before the blob. A store of version 1 is read as it is; its first writer records 2.
+ * The newest layout this release reads and writes. 1: release 0.1.0, which wrote no format file. 2: the format
+ * file, and a blob's owner recorded before the blob. 3: journal lines may carry `schemaVersion`. A store of
+ * version 1 is read as it is; its first writer records 2, and the first append of an event whose schema
+ * version is not 1 records 3 before writing its line — so a release that would ignore the member refuses the
+ * store instead of misreading it, and a store that never needs it stays readable by that release.
  */
-export const STORE_FORMAT_VERSION = 2;
+export const STORE_FORMAT_VERSION = 3;
+/** What a writer records when it opens a store of an older layout: everything but event schema versions. */
+export const BASE_FORMAT_VERSION = 2;
+/** The first layout whose journal lines may carry `schemaVersion`. */
+export const EVENT_VERSIONS_FORMAT_VERSION = 3;
 
 /**
  * The format version of the store whose format file is `path`: 1 when there is none (release 0.1.0). A newer
@@ -40,15 +47,15 @@ export async function readStoreFormat(fsl: FileSystem, path: string): Promise<nu
 }
 
 /**
- * Records this release's format version in `path`, atomically (temp sibling, fsync, rename, fsync directory),
- * and removes what an earlier attempt cut short left behind. Only the writer, holding the lock, calls it.
+ * Records format `version` in `path`, atomically (temp sibling, fsync, rename, fsync directory), and removes
+ * what an earlier attempt cut short left behind. Only the writer, holding the lock, calls it.
  */
-export async function writeStoreFormat(fsl: FileSystem, path: string): Promise<void> {
+export async function writeStoreFormat(fsl: FileSystem, path: string, version: number): Promise<void> {
   const temporary = `.${basename(path)}.`;
   for (const name of await listDir(fsl, dirname(path))) {
     if (name.startsWith(temporary) && name.endsWith('.tmp')) await unlinkIfPresent(fsl, join(dirname(path), name));
   }
-  const line = frameLine(JSON.stringify({ format: STORE_FORMAT, formatVersion: STORE_FORMAT_VERSION }));
+  const line = frameLine(JSON.stringify({ format: STORE_FORMAT, formatVersion: version }));
   try {
     await writeFileAtomic(path, line, { mode: 0o600, fs: atomicWriteFs(fsl) });
   } catch (cause) {

@@ -314,5 +314,5 @@ function single(position: number, make: () => Promise<RecordedEvent | undefined>
 }
 
 function changeRecord(stream: StreamId, type: string, mark: ChangeMark, data: JsonValue): RecordedEvent {
-  return { streamId: stream, type, data, revision: mark.revision, position: mark.position, recordedAt: mark.recordedAt };
+  return { streamId: stream, type, data, schemaVersion: 1, revision: mark.revision, position: mark.position, recordedAt: mark.recordedAt };
 }

@@ -1,10 +1,19 @@
 import type { RecordedEvent } from '@sessionfold/core/kernel';
 
 /** A row of `events` in column order, as the read statements return it in raw mode. */
-export type EventRow = [position: number, stream: string, revision: number, type: string, data: string, eventId: string | null, recordedAt: string];
+export type EventRow = [
+  position: number,
+  stream: string,
+  revision: number,
+  type: string,
+  data: string,
+  eventId: string | null,
+  recordedAt: string,
+  schemaVersion: number,
+];
 
 /** Column indexes of `EventRow`. */
-export const Column = { position: 0, stream: 1, revision: 2, type: 3, data: 4, eventId: 5, recordedAt: 6 } as const;
+export const Column = { position: 0, stream: 1, revision: 2, type: 3, data: 4, eventId: 5, recordedAt: 6, schemaVersion: 7 } as const;
 
 /** Builds the port's record from a row; the JSON is parsed only here, as the consumer reaches it. */
 export function toEvent(row: EventRow): RecordedEvent {
@@ -12,6 +21,7 @@ export function toEvent(row: EventRow): RecordedEvent {
     streamId: row[1],
     type: row[3],
     data: JSON.parse(row[4]) as RecordedEvent['data'],
+    schemaVersion: row[7],
     revision: row[2],
     position: row[0],
     recordedAt: row[6],

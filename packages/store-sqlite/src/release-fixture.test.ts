@@ -35,7 +35,7 @@ async function feedAsRecorded(store: EventStore): Promise<unknown[]> {
 }
 
 describe('a database written by release 0.1.0', () => {
-  it('opens with schema version 1, and reads back what 0.1.0 read: streams, the feed, and the service list and get', async () => {
+  it('opens migrated to the current schema version, and reads back what 0.1.0 read: streams, the feed, and the service list and get', async () => {
     const path = copyOfRelease();
     const store = sqliteStore({ path });
     try {
@@ -61,6 +61,29 @@ describe('a database written by release 0.1.0', () => {
     const before = readFileSync(path);
     expect(() => sqliteStore({ path })).toThrow(expect.objectContaining({ code: 'storage_error', message: expect.stringContaining(`schema version ${SCHEMA_VERSION + 1}`) }));
     expect(readFileSync(path).equals(before)).toBe(true);
+  });
+
+  it('is migrated in one transaction by its first opener: events gain schema_version, 1 on every row 0.1.0 wrote', async () => {
+    const path = copyOfRelease();
+    const before = new Database(path, { readonly: true });
+    expect(before.pragma('user_version', { simple: true })).toBe(1);
+    const columns = (db: Database.Database) => (db.pragma('table_info(events)') as Array<{ name: string }>).map((column) => column.name);
+    expect(columns(before)).not.toContain('schema_version');
+    before.close();
+    const store = sqliteStore({ path });
+    const feed = await collect(store.readAll());
+    expect(feed.map((record) => record.schemaVersion)).toEqual(expected.feed.map(() => 1));
+    await store.append('ledger-1', [{ type: 'Deposited', data: { amount: 1 }, schemaVersion: 2 }], { expectedRevision: 2 });
+    await store.close();
+    const raw = new Database(path, { readonly: true });
+    expect(raw.pragma('user_version', { simple: true })).toBe(2);
+    expect(columns(raw)).toContain('schema_version');
+    expect(raw.prepare("SELECT revision, schema_version FROM events WHERE stream = 'ledger-1' AND kind = 0 ORDER BY revision").raw().all()).toEqual([
+      [1, 1],
+      [2, 1],
+      [3, 2],
+    ]);
+    raw.close();
   });
 
   it('takes appends afterwards, which survive a reopen', async () => {

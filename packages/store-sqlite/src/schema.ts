@@ -2,7 +2,7 @@ import { InvalidInputError, StorageError } from '@sessionfold/core/kernel';
 import type { SqliteDatabase } from './database.js';
 
 /** The schema this version writes; `PRAGMA user_version` of a migrated database. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 /** `PRAGMA application_id` of a sessionfold database ("SFol"), so another application's file is refused. */
 export const APPLICATION_ID = 0x53466f6c;
 
@@ -52,6 +52,11 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (stream, sha256)
   ) WITHOUT ROWID;
   CREATE INDEX blob_owners_by_sha256 ON blob_owners (sha256);
+  `,
+  `
+  -- The version of an event's data shape (NewEvent.schemaVersion). Adding a column with a constant default
+  -- rewrites no row: rows written before read as 1, and so do the $snapshot and $deleted records.
+  ALTER TABLE events ADD COLUMN schema_version INTEGER NOT NULL DEFAULT 1;
   `,
 ];
 

@@ -18,7 +18,7 @@ export interface Statements {
   deleteStream: SqliteStatement;
   /** (stream, eventId) → { revision, position, batch_end } */
   findEventId: SqliteStatement;
-  /** (stream, revision, type, data, eventId, batchEnd, recordedAt) */
+  /** (stream, revision, type, data, eventId, batchEnd, recordedAt, schemaVersion) */
   insertEvent: SqliteStatement;
   /** (stream, kind, revision, type, data, recordedAt) */
   insertRecord: SqliteStatement;
@@ -71,7 +71,7 @@ const HEAD_OF = (first: string, second: string) =>
             (SELECT revision FROM events WHERE stream = ${second} AND ${IS_SNAPSHOT_RECORD}), 0)`;
 
 /** The columns of `EventRow`, in its order. */
-const EVENT_COLUMNS = 'position, stream, revision, type, data, event_id, recorded_at';
+const EVENT_COLUMNS = 'position, stream, revision, type, data, event_id, recorded_at, schema_version';
 
 /** Prepares every statement of the store on `db` (the schema must exist). */
 export function prepareStatements(db: SqliteDatabase): Statements {
@@ -88,7 +88,7 @@ export function prepareStatements(db: SqliteDatabase): Statements {
     deleteStream: db.prepare('DELETE FROM streams WHERE stream = ?'),
     findEventId: db.prepare('SELECT revision, position, batch_end FROM events WHERE stream = ? AND event_id = ?'),
     insertEvent: db.prepare(
-      `INSERT INTO events (stream, kind, revision, type, data, event_id, batch_end, recorded_at) VALUES (?, ${Kind.event}, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO events (stream, kind, revision, type, data, event_id, batch_end, recorded_at, schema_version) VALUES (?, ${Kind.event}, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     insertRecord: db.prepare('INSERT INTO events (stream, kind, revision, type, data, recorded_at) VALUES (?, ?, ?, ?, ?, ?)'),
     snapshotRecord: db.prepare(`SELECT revision, data FROM events WHERE stream = ? AND ${IS_SNAPSHOT_RECORD}`),

@@ -88,7 +88,7 @@ export function createWrites(s: Statements, recordedAt: () => string): Writes {
         try {
           const eventId = row.eventId ?? null;
           const batchEnd = eventId === null ? null : end;
-          position = Number(s.insertEvent.run(stream, head + index + 1, row.type, row.dataJson, eventId, batchEnd, at).lastInsertRowid);
+          position = Number(s.insertEvent.run(stream, head + index + 1, row.type, row.dataJson, eventId, batchEnd, at, row.schemaVersion).lastInsertRowid);
         } catch (error) {
           if (row.eventId !== undefined && sqliteCode(error) === 'SQLITE_CONSTRAINT_UNIQUE' && String(error).includes('event_id')) {
             throw knownEventId(stream, row, index, error);

@@ -49,8 +49,14 @@ const event = (idsInFour: number): fc.Arbitrary<NewEvent> =>
       type: fc.oneof({ weight: 30, arbitrary: fc.constantFrom('Started', 'Noted', 'Closed') }, { weight: 1, arbitrary: fc.constant('$reserved') }),
       data: json,
       eventId: fc.oneof({ weight: 4 - idsInFour, arbitrary: fc.constant(undefined) }, { weight: idsInFour, arbitrary: eventIds }),
+      // Mostly left out, as applications do; sometimes 1 given explicitly, sometimes a later version.
+      schemaVersion: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 3 }) }),
     })
-    .map(({ eventId, ...rest }) => (eventId === undefined ? rest : { ...rest, eventId }));
+    .map(({ eventId, schemaVersion, ...rest }) => ({
+      ...rest,
+      ...(eventId === undefined ? {} : { eventId }),
+      ...(schemaVersion === undefined ? {} : { schemaVersion }),
+    }));
 
 /** A batch: the first event carries an id half of the time, later ones a quarter of the time. */
 const batch: fc.Arbitrary<NewEvent[]> = fc

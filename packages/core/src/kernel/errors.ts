@@ -115,3 +115,67 @@ export class UnsupportedFormatError extends SessionfoldError {
     this.supported = supported;
   }
 }
+
+/** What a schema-version error is about: a snapshot's state, or an event's data. */
+export type VersionedSubject = 'snapshot' | 'event';
+
+/** Where stored data of the wrong schema version was found: a stream's snapshot, or one of its events. */
+export interface VersionedLocation {
+  stream: string;
+  subject: VersionedSubject;
+  /** The event's type; undefined for a snapshot. */
+  eventType?: string | undefined;
+  /** The revision of the event, or the one the snapshot covers. */
+  revision: number;
+}
+
+/** The location fields both schema-version errors carry, kept in one place. */
+abstract class VersionedDataError extends SessionfoldError {
+  readonly stream: string;
+  readonly subject: VersionedSubject;
+  readonly eventType: string | undefined;
+  readonly revision: number;
+  constructor(at: VersionedLocation, message: string, options?: { cause?: unknown }) {
+    const where = at.subject === 'snapshot' ? `The snapshot of ${at.stream} at revision ${at.revision}` : `Event ${at.revision} of ${at.stream} (${at.eventType})`;
+    super(`${where} ${message}`, options);
+    this.stream = at.stream;
+    this.subject = at.subject;
+    this.eventType = at.eventType;
+    this.revision = at.revision;
+  }
+}
+
+/**
+ * A snapshot or event stored with a schema version newer than the folding code knows — a newer release wrote it.
+ * Nothing was applied or reset: fold it with that release or a newer one.
+ */
+export class SchemaVersionTooNewError extends VersionedDataError {
+  readonly code = 'schema_version_too_new' as const;
+  /** The version stored. */
+  readonly found: number;
+  /** The newest version the code knows (of the state, or of this event type's data). */
+  readonly supported: number;
+  constructor(at: VersionedLocation, found: number, supported: number, options?: { cause?: unknown }) {
+    super(at, `has schema version ${found}, newer than the ${supported} this code knows; fold it with the code that wrote it or a newer one (nothing was applied).`, options);
+    this.found = found;
+    this.supported = supported;
+  }
+}
+
+/**
+ * A snapshot or event stored with an older schema version than the folding code's, and no migration (snapshot)
+ * or upcaster (event) from `from`: the reducer's chain of steps has a gap. Nothing was applied.
+ */
+export class MissingMigrationError extends VersionedDataError {
+  readonly code = 'missing_migration' as const;
+  /** The version no step starts from. */
+  readonly from: number;
+  /** The version the chain had to reach (the reducer's state version, or this event type's newest). */
+  readonly to: number;
+  constructor(at: VersionedLocation, from: number, to: number, options?: { cause?: unknown }) {
+    const step = at.subject === 'snapshot' ? 'a migration' : 'an upcaster';
+    super(at, `needs ${step} from schema version ${from} on its way to ${to}, and the reducer declares none.`, options);
+    this.from = from;
+    this.to = to;
+  }
+}

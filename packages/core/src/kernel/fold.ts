@@ -1,11 +1,26 @@
 import { CorruptionError, InvalidInputError } from './errors.js';
 import type { JsonValue } from './json.js';
 import type { EventStore, RecordedEvent, Snapshot, StreamId, StreamRead } from './port.js';
+import { checkSnapshotVersion, prepareReducer, type EventUpcasters, type StateMigration } from './versioning.js';
 
-/** A pure left fold over one stream's events, with the version of the state shape it produces. */
+/**
+ * A pure left fold over one stream's events, with the version of the state shape it produces. The fold helpers
+ * (`foldStream`, `compactStream`, `prepareReducer`) bring what is stored to the current shapes first, so `apply`
+ * and `fromSnapshot` only ever see the newest version of an event's data and of the state.
+ */
 export interface StreamReducer<S> {
-  /** Bumped whenever the state's shape changes; snapshots of another version are refused. */
+  /**
+   * Bumped whenever the snapshotted state's shape changes. An older snapshot is migrated by `migrations`; a
+   * newer one is refused (`SchemaVersionTooNewError`), never reset.
+   */
   readonly schemaVersion: number;
+  /** Steps that bring snapshot states of older versions to `schemaVersion` (a chain: 1 → 2, 2 → 3). */
+  readonly migrations?: readonly StateMigration[];
+  /**
+   * Steps that bring the data of older events to the newest version of their type, by type. A type without
+   * upcasters has version 1 only; an event of a version newer than its type's newest is refused.
+   */
+  readonly upcasters?: EventUpcasters;
   initial(stream: StreamId): S;
   apply(state: S, event: RecordedEvent): S;
   /** State → JSON for a snapshot, and back. */
@@ -21,34 +36,34 @@ export interface FoldedStream<S> {
   exists: boolean;
 }
 
-/** Checks a snapshot's identity against the stream and reducer before its state is used. */
-export function checkSnapshotIdentity(stream: StreamId, snapshot: Snapshot, schemaVersion: number): void {
-  if (snapshot.identity.stream !== stream) {
-    throw new CorruptionError(`snapshot of ${stream}`, undefined, `identity names stream ${JSON.stringify(snapshot.identity.stream)}`);
-  }
-  if (snapshot.identity.schemaVersion !== schemaVersion) {
-    throw new CorruptionError(
-      `snapshot of ${stream}`,
-      undefined,
-      `state schema version ${snapshot.identity.schemaVersion} is not the reducer's ${schemaVersion}; ` +
-        'fold with the matching reducer, or rebuild the snapshot from a copy of the events',
-    );
-  }
+/**
+ * Checks a snapshot's identity before its state is used: `CorruptionError` when it names another stream,
+ * `SchemaVersionTooNewError` when its state is newer than the reducer's, `MissingMigrationError` when it is older
+ * and the reducer has no migration path from it (a bare version number has none).
+ */
+export function checkSnapshotIdentity(stream: StreamId, snapshot: Snapshot, reducer: StreamReducer<unknown> | number): void {
+  if (typeof reducer === 'number') checkSnapshotVersion(stream, snapshot, reducer, NO_MIGRATIONS);
+  else prepareReducer(reducer).check(stream, snapshot);
 }
 
-/** Folds a stream (snapshot, then the events after it) with `reducer`, streaming the events. */
+const NO_MIGRATIONS: ReadonlyMap<number, StateMigration> = new Map();
+
+/**
+ * Folds a stream (snapshot, then the events after it) with `reducer`, streaming the events. An older snapshot is
+ * migrated and older events upcast on the way (see `StreamReducer`); newer ones are refused.
+ */
 export async function foldStream<S>(store: EventStore, stream: StreamId, reducer: StreamReducer<S>): Promise<FoldedStream<S>> {
   const { state, revision } = await foldRead(stream, await store.read(stream), reducer, Number.POSITIVE_INFINITY);
   return { state, revision, exists: revision > 0 };
 }
 
-/** Folds what `read` returned, up to revision `until` (the events after it are left unread). */
+/** Folds what `read` returned, up to revision `until` (the events after it are left unread), in current shapes. */
 async function foldRead<S>(stream: StreamId, read: StreamRead, reducer: StreamReducer<S>, until: number): Promise<{ state: S; revision: number }> {
+  const prepared = prepareReducer(reducer);
   let state: S;
   let revision = 0;
   if (read.snapshot) {
-    checkSnapshotIdentity(stream, read.snapshot, reducer.schemaVersion);
-    state = reducer.fromSnapshot(read.snapshot.state);
+    state = prepared.restore(stream, read.snapshot);
     revision = read.snapshot.revision;
   } else {
     state = reducer.initial(stream);
@@ -58,13 +73,16 @@ async function foldRead<S>(stream: StreamId, read: StreamRead, reducer: StreamRe
     if (event.revision !== revision + 1) {
       throw new CorruptionError(`stream ${stream}`, undefined, `revision ${event.revision} follows revision ${revision}`);
     }
-    state = reducer.apply(state, event);
+    state = prepared.apply(state, event);
     revision = event.revision;
   }
   return { state, revision };
 }
 
-/** Folds a stream and compacts it to a snapshot of the result; returns the snapshot's revision (0: nothing to do). */
+/**
+ * Folds a stream and compacts it to a snapshot of the result, in the reducer's current state version (so this
+ * also re-snapshots a stream whose snapshot was migrated on read); returns the snapshot's revision (0: nothing to do).
+ */
 export async function compactStream<S>(store: EventStore, stream: StreamId, reducer: StreamReducer<S>): Promise<number> {
   const folded = await foldStream(store, stream, reducer);
   if (!folded.exists) return 0;
@@ -147,7 +165,12 @@ export async function copyStore(
     let batch: RecordedEvent[] = [];
     const flush = async () => {
       if (batch.length === 0) return;
-      const events = batch.map((event) => ({ type: event.type, data: event.data, ...(event.eventId === undefined ? {} : { eventId: event.eventId }) }));
+      const events = batch.map((event) => ({
+        type: event.type,
+        data: event.data,
+        schemaVersion: event.schemaVersion,
+        ...(event.eventId === undefined ? {} : { eventId: event.eventId }),
+      }));
       revision = (await to.append(stream, events, { expectedRevision: revision === 0 ? 'no_stream' : revision })).revision;
       report.events += batch.length;
       batch = [];
@@ -176,7 +199,7 @@ export async function copyStore(
 /** A comparable digest of the event (or snapshot) at a stream's revision. */
 function fingerprint(item: RecordedEvent | Snapshot): string {
   return 'type' in item
-    ? JSON.stringify([item.type, item.eventId ?? null, item.data])
+    ? JSON.stringify([item.type, item.eventId ?? null, item.schemaVersion, item.data])
     : JSON.stringify(['$snapshot', item.state]);
 }
 

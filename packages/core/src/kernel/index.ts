@@ -4,3 +4,5 @@ export * from './port.js';
 export * from './validate.js';
 export * from './memory-store.js';
 export * from './fold.js';
+// `checkSnapshotVersion` stays internal: `checkSnapshotIdentity` is its public form.
+export { prepareReducer, type EventUpcaster, type EventUpcasters, type PreparedReducer, type StateMigration } from './versioning.js';

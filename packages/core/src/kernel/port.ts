@@ -13,6 +13,11 @@ export interface NewEvent {
   data: JsonValue;
   /** When set, appending the same id again is a no-op that returns the first result (idempotent retry). */
   eventId?: string;
+  /**
+   * Version of the shape of `data` for this `type`: an integer from 1 to `MAX_EVENT_SCHEMA_VERSION` (default 1).
+   * A reducer's upcasters bring older versions to the newest before folding; stores keep it as given.
+   */
+  schemaVersion?: number;
 }
 
 /** An event as stored: its stream, 1-based revision in the stream and global position across streams. */
@@ -21,6 +26,8 @@ export interface RecordedEvent {
   type: string;
   data: JsonValue;
   eventId?: string;
+  /** The version of `data`'s shape the event was appended with; 1 for events stored before versions existed. */
+  schemaVersion: number;
   revision: number;
   position: number;
   /** ISO 8601 UTC time of the commit. */
@@ -55,7 +62,7 @@ export interface StreamRead {
   events: AsyncIterable<RecordedEvent>;
 }
 
-/** Reserved event types that appear only in `readAll`, so a consumer that was behind can still converge. */
+/** Reserved event types that appear only in `readAll`, so a consumer that was behind can still converge (schemaVersion 1). */
 export const SNAPSHOT_RECORD = '$snapshot';
 export const DELETED_RECORD = '$deleted';
 

@@ -6,6 +6,11 @@ import type { ExpectedRevision, StreamId } from './port.js';
 export const STREAM_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** Default largest serialized event (type + data), in bytes. */
 export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
+/**
+ * Largest event schema version: what a 32-bit signed integer column holds, so every store (PostgreSQL's
+ * `integer` included) keeps the same values.
+ */
+export const MAX_EVENT_SCHEMA_VERSION = 2 ** 31 - 1;
 const SHA256_PATTERN = /^[0-9a-f]{64}$/;
 /** Nesting the quick JSON check follows before it leaves the value (possibly cyclic) to `locateNonJson`. */
 const QUICK_JSON_DEPTH = 64;
@@ -17,6 +22,8 @@ export interface ValidatedEvent {
   readonly eventId: string | undefined;
   /** The event's data serialized: what a store keeps and what reads parse back. */
   readonly dataJson: string;
+  /** The version of the data's shape, 1 when the caller gave none. */
+  readonly schemaVersion: number;
 }
 
 /** An append as `validateAppend` read it: a store writes exactly this, never the caller's objects again. */
@@ -114,7 +121,7 @@ export function validateAppend(stream: unknown, events: unknown, options: unknow
     for (index = 0; index < count; index++) {
       const event: unknown = events[index];
       if (typeof event !== 'object' || event === null) throw new InvalidInputError(`events[${index}]`, 'expected an object');
-      const { type, data, eventId } = event as { type?: unknown; data?: unknown; eventId?: unknown };
+      const { type, data, eventId, schemaVersion } = event as { type?: unknown; data?: unknown; eventId?: unknown; schemaVersion?: unknown };
       if (typeof type !== 'string' || type.length === 0 || type.length > 256 || type.startsWith('$')) {
         throw new InvalidInputError(`events[${index}].type`, 'expected a string of 1..256 characters not starting with "$"');
       }
@@ -128,13 +135,22 @@ export function validateAppend(stream: unknown, events: unknown, options: unknow
         if (ids.has(eventId)) throw new InvalidInputError(`events[${index}].eventId`, `${JSON.stringify(eventId)} appears twice in the batch`);
         ids.add(eventId);
       }
-      validated[index] = { type, eventId, dataJson: serializeData(data, type, index, maxEventBytes) };
+      // Nearly every event leaves the version out: only a given one pays for the check.
+      if (schemaVersion !== undefined && !isEventSchemaVersion(schemaVersion)) {
+        throw new InvalidInputError(`events[${index}].schemaVersion`, `expected an integer from 1 to ${MAX_EVENT_SCHEMA_VERSION}, got ${describeValue(schemaVersion)}`);
+      }
+      validated[index] = { type, eventId, dataJson: serializeData(data, type, index, maxEventBytes), schemaVersion: schemaVersion ?? 1 };
     }
     return { expectedRevision, events: validated };
   } catch (error) {
     if (error instanceof SessionfoldError) throw error;
     throw unreadable(index < 0 ? 'events' : `events[${index}]`, error);
   }
+}
+
+/** True when `value` is a valid event schema version: an integer from 1 to `MAX_EVENT_SCHEMA_VERSION`. */
+export function isEventSchemaVersion(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= MAX_EVENT_SCHEMA_VERSION;
 }
 
 /**

@@ -1,5 +1,5 @@
-import { checkSnapshotIdentity, foldStream, type StreamReducer } from '../kernel/fold.js';
-import type { JsonValue } from '../kernel/json.js';
+import { foldStream, type StreamReducer } from '../kernel/fold.js';
+import { prepareReducer } from '../kernel/versioning.js';
 import { DELETED_RECORD, SNAPSHOT_RECORD, type EventStore, type RecordedEvent, type Snapshot, type StreamId } from '../kernel/port.js';
 import { CATALOG_STREAM, SESSION_STREAM_PREFIX, sessionIdOfStream } from './ids.js';
 import { isOpenCommand } from './decisions.js';
@@ -174,15 +174,16 @@ export class SessionProjection {
   ): Promise<ProjectedStream<S> | undefined> {
     const revision = current?.revision ?? 0;
     if (record.type === DELETED_RECORD) return undefined;
+    // Older snapshots and events are brought to the current shapes, newer ones refused, as in every fold.
+    const prepared = prepareReducer(reducer);
     if (record.type === SNAPSHOT_RECORD) {
       const snapshot = record.data as unknown as Snapshot;
       if (snapshot.revision <= revision) return current;
-      checkSnapshotIdentity(stream, snapshot, reducer.schemaVersion);
-      return { revision: snapshot.revision, state: reducer.fromSnapshot(snapshot.state as JsonValue) };
+      return { revision: snapshot.revision, state: prepared.restore(stream, snapshot) };
     }
     if (record.revision <= revision) return current;
     if (record.revision === revision + 1) {
-      return { revision: record.revision, state: reducer.apply(current?.state ?? reducer.initial(stream), record) };
+      return { revision: record.revision, state: prepared.apply(current?.state ?? reducer.initial(stream), record) };
     }
     // A gap: changes of this stream are missing from the feed we saw, so take the stream as it is now.
     const folded = await foldStream(this.#store, stream, reducer);

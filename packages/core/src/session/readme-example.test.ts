@@ -44,18 +44,20 @@ it('the README’s observer example logs appends, catch-ups and compactions to t
   log.mockRestore();
 });
 
-it('the README shows exactly the code of those examples', async () => {
+it.each([
+  ['readme-example', import.meta.url],
+  ['observer-example', import.meta.url],
+  ['versioning-example', new URL('../kernel/versioning-example.test.ts', import.meta.url).href],
+])('the README shows exactly the code of the %s region', async (name, file) => {
   const { readFile } = await import('node:fs/promises');
-  const source = await readFile(new URL(import.meta.url), 'utf8');
-  // Compared line by line without indentation, so the README may indent as it likes.
+  const source = await readFile(new URL(file), 'utf8');
+  // Indentation may differ (the README's blocks start at the margin): lines are compared trimmed on both sides.
   const readme = (await readFile(new URL('../../README.md', import.meta.url), 'utf8'))
     .split('\n')
     .map((line) => line.trim())
     .join('\n');
-  for (const name of ['readme-example', 'observer-example']) {
-    const region = new RegExp(`// #region ${name}\\n([\\s\\S]*?)\\n\\s*// #endregion`).exec(source)?.[1] ?? '';
-    const lines = region.split('\n').map((line) => line.trim());
-    expect(lines.length).toBeGreaterThan(5);
-    expect(readme).toContain(lines.join('\n'));
-  }
+  const region = new RegExp(`// #region ${name}\\n([\\s\\S]*?)\\n\\s*// #endregion`).exec(source)?.[1] ?? '';
+  const lines = region.split('\n').map((line) => line.trim());
+  expect(lines.length).toBeGreaterThan(5);
+  expect(readme).toContain(lines.join('\n'));
 });

@@ -11,7 +11,7 @@ const SESSION = '9078bb6e-0931-4477-9ce9-b1430d0335a2';
 const AT = '2026-07-24T00:00:00.000Z';
 
 function recorded(event: SessionEvent, revision: number): RecordedEvent {
-  return { streamId: sessionStream(SESSION), type: event.type, data: event.data as RecordedEvent['data'], revision, position: revision, recordedAt: AT };
+  return { streamId: sessionStream(SESSION), type: event.type, data: event.data as RecordedEvent['data'], revision, position: revision, recordedAt: AT, schemaVersion: 1 };
 }
 
 describe('sessionReducer', () => {

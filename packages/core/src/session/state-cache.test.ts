@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compactStream, foldStream } from '../kernel/fold.js';
+import { compactStream, foldStream, type StreamReducer } from '../kernel/fold.js';
 import { memoryStore, type EventStore } from '../kernel/index.js';
 import { sessionEvent } from './events.js';
 import { sessionStream } from './ids.js';
@@ -70,5 +70,34 @@ describe('StateCache', () => {
 
     await store.deleteStream(STREAM, { expectedRevision: 3 });
     expect(await cache.load(STREAM)).toMatchObject({ exists: false, revision: 0 });
+  });
+});
+
+describe('StateCache with a versioned reducer', () => {
+  /** v2 of a counter: the state `{ n }` became `{ total }`, and `Add`'s data went from a number to `{ amount }`. */
+  const counter: StreamReducer<{ total: number }> = {
+    schemaVersion: 2,
+    migrations: [{ from: 1, to: 2, migrate: (state) => ({ total: (state as { n: number }).n }) }],
+    upcasters: { Add: [{ from: 1, to: 2, upcast: (data) => ({ amount: data }) }] },
+    initial: () => ({ total: 0 }),
+    apply: (state, event) => ({ total: state.total + (event.data as { amount: number }).amount }),
+    toSnapshot: (state) => state,
+    fromSnapshot: (state) => {
+      if (typeof (state as { total?: unknown }).total !== 'number') throw new Error('not a v2 counter');
+      return state as { total: number };
+    },
+  };
+
+  it('migrates an older snapshot and upcasts older events, on the first load and when catching up', async () => {
+    const store = memoryStore();
+    await store.append('c-1', [{ type: 'Add', data: 1 }], { expectedRevision: 'no_stream' });
+    await store.compact('c-1', { revision: 1, state: { n: 1 }, identity: { stream: 'c-1', schemaVersion: 1 } });
+    await store.append('c-1', [{ type: 'Add', data: 2 }, { type: 'Add', data: { amount: 4 }, schemaVersion: 2 }], { expectedRevision: 1 });
+    const cache = new StateCache(store, counter);
+    expect((await cache.load('c-1')).state).toEqual({ total: 7 });
+    await store.append('c-1', [{ type: 'Add', data: 8 }], { expectedRevision: 3 });
+    expect(await cache.load('c-1')).toMatchObject({ state: { total: 15 }, revision: 4 });
+    await store.append('c-1', [{ type: 'Add', data: 16, schemaVersion: 3 }], { expectedRevision: 4 });
+    await expect(cache.load('c-1')).rejects.toMatchObject({ code: 'schema_version_too_new', eventType: 'Add', found: 3, supported: 2 });
   });
 });

@@ -1,6 +1,7 @@
 import { CorruptionError } from '../kernel/errors.js';
-import { checkSnapshotIdentity, type StreamReducer } from '../kernel/fold.js';
+import type { StreamReducer } from '../kernel/fold.js';
 import type { EventStore, RecordedEvent, StreamId, StreamRead } from '../kernel/port.js';
+import { prepareReducer, type PreparedReducer } from '../kernel/versioning.js';
 
 /** A folded stream as the cache holds it. `position` is that of the last event folded, when known. */
 export interface CachedFold<S> {
@@ -17,13 +18,14 @@ export interface CachedFold<S> {
  */
 export class StateCache<S> {
   readonly #store: EventStore;
-  readonly #reducer: StreamReducer<S>;
+  /** Migrates older snapshots and upcasts older events, so the reducer sees only current shapes. */
+  readonly #reducer: PreparedReducer<S>;
   readonly #capacity: number;
   readonly #entries = new Map<StreamId, CachedFold<S>>();
 
   constructor(store: EventStore, reducer: StreamReducer<S>, capacity = 64) {
     this.#store = store;
-    this.#reducer = reducer;
+    this.#reducer = prepareReducer(reducer);
     this.#capacity = capacity;
   }
 
@@ -81,11 +83,10 @@ export class StateCache<S> {
     let state: S;
     let revision = 0;
     if (read.snapshot) {
-      checkSnapshotIdentity(stream, read.snapshot, this.#reducer.schemaVersion);
-      state = this.#reducer.fromSnapshot(read.snapshot.state);
+      state = this.#reducer.restore(stream, read.snapshot);
       revision = read.snapshot.revision;
     } else {
-      state = this.#reducer.initial(stream);
+      state = this.#reducer.reducer.initial(stream);
     }
     let position: number | undefined;
     for await (const event of read.events as AsyncIterable<RecordedEvent>) {
