@@ -53,6 +53,7 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
   };
   const writable = () => {
     live();
+    if (config.readOnly) throw new StorageError(`@sessionfold/store-sqlite: ${path} was opened read-only`);
     if (poisonedBy) {
       throw new StorageError(`@sessionfold/store-sqlite: ${path}: a write failed on disk earlier; reopen the store to write again`, {
         cause: poisonedBy,

@@ -67,6 +67,28 @@ import { BackOff, DEFAULT_RETRY_POLICY, StreamWriter } from './stream-writer.js'
 import { applyCatalogEvent, applySessionEvent, applyStartKeyEvent, catalogReducer, logEntry, sessionReducer, startKeyReducer } from './reducer.js';
 import { materialise, receiptRecord, type StoredObject } from './view.js';
 
+/** The methods that write; a read-only service refuses them all. */
+const MUTATING_METHODS = [
+  'start',
+  'register',
+  'enqueue',
+  'claimCommand',
+  'completeCommand',
+  'cancelCommand',
+  'stop',
+  'appendTranscript',
+  'stageObject',
+  'checkpoint',
+  'requestIngress',
+  'startIngress',
+  'completeIngress',
+  'failIngress',
+  'retryIngress',
+  'releaseInterruptedIngress',
+  'complete',
+  'recordCompletion',
+] as const satisfies readonly (keyof SessionHistory)[];
+
 /** Options of `openSessionHistory`. */
 export interface SessionHistoryOptions {
   /** Where the sessions live; the service never closes it (its opener does). */
@@ -81,6 +103,11 @@ export interface SessionHistoryOptions {
   random?: () => number;
   /** The control-state whitelist (default `DEFAULT_CONTROL_STATE_KEYS`). */
   controlStateKeys?: readonly string[];
+  /**
+   * Only look: finish no interrupted completion on open and write nothing; every method that would write
+   * rejects with `invalid_request`. For inspecting a store beside its running writer (e.g. a read-only view).
+   */
+  readOnly?: boolean;
 }
 
 /** A value and whether this call created it (false: an earlier call with the same idempotency id did). */
@@ -244,8 +271,10 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     }
   };
 
+  const readOnly = options.readOnly === true;
   await run(async () => {
     await projection.catchUp();
+    if (readOnly) return;
     for (const [stream, projected] of projection.sessions()) {
       if (projected.state.record?.phase === 'complete') await completions.finish(stream);
     }
@@ -388,6 +417,11 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       await projection.idle();
     },
   };
+
+  if (readOnly) {
+    const refuse = () => Promise.reject(SessionHistoryError.invalid(messages.readOnly));
+    for (const name of MUTATING_METHODS) Object.assign(service, { [name]: refuse });
+  }
 
   async function completeWith(stream: StreamId, decide: (state: SessionStreamState, at: Date) => Decision): Promise<SessionRecord> {
     return run(async () => {
