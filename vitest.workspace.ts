@@ -7,6 +7,9 @@ const project = (name: string, root: string, testTimeout = 30_000): TestProjectI
     ...defineProject({ test: { name, root, include: ['src/**/*.test.ts'], testTimeout, hookTimeout: testTimeout } }),
   }) as TestProjectInlineConfiguration;
 
+const withGlobalSetup = (config: TestProjectInlineConfiguration, setup: string): TestProjectInlineConfiguration =>
+  ({ ...config, test: { ...config.test, globalSetup: [setup] } }) as TestProjectInlineConfiguration;
+
 export default [
   project('core', 'packages/core'),
   project('sessionfile', 'packages/sessionfile'),
@@ -16,4 +19,6 @@ export default [
   project('cross-store', 'packages/cross-store', 300_000),
   project('bench', 'packages/bench'),
   project('quickstart', 'examples/quickstart'),
+  // The CLI's tests spawn the built command; its global setup builds it first.
+  withGlobalSetup(project('cli', 'packages/cli', 120_000), './src/build.global-setup.ts'),
 ];
