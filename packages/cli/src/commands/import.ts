@@ -10,6 +10,7 @@ import { examples } from '../help.js';
 import { parseArg } from '../parse.js';
 import { PORTABLE_FORMAT, portableLineSchema, type PortableLine } from '../portable.js';
 import { progress } from '../progress.js';
+import { describeLocation, parseStoreUrl, type StoreLocation } from '../store-url.js';
 
 const optionsSchema = z.object({ dryRun: z.boolean().default(false), yes: z.boolean().default(false) });
 
@@ -40,21 +41,21 @@ export function registerImport(program: Command): void {
       if (!existsSync(file)) throw notFound(`no file ${file}`);
       const { out } = context;
       const plan = await checkFile(file);
-      await withStore(context, options.dryRun, async ({ store, where }) => {
+      const location = parseStoreUrl(context.storeUrl);
+      const where = describeLocation(location);
+      // A dry run only looks; a store that does not exist yet is simply empty, and is not created.
+      if (options.dryRun && !storeExists(location)) return report(0);
+      await withStore(context, options.dryRun, async ({ store }) => {
         let existing = 0;
         const clashes: string[] = [];
         for await (const { stream } of store.streams()) {
           existing++;
           if (plan.streams.has(stream)) clashes.push(stream);
         }
-        const summary = { file, store: where, dryRun: options.dryRun, streams: plan.streams.size, events: plan.events, blobs: plan.blobs, existingStreams: existing };
         if (clashes.length > 0) {
           throw refused(`${clashes.length} stream(s) of the file already exist in ${where} (first: ${clashes[0]}); nothing was imported`, 'Try: import into an empty store');
         }
-        if (options.dryRun) {
-          if (out.json) return out.document(summary);
-          return out.text(`would import ${plan.streams.size} stream(s), ${plan.events} event(s), ${plan.blobs} blob(s) into ${where}${existing > 0 ? ` (which holds ${existing} stream(s) already)` : ''}`);
-        }
+        if (options.dryRun) return report(existing);
         if (existing > 0 && !options.yes) {
           throw refused(`${where} already holds ${existing} stream(s); importing adds ${plan.streams.size} more`, 'Try: --dry-run to see what would be imported, then --yes');
         }
@@ -64,9 +65,15 @@ export function registerImport(program: Command): void {
         } finally {
           bar.stop();
         }
-        if (out.json) return out.document(summary);
-        await out.text(`imported ${plan.streams.size} stream(s), ${plan.events} event(s), ${plan.blobs} blob(s) into ${where}`);
+        await report(existing);
       });
+
+      async function report(existing: number): Promise<void> {
+        const summary = { file, store: where, dryRun: options.dryRun, streams: plan.streams.size, events: plan.events, blobs: plan.blobs, existingStreams: existing };
+        if (out.json) return out.document(summary);
+        const verb = options.dryRun ? 'would import' : 'imported';
+        await out.text(`${verb} ${plan.streams.size} stream(s), ${plan.events} event(s), ${plan.blobs} blob(s) into ${where}${existing > 0 ? ` (which held ${existing} stream(s))` : ''}`);
+      }
     });
 }
 
@@ -182,4 +189,11 @@ async function load(store: EventStore, file: string, streamDone: () => void): Pr
         break;
     }
   }
+}
+
+/** Whether a store exists at `location` (a server-side store is taken to exist). */
+function storeExists(location: StoreLocation): boolean {
+  if (location.kind === 'file') return existsSync(location.directory);
+  if (location.kind === 'sqlite') return existsSync(location.path);
+  return true;
 }
