@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { RecordedEvent } from '@sessionfold/core/kernel';
+import { StorageError, type RecordedEvent } from '@sessionfold/core/kernel';
 import { z } from 'zod';
 import { contextOf } from '../context.js';
 import { examples } from '../help.js';
@@ -52,10 +52,15 @@ export function registerTail(program: Command): void {
           await sleep(POLL_INTERVAL_MS, abort.signal);
           if (abort.signal.aborted) break;
           opened = await refreshed(opened, location);
-          for await (const change of opened.store.readAll({ fromPosition: next })) {
-            await print(change);
-            next = change.position + 1;
-            if (abort.signal.aborted) break;
+          try {
+            for await (const change of opened.store.readAll({ fromPosition: next })) {
+              await print(change);
+              next = change.position + 1;
+              if (abort.signal.aborted) break;
+            }
+          } catch (error) {
+            // A view can find a file the writer replaced since it opened (a compaction): the next look reopens it.
+            if (!(location.kind === 'file' && error instanceof StorageError && /reopen/.test(error.message))) throw error;
           }
         }
       } finally {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { Progress } from '../progress.js';
 import type { Findings } from './problems.js';
@@ -80,77 +80,97 @@ async function listFiles(directory: string): Promise<string[]> {
 }
 
 /**
- * The complete, intact lines of a framed file. A bad line is an error and ends the file (what follows it cannot
- * be trusted to be in order); bytes after the last newline are a torn tail: a warning.
+ * Calls `onLine` with each complete, intact line of a framed file, read in chunks so that a journal of any size
+ * is checked in bounded memory. A bad line is an error and ends the file (what follows it cannot be trusted to
+ * be in order); bytes after the last newline are a torn tail: a warning.
  */
-async function framedLines(path: string, file: string, findings: Findings): Promise<FramedLine[]> {
+async function forEachFramedLine(path: string, file: string, findings: Findings, onLine: (line: FramedLine) => boolean | void): Promise<void> {
   findings.files++;
-  const bytes = await readFile(path);
-  const lines: FramedLine[] = [];
-  let start = 0;
+  let pending: Buffer = Buffer.alloc(0);
   let line = 0;
-  while (start < bytes.length) {
-    const end = bytes.indexOf(0x0a, start);
-    line++;
-    if (end < 0) {
-      const rest = bytes.subarray(start);
-      findings.warning(file, line, rest.every((byte) => byte === 0) ? 'NUL bytes after the last record (a torn tail; a writer cuts it on open)' : 'an unfinished last line (a torn tail; a writer cuts it on open)');
-      break;
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+    let start = 0;
+    for (let end = pending.indexOf(0x0a, start); end >= 0; end = pending.indexOf(0x0a, start)) {
+      line++;
+      const parsed = checkLine(pending.subarray(start, end), file, line, findings);
+      start = end + 1;
+      if (parsed === undefined || onLine({ line, payload: parsed.payload }) === false) return;
     }
-    const text = bytes.subarray(start, end);
-    start = end + 1;
-    findings.records++;
-    const space = text.indexOf(0x20);
-    if (space !== 64) {
-      findings.error(file, line, 'not a framed record (`sha256 payload`)');
-      return lines;
-    }
-    const payload = text.subarray(space + 1);
-    if (createHash('sha256').update(payload).digest('hex') !== text.subarray(0, space).toString('latin1')) {
-      findings.error(file, line, 'checksum mismatch: the record was changed after it was written');
-      return lines;
-    }
-    try {
-      lines.push({ line, payload: JSON.parse(payload.toString('utf8')) as unknown });
-    } catch {
-      findings.error(file, line, 'the record is not valid JSON');
-      return lines;
-    }
+    pending = pending.subarray(start);
   }
+  if (pending.length > 0) {
+    findings.warning(
+      file,
+      line + 1,
+      pending.every((byte) => byte === 0) ? 'NUL bytes after the last record (a torn tail; a writer cuts it on open)' : 'an unfinished last line (a torn tail; a writer cuts it on open)',
+    );
+  }
+}
+
+/** The payload of one framed line, or undefined (an error recorded) when the line is damaged. */
+function checkLine(text: Buffer, file: string, line: number, findings: Findings): { payload: unknown } | undefined {
+  findings.records++;
+  const space = text.indexOf(0x20);
+  if (space !== 64) {
+    findings.error(file, line, 'not a framed record (`sha256 payload`)');
+    return undefined;
+  }
+  const payload = text.subarray(space + 1);
+  if (createHash('sha256').update(payload).digest('hex') !== text.subarray(0, space).toString('latin1')) {
+    findings.error(file, line, 'checksum mismatch: the record was changed after it was written');
+    return undefined;
+  }
+  try {
+    return { payload: JSON.parse(payload.toString('utf8')) as unknown };
+  } catch {
+    findings.error(file, line, 'the record is not valid JSON');
+    return undefined;
+  }
+}
+
+/** Every intact line of a small framed file (a snapshot, format.json, an owners file). */
+async function framedLines(path: string, file: string, findings: Findings): Promise<FramedLine[]> {
+  const lines: FramedLine[] = [];
+  await forEachFramedLine(path, file, findings, (line) => void lines.push(line));
   return lines;
 }
 
 /** Checks a journal's records: revisions gap-free after the snapshot's, positions increasing, batches finished. */
 async function checkJournal(path: string, file: string, snapshotRevision: number, findings: Findings): Promise<void> {
-  const lines = await framedLines(path, file, findings);
   let revision: number | undefined;
   let position = 0;
   let openBatch: number | undefined;
-  for (const { line, payload } of lines) {
+  let failed = false;
+  await forEachFramedLine(path, file, findings, ({ line, payload }) => {
     const event = payload as { revision?: unknown; position?: unknown; more?: unknown };
     if (typeof event.revision !== 'number' || typeof event.position !== 'number') {
       findings.error(file, line, 'an event without a revision or position');
-      return;
+      failed = true;
+      return false;
     }
     // Events a snapshot covers may remain after a crash between writing the snapshot and rewriting the journal.
     if (event.revision <= snapshotRevision && revision === undefined) {
       position = Math.max(position, event.position);
-      continue;
+      return true;
     }
     const expected = (revision ?? snapshotRevision) + 1;
     if (event.revision !== expected) {
       findings.error(file, line, `revision ${event.revision} where revision ${expected} was expected (a line moved, removed or duplicated)`);
-      return;
+      failed = true;
+      return false;
     }
     if (event.position <= position) {
       findings.error(file, line, `position ${event.position} does not follow position ${position} (a line moved or duplicated)`);
-      return;
+      failed = true;
+      return false;
     }
     revision = event.revision;
     position = event.position;
     openBatch = event.more === true ? (openBatch ?? line) : undefined;
-  }
-  if (openBatch !== undefined) findings.warning(file, openBatch, 'a batch whose last record never made it (a torn tail; a writer drops it on open)');
+    return true;
+  });
+  if (!failed && openBatch !== undefined) findings.warning(file, openBatch, 'a batch whose last record never made it (a torn tail; a writer drops it on open)');
 }
 
 function hashFile(path: string): Promise<string> {
