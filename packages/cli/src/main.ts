@@ -8,6 +8,11 @@ import { buildProgram } from './program.js';
  * refused, 2 usage, 3 not found, 4 storage error.
  */
 export async function main(argv: readonly string[]): Promise<number> {
+  // A reader that stops early (`| head`) closes the pipe: that ends the output, and is not a failure.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(ExitCode.ok);
+    throw error;
+  });
   const program = buildProgram();
   try {
     await program.parseAsync([...argv]);
