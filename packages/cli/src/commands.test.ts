@@ -22,7 +22,9 @@ describe('the command line itself', () => {
 
   it('exits 2 on a usage error: unknown command or option, bad value, no store', async () => {
     expect((await run(['bogus'])).code).toBe(2);
-    expect((await run(['info', '--bogus'])).code).toBe(2);
+    const unknown = await run(['info', '--bogus', '--json']);
+    expect(unknown.code).toBe(2);
+    expect(jsonLines(unknown.stdout)[0]).toMatchObject({ ok: false, error: { exitCode: 2, code: 'usage' } });
     expect((await run(['list', '--phase', 'sleeping', '-s', freshDir()])).code).toBe(2);
     expect((await run(['tail', '-n', 'many', '-s', freshDir()])).code).toBe(2);
     const noStore = await run(['info', '--json']);

@@ -20,7 +20,12 @@ export async function main(argv: readonly string[]): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) {
       // Help and version end in a CommanderError too; commander has already printed what it had to say.
-      return error.exitCode === 0 || error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? ExitCode.ok : ExitCode.usage;
+      if (error.exitCode === 0 || error.code === 'commander.helpDisplayed' || error.code === 'commander.version') return ExitCode.ok;
+      if (argv.includes('--json')) {
+        const message = error.message.replace(/^error: /, '');
+        await new Output({ json: true, quiet: true }).line({ ok: false, error: { exitCode: ExitCode.usage, code: 'usage', message, hint: 'Try: sessionfold --help' } });
+      }
+      return ExitCode.usage;
     }
     const out = new Output({ json: argv.includes('--json'), quiet: false });
     const failure = describeFailure(error);

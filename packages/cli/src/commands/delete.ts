@@ -13,7 +13,11 @@ export function registerDelete(program: Command): void {
     .description('erase a session: its events, snapshot and the blobs no other stream owns (a right-to-erasure request)')
     .argument('<session-id>', 'the session id (a UUID)')
     .option('--dry-run', 'print what would be removed; change nothing')
-    .addHelpText('after', examples('sessionfold delete 0f8e…-… -s file:./data --dry-run', 'sessionfold delete 0f8e…-… -s file:./data --json'))
+    .addHelpText(
+      'after',
+      examples('sessionfold delete 0f8e…-… -s file:./data --dry-run', 'sessionfold delete 0f8e…-… -s file:./data --json') +
+        "\n\nThe session's start-key stream is kept: it makes sure its start idempotency id never hands out the erased id again.",
+    )
     .action(async (rawId: unknown, rawOptions: unknown, command: Command) => {
       const context = contextOf(command);
       const id = parseArg(z.string().uuid('expected a session id (a UUID)'), rawId, '<session-id>').toLowerCase();

@@ -151,21 +151,28 @@ async function importJournal(store: EventStore, path: string, name: string, prob
     counts.sessionsPresent++;
   }
   const key = record.state['startIdempotencyId'];
-  if (typeof key === 'string' && record.phase !== 'complete') await bindStartKey(store, key, record.id, counts);
+  if (typeof key === 'string' && record.phase !== 'complete') {
+    const other = await bindStartKey(store, key, record.id, counts);
+    if (other) problems.push({ severity: 'warning', file: name, message: `start key ${JSON.stringify(key)} already belongs to live session ${other}; a start with it returns that one` });
+  }
 }
 
-/** Binds start key `key` to the imported session, unless it is bound to it already or to another live session. */
-async function bindStartKey(store: EventStore, key: string, sessionId: string, counts: Counts): Promise<void> {
+/**
+ * Binds start key `key` to the imported session, unless it is bound to it already or to another live session;
+ * returns the id of that other session.
+ */
+async function bindStartKey(store: EventStore, key: string, sessionId: string, counts: Counts): Promise<string | undefined> {
   const stream = startKeyStream(key);
   const { state, revision } = await foldStream(store, stream, startKeyReducer);
-  if (state.bindings.some((binding) => binding.sessionId === sessionId)) return;
+  if (state.bindings.some((binding) => binding.sessionId === sessionId)) return undefined;
   const latest = state.bindings.at(-1);
-  if (latest && !latest.released) return;
+  if (latest && !latest.released) return latest.sessionId;
   const incarnation = state.bindings.length + 1;
   await store.append(stream, [{ type: 'StartKeyBound', data: { at: new Date().toISOString(), idempotencyId: key, incarnation, sessionId } }], {
     expectedRevision: revision === 0 ? 'no_stream' : revision,
   });
   counts.startKeysBound++;
+  return undefined;
 }
 
 /** Adds each receipt to the catalog unless one for its session object is there (listed twice: imported once). */
