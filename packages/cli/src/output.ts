@@ -1,5 +1,8 @@
 import type { Writable } from 'node:stream';
 
+/** Output gathered before one write to stdout. */
+const CHUNK = 64 * 1024;
+
 /**
  * Where a command's output goes: machine or human output on stdout, logs and warnings on stderr. Writes wait
  * for a full stdout to drain, so a command streaming millions of lines holds only what the pipe holds.
@@ -17,8 +20,33 @@ export class Output {
     this.#stderr = options.stderr ?? process.stderr;
   }
 
-  /** Writes text to stdout, waiting when the pipe is full. */
-  async write(text: string): Promise<void> {
+  /** Text not yet handed to stdout. */
+  #pending = '';
+  #flushScheduled = false;
+
+  /**
+   * Writes text to stdout. Lines are gathered into chunks of 64 KiB (one write call per line made a streamed
+   * export spend more time in writes than in reading the store); what is left is handed over as soon as the
+   * command waits for anything, and the caller waits while the pipe is full.
+   */
+  write(text: string): Promise<void> {
+    this.#pending += text;
+    if (this.#pending.length >= CHUNK) return this.flush();
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true;
+      setImmediate(() => {
+        this.#flushScheduled = false;
+        void this.flush();
+      });
+    }
+    return Promise.resolve();
+  }
+
+  /** Hands everything written so far to stdout; resolves once stdout can take more. */
+  async flush(): Promise<void> {
+    const text = this.#pending;
+    if (text === '') return;
+    this.#pending = '';
     if (this.#stdout.write(text)) return;
     await new Promise<void>((resolve, reject) => {
       const done = (error?: Error) => {

@@ -60,6 +60,7 @@ export function registerExport(program: Command): void {
           await write({ kind: 'end', ...counts });
         } finally {
           bar.stop();
+          await target.flush();
           if (fileStream) await new Promise<void>((resolve, reject) => fileStream.end((error?: Error | null) => (error ? reject(error) : resolve())));
         }
         if (file !== undefined) {
