@@ -51,11 +51,13 @@ describe('the command line itself', () => {
     expect(jsonLines(result.stdout)[0]).toMatchObject({ ok: false, error: { exitCode: 4 } });
   });
 
-  it('exits 4 with a hint when a writing command meets a store that another process writes', async () => {
+  it('exits 4 with a hint when a writing command meets a store that another process writes; info names the writer', async () => {
     const { url, dir } = await populatedFileStore();
     const { fileStore } = await import('@sessionfold/store-file');
     const writer = await fileStore({ directory: dir });
     try {
+      const info = JSON.parse((await run(['info', '--json', '-s', url])).stdout) as { status: unknown };
+      expect(info.status).toEqual({ writer: { pid: process.pid, running: true } });
       const result = await run(['compact', '--all', '-s', url]);
       expect(result.code).toBe(4);
       expect(result.stderr).toMatch(/Try: /);

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { contextOf, withStore } from '../context.js';
 import { examples } from '../help.js';
-import { countStore, formatBytes, sizeOnDisk } from '../store-facts.js';
+import { countStore, fileStoreWriter, formatBytes, sizeOnDisk } from '../store-facts.js';
 
 /** `info`: kind, location, counts, head position, size on disk and the store's status. */
 export function registerInfo(program: Command): void {
@@ -14,7 +14,8 @@ export function registerInfo(program: Command): void {
       await withStore(context, true, async ({ store, location, where }) => {
         const counts = await countStore(store);
         const bytes = await sizeOnDisk(location);
-        const status = store.status ? await store.status() : undefined;
+        // Until a store reports its own status, a file store's writer is read from its LOCK file.
+        const status = store.status ? await store.status() : location.kind === 'file' ? await fileStoreWriter(location.directory) : undefined;
         const info = { kind: location.kind, location: where, ...counts, sizeOnDisk: bytes ?? null, status: status ?? null };
         if (context.out.json) return context.out.document(info);
         const rows: [string, string][] = [
