@@ -1,5 +1,6 @@
 import { readFileSync, readdirSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { fileDigests, populatedFileStore, populatedSqliteStore, run } from './test-support.fixture.js';
 
@@ -99,5 +100,21 @@ describe('verify', () => {
     const { code, report } = await verify(store.url);
     expect(code).toBe(1);
     expect(new Set(report.problems.map((problem) => problem.file)).size).toBe(damaged.length);
+  });
+});
+
+describe('verify on a SQLite store', () => {
+  it('names the table and blob of damaged bytes and the stream of an unreadable event, exit 1, writing nothing', async () => {
+    const store = await populatedSqliteStore();
+    const raw = new Database(store.path);
+    raw.prepare("UPDATE blobs SET bytes = X'00'").run();
+    raw.prepare('UPDATE events SET data = ? WHERE stream = ? AND revision = 2 AND kind = 0').run('{not json', `session-${store.sessionId}`);
+    raw.close();
+    const before = fileDigests(store.dir);
+    const { code, report } = await verify(store.url);
+    expect(code).toBe(1);
+    expect(report.problems).toContainEqual(expect.objectContaining({ severity: 'error', message: expect.stringMatching(new RegExp(`table blobs.*${store.blob}`)) }));
+    expect(report.problems).toContainEqual(expect.objectContaining({ severity: 'error', message: expect.stringContaining(`stream session-${store.sessionId}`) }));
+    expect(fileDigests(store.dir)).toEqual(before);
   });
 });

@@ -9,12 +9,12 @@ import type { Findings } from './problems.js';
  */
 export async function scanThroughPort(store: EventStore, where: string, findings: Findings, bar: Progress): Promise<void> {
   const streams: string[] = [];
-  await attempt(findings, where, async () => {
+  await attempt(findings, where, 'the list of streams', async () => {
     for await (const { stream } of store.streams()) streams.push(stream);
   });
   bar.total(streams.length + 1);
   for (const stream of streams) {
-    await attempt(findings, where, async () => {
+    await attempt(findings, where, `the events of stream ${stream}`, async () => {
       const read = await store.read(stream);
       let revision = read.snapshot?.revision ?? 0;
       for await (const event of read.events) {
@@ -23,7 +23,7 @@ export async function scanThroughPort(store: EventStore, where: string, findings
         revision = event.revision;
       }
     });
-    await attempt(findings, where, async () => {
+    await attempt(findings, where, `the blobs of stream ${stream}`, async () => {
       for await (const sha of store.blobs(stream)) {
         findings.blobs++;
         const bytes = await store.getBlob(sha);
@@ -32,7 +32,7 @@ export async function scanThroughPort(store: EventStore, where: string, findings
     });
     bar.tick();
   }
-  await attempt(findings, where, async () => {
+  await attempt(findings, where, 'the change feed', async () => {
     let position = 0;
     for await (const change of store.readAll()) {
       if (change.position <= position) throw new CorruptionError('change feed', change.position, `position ${change.position} does not follow ${position}`);
@@ -42,11 +42,12 @@ export async function scanThroughPort(store: EventStore, where: string, findings
   bar.tick();
 }
 
-async function attempt(findings: Findings, where: string, work: () => Promise<void>): Promise<void> {
+/** Runs one part of the scan; a failure becomes a problem naming where the store said, or `where` and `what`. */
+async function attempt(findings: Findings, where: string, what: string, work: () => Promise<void>): Promise<void> {
   try {
     await work();
   } catch (error) {
     if (error instanceof CorruptionError) findings.error(error.file, error.line, error.message);
-    else findings.error(where, undefined, error instanceof Error ? error.message : String(error));
+    else findings.error(where, undefined, `${what}: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
