@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { fileDigests, freshDir, jsonLines, populatedFileStore, populatedSqliteStore, run } from './test-support.fixture.js';
+import { BIN, fileDigests, freshDir, jsonLines, populatedFileStore, populatedSqliteStore, run } from './test-support.fixture.js';
 
 describe('the command line itself', () => {
   it('prints help with examples and exit codes, and its version, with exit 0', async () => {
@@ -41,6 +41,18 @@ describe('the command line itself', () => {
     const { url } = await populatedFileStore();
     expect((await run(['show', '00000000-0000-4000-8000-000000000000', '-s', url])).code).toBe(3);
     expect((await run(['read', 'no-such-stream', '-s', url])).code).toBe(3);
+  });
+
+  it('ends quietly with exit 0 when the reader closes the pipe early', async () => {
+    const { url } = await populatedFileStore();
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, [BIN, 'tail', '-s', url], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout.destroy();
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(0);
+    expect(stderr).not.toMatch(/EPIPE/);
   });
 
   it('exits 4 with the reason and a hint when PostgreSQL is asked for and its store is not installed', async () => {
@@ -108,6 +120,13 @@ describe.each([
     expect(jsonLines((await run(['tail', '--from', 'end', ...s])).stdout)).toEqual([]);
     const from = all[3]?.position as number;
     expect(jsonLines((await run(['tail', '--from', String(from), ...s])).stdout)).toEqual(all.slice(3));
+  });
+
+  it('take the store from SESSIONFOLD_STORE when --store is not given', async () => {
+    const store = await populated();
+    const info = await run(['info', '--json'], { env: { SESSIONFOLD_STORE: store.url } });
+    expect(info.code).toBe(0);
+    expect(JSON.parse(info.stdout)).toMatchObject({ kind, sessions: 1 });
   });
 
   it('print tables for people without --json', async () => {
