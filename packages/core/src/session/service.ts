@@ -62,32 +62,11 @@ import type { CatalogState, LogEntry, SessionCommand, SessionRecord, SessionStre
 import { SessionProjection } from './projection.js';
 import { CompletionSteps } from './completion.js';
 import { SessionObjects } from './objects.js';
+import { refusingWrites } from './read-only.js';
 import { SessionStarts } from './starts.js';
 import { BackOff, DEFAULT_RETRY_POLICY, StreamWriter } from './stream-writer.js';
 import { applyCatalogEvent, applySessionEvent, applyStartKeyEvent, catalogReducer, logEntry, sessionReducer, startKeyReducer } from './reducer.js';
 import { materialise, receiptRecord, type StoredObject } from './view.js';
-
-/** The methods that write; a read-only service refuses them all. */
-const MUTATING_METHODS = [
-  'start',
-  'register',
-  'enqueue',
-  'claimCommand',
-  'completeCommand',
-  'cancelCommand',
-  'stop',
-  'appendTranscript',
-  'stageObject',
-  'checkpoint',
-  'requestIngress',
-  'startIngress',
-  'completeIngress',
-  'failIngress',
-  'retryIngress',
-  'releaseInterruptedIngress',
-  'complete',
-  'recordCompletion',
-] as const satisfies readonly (keyof SessionHistory)[];
 
 /** Options of `openSessionHistory`. */
 export interface SessionHistoryOptions {
@@ -418,11 +397,6 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     },
   };
 
-  if (readOnly) {
-    const refuse = () => Promise.reject(SessionHistoryError.invalid(messages.readOnly));
-    for (const name of MUTATING_METHODS) Object.assign(service, { [name]: refuse });
-  }
-
   async function completeWith(stream: StreamId, decide: (state: SessionStreamState, at: Date) => Decision): Promise<SessionRecord> {
     return run(async () => {
       const result = await mutate(stream, decide);
@@ -432,5 +406,5 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     });
   }
 
-  return service;
+  return readOnly ? refusingWrites(service) : service;
 }
