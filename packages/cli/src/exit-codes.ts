@@ -82,7 +82,8 @@ function hintFor(error: SessionfoldError): string {
   if (error instanceof UnsupportedFormatError) return 'Try: a newer release of sessionfold';
   if (error instanceof ConcurrencyError) return 'Try: run the command again; another process wrote at the same time';
   if (error instanceof StoreClosedError) return 'Try: run the command again';
-  if (error instanceof StorageError && /read-only/.test(error.message)) return 'Try: stop the writer, or use a command that only reads';
+  if (error instanceof StorageError && /reopen it/.test(error.message)) return 'Try: run the command again (the writer changed the store while it was being read)';
+  if (error instanceof StorageError && /opened read-only/.test(error.message)) return 'Try: a command that only reads, or open the store for writing';
   return 'Try: check the store path, its permissions and free disk space, then sessionfold verify';
 }
 
