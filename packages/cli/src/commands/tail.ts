@@ -1,3 +1,5 @@
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { StorageError, type RecordedEvent } from '@sessionfold/core/kernel';
 import { z } from 'zod';
@@ -34,6 +36,8 @@ export function registerTail(program: Command): void {
       const onSignal = () => abort.abort();
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
+      // Taken before the view opens: a write in between then shows as a change, never as nothing new.
+      const seen = { fingerprint: location.kind === 'file' && options.follow ? await directoryFingerprint(location.directory) : '' };
       let opened = await openStore(location, { readOnly: true });
       try {
         const print = (change: RecordedEvent) => formatChange(context.out, change);
@@ -51,7 +55,7 @@ export function registerTail(program: Command): void {
         while (!abort.signal.aborted) {
           await sleep(POLL_INTERVAL_MS, abort.signal);
           if (abort.signal.aborted) break;
-          opened = await refreshed(opened, location);
+          opened = await refreshed(opened, location, seen);
           try {
             for await (const change of opened.store.readAll({ fromPosition: next })) {
               await print(change);
@@ -108,13 +112,31 @@ async function printExisting(
 
 /**
  * A view that sees the latest commits. The file store's read-only view shows the directory as it was when it
- * opened, so it is opened again for each look; other stores read the latest commits through one connection.
+ * opened, so it is opened again — but only when a file changed, since opening reads every journal; other
+ * stores read the latest commits through one connection.
  */
-async function refreshed(opened: OpenedStore, location: StoreLocation): Promise<OpenedStore> {
+async function refreshed(opened: OpenedStore, location: StoreLocation, seen: { fingerprint: string }): Promise<OpenedStore> {
   if (location.kind !== 'file') return opened;
+  const fingerprint = await directoryFingerprint(location.directory);
+  if (fingerprint === seen.fingerprint) return opened;
   const fresh = await openStore(location, { readOnly: true });
   await opened.store.close();
+  seen.fingerprint = fingerprint;
   return fresh;
+}
+
+/** Names, sizes and change times of the files a write touches: equal fingerprints mean nothing was written. */
+async function directoryFingerprint(directory: string): Promise<string> {
+  const parts: string[] = [];
+  for (const sub of ['streams', 'owners', 'blobs', '.']) {
+    const dir = join(directory, sub);
+    const names = await readdir(dir).catch(() => [] as string[]);
+    for (const name of names.sort()) {
+      const info = await stat(join(dir, name)).catch(() => undefined);
+      if (info?.isFile()) parts.push(`${sub}/${name}:${info.size}:${info.mtimeMs}`);
+    }
+  }
+  return parts.join('\n');
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
