@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { isUuid, phaseSchema } from '@sessionfold/core';
+import { phaseSchema, type SessionRecord } from '@sessionfold/core';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
 import { examples } from '../help.js';
@@ -19,9 +19,10 @@ export function registerList(program: Command): void {
       await withStore(context, true, async ({ store }) =>
         withReadOnlyHistory(store, async (history) => {
           const records = await history.list(phase === undefined ? undefined : { phase });
-          // Receipts have a session object id for an id, sessions a UUID: sessions first, as the listing promises.
-          const sessions = records.filter((record) => isUuid(record.id));
-          const receipts = records.filter((record) => !isUuid(record.id));
+          // A receipt's record is named by its session object id; sessions come first, as the listing promises.
+          const isReceipt = (record: SessionRecord) => record.phase === 'complete' && record.state['sessionObjectId'] === record.id;
+          const sessions = records.filter((record) => !isReceipt(record));
+          const receipts = records.filter(isReceipt);
           const rows = [];
           for (const record of sessions) {
             rows.push({
@@ -32,7 +33,7 @@ export function registerList(program: Command): void {
               openCommands: await openCommandCount(store, record.id),
             });
           }
-          const receiptRows = receipts.map((record) => ({ sessionObjectId: record.id, updatedAt: record.updatedAt, state: record.state }));
+          const receiptRows = receipts.map((record) => ({ sessionObjectId: record.id, committedAt: record.updatedAt, receipt: record.state['commitReceipt'] ?? null }));
           if (context.out.json) return context.out.document({ sessions: rows, receipts: receiptRows });
           await context.out.table(
             ['ID', 'PHASE', 'VERSION', 'UPDATED', 'OPEN COMMANDS'],
@@ -40,7 +41,7 @@ export function registerList(program: Command): void {
           );
           if (receiptRows.length > 0) {
             await context.out.text('');
-            await context.out.table(['RECEIPT (SESSION OBJECT)', 'COMMITTED'], receiptRows.map((row) => [row.sessionObjectId, row.updatedAt]));
+            await context.out.table(['RECEIPT (SESSION OBJECT)', 'COMMITTED'], receiptRows.map((row) => [row.sessionObjectId, row.committedAt]));
           }
         }),
       );
