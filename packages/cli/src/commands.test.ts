@@ -35,8 +35,11 @@ describe('the command line itself', () => {
 
   it('exits 3 for a store, session or stream that is not there, creating nothing', async () => {
     const dir = freshDir();
-    expect((await run(['info', '-s', join(dir, 'missing')])).code).toBe(3);
-    expect((await run(['list', '-s', `sqlite:${join(dir, 'missing.db')}`])).code).toBe(3);
+    const id = '00000000-0000-4000-8000-000000000000';
+    const readOnly = [['info'], ['list'], ['show', id], ['replay', id], ['streams'], ['read', 'catalog'], ['tail'], ['verify'], ['export'], ['compact', '--all', '--dry-run'], ['delete', id, '--dry-run']];
+    for (const url of [join(dir, 'missing'), `file:${join(dir, 'missing')}`, `sqlite:${join(dir, 'missing.db')}`]) {
+      for (const args of readOnly) expect((await run([...args, '-s', url])).code, `${args.join(' ')} ${url}`).toBe(3);
+    }
     expect(readdirSync(dir)).toEqual([]);
     const { url } = await populatedFileStore();
     expect((await run(['show', '00000000-0000-4000-8000-000000000000', '-s', url])).code).toBe(3);
