@@ -73,6 +73,10 @@ describe('the command line itself', () => {
     try {
       const info = JSON.parse((await run(['info', '--json', '-s', url])).stdout) as { status: unknown };
       expect(info.status).toEqual({ writer: { pid: process.pid, running: true } });
+      // Beside the running writer, every command that only looks works.
+      for (const args of [['list'], ['streams'], ['tail'], ['verify'], ['export'], ['compact', '--all', '--dry-run']]) {
+        expect((await run([...args, '-s', url])).code, args.join(' ')).toBe(0);
+      }
       const result = await run(['compact', '--all', '-s', url]);
       expect(result.code).toBe(4);
       expect(result.stderr).toMatch(/Try: /);
