@@ -129,10 +129,12 @@ async function checkFile(file: string): Promise<Plan> {
         break;
       case 'snapshot':
         if (current?.stream !== value.stream || current.at !== 0) throw damaged(file, line, 'a snapshot out of place');
+        if (value.snapshot.identity.stream !== value.stream) throw damaged(file, line, `the snapshot's identity names stream ${value.snapshot.identity.stream}`);
         current.at = value.snapshot.revision;
         break;
       case 'event':
         if (current?.stream !== value.stream || value.revision !== current.at + 1) throw damaged(file, line, 'an event out of order');
+        if (value.type.startsWith('$')) throw damaged(file, line, `event type ${value.type} is reserved for the change feed`);
         current.at = value.revision;
         plan.events++;
         break;
