@@ -2,7 +2,7 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { RawRead } from '../raw-limits.js';
 import { fillStream, withStore, type Measurement, type Scenario } from '../scenario.js';
-import { perSecond, timeInFlight } from '../stats.js';
+import { median, perSecond, timeInFlight } from '../stats.js';
 
 /** What the child reports of one command. */
 interface CliRun {
@@ -31,12 +31,6 @@ function runCli(args: readonly string[]): Promise<CliRun> {
       if (!answered) reject(new Error(`bench: the CLI child exited with code ${code}`));
     });
   });
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
 /** The CLI's streaming commands, each with the raw read it is compared with. */
