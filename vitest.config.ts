@@ -8,6 +8,7 @@ export default defineConfig({
   resolve: { conditions: ['sessionfold-source'] },
   ssr: { resolve: { conditions: ['sessionfold-source'], externalConditions: ['sessionfold-source'] } },
   test: {
+    globalSetup: ['./scripts/build-before-tests.ts'],
     projects,
     reporters: ['default', new EveryProjectRunsTests(projects.map((p) => String(p.test?.name)))],
   },

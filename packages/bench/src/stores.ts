@@ -3,7 +3,7 @@ import { loadPeer } from './peers.js';
 import type { RawFamilyName } from './raw-limits.js';
 
 /** Abilities a scenario may need; a store that lacks one gets "n/a" with the reason, never a crash. */
-export type Capability = 'concurrentAppends' | 'compact' | 'readAll' | 'reopen' | 'service';
+export type Capability = 'concurrentAppends' | 'compact' | 'readAll' | 'reopen' | 'service' | 'storeUrl';
 
 /** A store under test, loaded and ready to open. */
 export interface StoreSubject {
@@ -14,6 +14,8 @@ export interface StoreSubject {
   readonly lacks: Partial<Record<Capability, string>>;
   /** Opens (or, when it can `reopen`, reopens) the store kept in `dir`. */
   open(dir: string): Promise<EventStore>;
+  /** The `sessionfold --store` URL of the store kept in `dir` (stores with the `storeUrl` capability). */
+  url?(dir: string): string;
   /** Something the table should say about the last scenario (e.g. retries), cleared by reading it. */
   takeNote?(): string | undefined;
 }
@@ -61,7 +63,7 @@ export const SUBJECTS: readonly SubjectEntry[] = [
       return {
         name: 'memory',
         raw: 'memory',
-        lacks: { reopen: 'nothing survives the process' },
+        lacks: { reopen: 'nothing survives the process', storeUrl: 'nothing on disk for the command line to open' },
         open: async () => memoryStore(),
       };
     },
@@ -71,7 +73,7 @@ export const SUBJECTS: readonly SubjectEntry[] = [
     async load() {
       const make = await factory('@sessionfold/store-file', 'fileStore');
       if ('unavailable' in make) return make;
-      return { name: 'file', raw: 'file', lacks: {}, open: async (directory) => make({ directory }) };
+      return { name: 'file', raw: 'file', lacks: {}, open: async (directory) => make({ directory }), url: (directory) => `file:${directory}` };
     },
   },
   {
@@ -80,7 +82,13 @@ export const SUBJECTS: readonly SubjectEntry[] = [
       const make = await factory('@sessionfold/store-sqlite', 'sqliteStore');
       if ('unavailable' in make) return make;
       const { join } = await import('node:path');
-      return { name: 'sqlite', raw: 'sqlite', lacks: {}, open: async (dir) => make({ path: join(dir, 'store.sqlite') }) };
+      return {
+        name: 'sqlite',
+        raw: 'sqlite',
+        lacks: {},
+        open: async (dir) => make({ path: join(dir, 'store.sqlite') }),
+        url: (dir) => `sqlite:${join(dir, 'store.sqlite')}`,
+      };
     },
   },
   {
@@ -96,6 +104,7 @@ export const SUBJECTS: readonly SubjectEntry[] = [
           concurrentAppends: 'concurrent appends on one store fail (SQLITE_MISUSE: Database is closed)',
           compact: 'no compaction',
           service: 'not a sessionfold store',
+          storeUrl: 'not a sessionfold store',
         },
         open: async (dir) => peer.emmettSqliteStore(dir, counters),
         takeNote() {

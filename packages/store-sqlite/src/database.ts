@@ -27,7 +27,8 @@ export interface SqliteDatabase {
   close(): unknown;
 }
 
-/** Opens (creating if needed) the database file at `path` with SQLite's busy timeout set. */
-export function openDatabase(path: string, busyTimeoutMs: number): SqliteDatabase {
-  return new Database(path, { timeout: busyTimeoutMs }) as unknown as SqliteDatabase;
+/** Opens (creating if needed, unless `readonly`) the database file at `path` with SQLite's busy timeout set. */
+export function openDatabase(path: string, busyTimeoutMs: number, readonly = false): SqliteDatabase {
+  const options = readonly ? { timeout: busyTimeoutMs, readonly: true, fileMustExist: true } : { timeout: busyTimeoutMs };
+  return new Database(path, options) as unknown as SqliteDatabase;
 }

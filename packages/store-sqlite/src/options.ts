@@ -16,6 +16,12 @@ export interface SqliteStoreOptions {
   maxEventBytes?: number;
   /** Source of `recordedAt` (default: the system clock). */
   clock?: () => Date;
+  /**
+   * Open an existing, migrated database for reading only: nothing is created or migrated (a missing path,
+   * an empty or unmigrated file and a newer schema are errors) and every write rejects with `StorageError`.
+   * SQLite may still create its `-wal`/`-shm` side files to read a WAL database.
+   */
+  readOnly?: boolean;
 }
 
 /** The options after checking, with defaults filled in; frozen, so later changes by the caller do not leak in. */
@@ -25,16 +31,18 @@ export interface StoreConfig {
   readonly busyTimeoutMs: number;
   readonly maxEventBytes: number;
   readonly clock: () => Date;
+  readonly readOnly: boolean;
 }
 
 /** Checks `options` before anything touches the disk; throws `InvalidInputError` naming the bad option. */
 export function readOptions(options: SqliteStoreOptions): StoreConfig {
   if (typeof options !== 'object' || options === null) throw new InvalidInputError('options', '@sessionfold/store-sqlite: expected { path }');
-  const { path, synchronous = 'FULL', busyTimeoutMs = 5000, maxEventBytes = DEFAULT_MAX_EVENT_BYTES, clock = () => new Date() } = options;
+  const { path, synchronous = 'FULL', busyTimeoutMs = 5000, maxEventBytes = DEFAULT_MAX_EVENT_BYTES, clock = () => new Date(), readOnly = false } = options;
   if (typeof path !== 'string' || path.length === 0) throw new InvalidInputError('path', '@sessionfold/store-sqlite: the option `path` is required');
   if (synchronous !== 'FULL' && synchronous !== 'NORMAL') throw new InvalidInputError('synchronous', "expected 'FULL' or 'NORMAL'");
   if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) throw new InvalidInputError('busyTimeoutMs', 'expected an integer ≥ 0');
   if (!Number.isSafeInteger(maxEventBytes) || maxEventBytes < 1) throw new InvalidInputError('maxEventBytes', 'expected an integer ≥ 1');
   if (typeof clock !== 'function') throw new InvalidInputError('clock', 'expected a function returning a Date');
-  return Object.freeze({ path, synchronous, busyTimeoutMs, maxEventBytes, clock });
+  if (typeof readOnly !== 'boolean') throw new InvalidInputError('readOnly', 'expected a boolean');
+  return Object.freeze({ path, synchronous, busyTimeoutMs, maxEventBytes, clock, readOnly });
 }

@@ -59,6 +59,7 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
   };
   const writable = () => {
     live();
+    if (config.readOnly) throw new StorageError(`@sessionfold/store-sqlite: ${path} was opened read-only`);
     if (poisonedBy instanceof CorruptionError) {
       throw new StorageError(
         `@sessionfold/store-sqlite: ${path}: damage was found in the database (${poisonedBy.message}); writes are refused ` +

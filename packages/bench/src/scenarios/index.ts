@@ -1,5 +1,6 @@
 import type { Scenario } from '../scenario.js';
 import { appendBatch, appendInFlightManyStreams, appendInFlightOneStream, appendSingle } from './append.js';
+import { cliReads } from './cli.js';
 import { compaction } from './compaction.js';
 import { readAllStreams, replayStream } from './replay.js';
 import { coldOpen, serviceConcurrentTranscript, serviceRoundTrip, serviceScaling } from './service.js';
@@ -17,4 +18,5 @@ export const SCENARIOS: readonly Scenario[] = [
   serviceRoundTrip,
   serviceConcurrentTranscript,
   serviceScaling,
+  cliReads,
 ];

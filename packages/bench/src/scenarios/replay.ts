@@ -2,7 +2,7 @@ import type { EventStore } from '@sessionfold/core';
 import type { RawFamily, RawRead } from '../raw-limits.js';
 import { measureRead, measureReadInChild, type ReadMode, type ReadResult } from '../read-measure.js';
 import { fillStream, type Measurement, type Scenario, type ScenarioContext } from '../scenario.js';
-import { perSecond, timeInFlight } from '../stats.js';
+import { median, perSecond, timeInFlight } from '../stats.js';
 import type { StoreSubject } from '../stores.js';
 
 /** How one read scenario fills its store and prepares its raw limit. */
@@ -12,13 +12,6 @@ interface PairedReads {
   fill(store: EventStore): Promise<unknown>;
   mode: ReadMode;
   prepareRaw(family: RawFamily, dir: string): Promise<() => Promise<RawRead>>;
-}
-
-/** The median of a few numbers. */
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
 /**

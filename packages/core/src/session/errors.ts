@@ -26,6 +26,7 @@ export const messages = {
   idempotencyId: 'idempotency_id must contain between 1 and 255 bytes',
   tooManyConflicts: 'Session changed concurrently too many times; try again.',
   closed: 'Session History is closed.',
+  readOnly: 'Session History was opened read-only; open it without readOnly to change sessions.',
 } as const;
 
 /** Every error the session-history service throws: a stable `code` and a message safe to show a caller. */

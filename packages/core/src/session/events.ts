@@ -4,6 +4,7 @@ import { jsonObjectSchema, jsonValueSchema } from './json-schema.js';
 import {
   completionReceiptSchema,
   ingressFailureEntrySchema,
+  lifecycleRecordSchema,
   logRoleSchema,
   sessionCommandSchema,
   stagedObjectSchema,
@@ -53,6 +54,14 @@ export const sessionEventSchemas = {
   CommandCompleted: z.object({ at, commandId: z.string(), outcome: jsonValueSchema }),
   CommandCancelRequested: z.object({ at, commandId: z.string() }),
   TranscriptAppended: z.object({ at, role: logRoleSchema.exclude(['pending-object']), text: z.string() }),
+  /**
+   * A session carried over from another system as it was there: its whole lifecycle record, version, phase,
+   * failures and next attempt included (so it need not start at version 1). `source` says where it came from.
+   * Ignored when the session already exists.
+   */
+  SessionImported: z.object({ at, source: z.string(), record: lifecycleRecordSchema }),
+  /** A command carried over with its own id, sequence, status and times; ignored when its id is already queued. */
+  CommandImported: z.object({ at, command: sessionCommandSchema }),
   ObjectStaged: stagedObjectSchema.extend({ at }),
 } as const;
 
@@ -94,6 +103,7 @@ export const LIFECYCLE_EVENT_TYPES: readonly SessionEventType[] = [
   'IngressRetried',
   'IngressReleased',
   'SessionCompleted',
+  'SessionImported',
 ];
 
 /** Builds a typed session event (the compiler checks the data against its type). */

@@ -4,14 +4,17 @@
 
 export {
   CATALOG_STREAM,
+  RECEIPT_ID_NAMESPACE,
   SESSION_STREAM_PREFIX,
   START_KEY_STREAM_PREFIX,
   commandIdFor,
+  isUuid,
   legacySessionIdForStart,
   sessionIdForStart,
   sessionIdOfStream,
   sessionStream,
   startKeyStream,
+  uuidV5,
 } from './ids.js';
 export {
   catalogEventSchemas,
@@ -84,4 +87,5 @@ export {
   startSessionSchema,
 } from './inputs.js';
 export { DEFAULT_CONTROL_STATE_KEYS, controlState } from './control-state.js';
+export { isOpenCommand } from './decisions.js';
 export { materialise, receiptRecord, summaryRecord, transcriptEntry, transcriptText } from './view.js';

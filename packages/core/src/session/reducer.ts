@@ -123,6 +123,14 @@ export function applySessionEvent(state: SessionStreamState, event: SessionEvent
         bump(record, event.data.at);
         return;
       }
+      case 'SessionImported': {
+        if (record) return;
+        draft.record = structuredClone(event.data.record) as Draft<LifecycleRecord>;
+        const key = event.data.record.state.startIdempotencyId;
+        if (typeof key === 'string') draft.startKey = key;
+        return;
+      }
+      case 'CommandImported':
       case 'CommandEnqueued': {
         if (commandIndex(state, event.data.command.id) >= 0) return;
         draft.commands.push(event.data.command);

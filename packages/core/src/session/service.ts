@@ -63,6 +63,7 @@ import { SessionProjection } from './projection.js';
 import { BackgroundCompaction, compactionPolicy, type CompactionPolicy } from './compaction.js';
 import { CompletionSteps } from './completion.js';
 import { SessionObjects } from './objects.js';
+import { refusingWrites } from './read-only.js';
 import { SessionStarts } from './starts.js';
 import { observerOf, type SessionHistoryObserver } from './observer.js';
 import { BackOff, DEFAULT_RETRY_POLICY, StreamWriter, type WriterHooks } from './stream-writer.js';
@@ -91,6 +92,11 @@ export interface SessionHistoryOptions {
   compaction?: CompactionPolicy | false;
   /** Hooks for the application's logger and metrics (appends, compactions, conflicts, catch-ups); none by default. */
   observer?: SessionHistoryObserver;
+  /**
+   * Only look: finish no interrupted completion on open and write nothing; every method that would write
+   * rejects with `invalid_request`. For inspecting a store beside its running writer (e.g. a read-only view).
+   */
+  readOnly?: boolean;
 }
 
 /** A value and whether this call created it (false: an earlier call with the same idempotency id did). */
@@ -279,8 +285,10 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     }
   };
 
+  const readOnly = options.readOnly === true;
   await run(async () => {
     await projection.catchUp();
+    if (readOnly) return;
     for (const [stream, projected] of projection.sessions()) {
       if (projected.state.record?.phase === 'complete') await completions.finish(stream);
     }
@@ -434,5 +442,5 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     });
   }
 
-  return service;
+  return readOnly ? refusingWrites(service) : service;
 }

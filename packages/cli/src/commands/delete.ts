@@ -1,0 +1,52 @@
+import type { Command } from 'commander';
+import { sessionStream } from '@sessionfold/core/session';
+import { z } from 'zod';
+import { contextOf, withStore } from '../context.js';
+import { notFound } from '../exit-codes.js';
+import { examples } from '../help.js';
+import { parseArg } from '../parse.js';
+
+/** `delete <session-id> [--dry-run]`: erase a session's stream, snapshot and the blobs only it owns. */
+export function registerDelete(program: Command): void {
+  program
+    .command('delete')
+    .description('erase a session: its events, snapshot and the blobs no other stream owns (a right-to-erasure request)')
+    .argument('<session-id>', 'the session id (a UUID)')
+    .option('--dry-run', 'print what would be removed; change nothing')
+    .addHelpText(
+      'after',
+      examples('sessionfold delete 0f8e…-… -s file:./data --dry-run', 'sessionfold delete 0f8e…-… -s file:./data --json') +
+        "\n\nThe session's start-key stream is kept: it makes sure its start idempotency id never hands out the erased id again.",
+    )
+    .action(async (rawId: unknown, rawOptions: unknown, command: Command) => {
+      const context = contextOf(command);
+      const id = parseArg(z.string().uuid('expected a session id (a UUID)'), rawId, '<session-id>').toLowerCase();
+      const { dryRun } = parseArg(z.object({ dryRun: z.boolean().default(false) }), rawOptions, 'options');
+      const { out } = context;
+      await withStore(context, dryRun, async ({ store }) => {
+        const stream = sessionStream(id);
+        const read = await store.read(stream);
+        if (read.revision === 0) throw notFound(`no session ${id}`);
+        let events = 0;
+        for await (const _ of read.events) events++;
+        const owned: string[] = [];
+        for await (const sha of store.blobs(stream)) owned.push(sha);
+        // A blob another stream also owns stays: only this session's own bytes are erased.
+        const shared = new Set<string>();
+        if (owned.length > 0) {
+          const mine = new Set(owned);
+          for await (const other of store.streams()) {
+            if (other.stream === stream) continue;
+            for await (const sha of store.blobs(other.stream)) if (mine.has(sha)) shared.add(sha);
+          }
+        }
+        const blobs = owned.filter((sha) => !shared.has(sha));
+        if (!dryRun) await store.deleteStream(stream, { expectedRevision: read.revision });
+        const summary = { dryRun, sessionId: id, stream, revision: read.revision, events, snapshot: read.snapshot !== undefined, blobsRemoved: blobs, blobsKept: [...shared] };
+        if (out.json) return out.document(summary);
+        const verb = dryRun ? 'would remove' : 'removed';
+        await out.text(`${verb} ${stream}: ${events} event(s)${read.snapshot ? ', its snapshot' : ''}, ${blobs.length} blob(s)${shared.size > 0 ? ` (${shared.size} shared blob(s) kept)` : ''}`);
+        for (const sha of blobs) await out.text(`  blob ${sha}`);
+      });
+    });
+}

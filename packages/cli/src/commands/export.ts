@@ -1,0 +1,74 @@
+import { createWriteStream, existsSync } from 'node:fs';
+import { once } from 'node:events';
+import type { Command } from 'commander';
+import { z } from 'zod';
+import { contextOf, withStore } from '../context.js';
+import { refused } from '../exit-codes.js';
+import { examples } from '../help.js';
+import { Output } from '../output.js';
+import { parseArg } from '../parse.js';
+import { PORTABLE_FORMAT, PORTABLE_VERSION, type PortableLine } from '../portable.js';
+import { progress } from '../progress.js';
+
+/**
+ * `export [--out FILE]`: the whole store as one portable JSON-lines file (streams, snapshots, events, blobs in
+ * base64), streamed: nothing but the current event or blob is held in memory.
+ */
+export function registerExport(program: Command): void {
+  program
+    .command('export')
+    .description('write the whole store as one portable JSON-lines file: streams, snapshots, events, blobs (base64)')
+    .option('-o, --out <file>', 'write to this file (created; never overwritten) instead of stdout')
+    .addHelpText(
+      'after',
+      examples('sessionfold export -s file:./data --out backup.jsonl', 'sessionfold export -s sqlite:./sessions.db | gzip > backup.jsonl.gz') +
+        '\n\nPositions and recordedAt are not exported: a store the file is imported into gives its own.',
+    )
+    .action(async (rawOptions: unknown, command: Command) => {
+      const context = contextOf(command);
+      const { out: file } = parseArg(z.object({ out: z.string().min(1).optional() }), rawOptions, '--out');
+      if (file !== undefined && existsSync(file)) throw refused(`${file} exists; export never overwrites a file`, 'Try: another --out path');
+      await withStore(context, true, async ({ store }) => {
+        const fileStream = file === undefined ? undefined : createWriteStream(file, { flags: 'wx', mode: 0o600 });
+        if (fileStream) await once(fileStream, 'open');
+        const target = fileStream ? new Output({ json: true, quiet: true, stdout: fileStream }) : context.out;
+        const write = (line: PortableLine) => target.line(line);
+        let total = 0;
+        for await (const _ of store.streams()) total++;
+        const bar = progress(context.out, 'export', total);
+        const counts = { streams: 0, events: 0, blobs: 0 };
+        try {
+          await write({ kind: 'header', format: PORTABLE_FORMAT, version: PORTABLE_VERSION, exportedAt: new Date().toISOString() });
+          for await (const { stream } of store.streams()) {
+            const read = await store.read(stream);
+            if (read.revision === 0) continue;
+            counts.streams++;
+            await write({ kind: 'stream', stream, revision: read.revision });
+            if (read.snapshot) await write({ kind: 'snapshot', stream, snapshot: read.snapshot });
+            for await (const event of read.events) {
+              counts.events++;
+              await write({ kind: 'event', stream, revision: event.revision, type: event.type, data: event.data, ...(event.eventId === undefined ? {} : { eventId: event.eventId }) });
+            }
+            for await (const sha256 of store.blobs(stream)) {
+              const bytes = await store.getBlob(sha256);
+              if (bytes === undefined) continue;
+              counts.blobs++;
+              await write({ kind: 'blob', stream, sha256, base64: Buffer.from(bytes).toString('base64') });
+            }
+            bar.tick();
+          }
+          await write({ kind: 'end', ...counts });
+        } finally {
+          bar.stop();
+          await target.flush();
+          if (fileStream) await new Promise<void>((resolve, reject) => fileStream.end((error?: Error | null) => (error ? reject(error) : resolve())));
+        }
+        if (file !== undefined) {
+          if (context.out.json) await context.out.document({ file, ...counts });
+          else await context.out.text(`exported ${counts.streams} stream(s), ${counts.events} event(s), ${counts.blobs} blob(s) to ${file}`);
+        } else {
+          context.out.log(`exported ${counts.streams} stream(s), ${counts.events} event(s), ${counts.blobs} blob(s)`);
+        }
+      });
+    });
+}

@@ -1,0 +1,24 @@
+import type { Command } from 'commander';
+import { z } from 'zod';
+import { contextOf, withStore } from '../context.js';
+import { examples } from '../help.js';
+import { parseArg } from '../parse.js';
+
+/** `streams [--prefix P]`: every stream with its revision, one per line. */
+export function registerStreams(program: Command): void {
+  program
+    .command('streams')
+    .description('every stream and its revision, in name order')
+    .option('--prefix <prefix>', 'only streams whose name starts with this')
+    .addHelpText('after', examples('sessionfold streams -s file:./data', 'sessionfold streams --prefix session- --json'))
+    .action(async (rawOptions: unknown, command: Command) => {
+      const context = contextOf(command);
+      const { prefix } = parseArg(z.object({ prefix: z.string().optional() }), rawOptions, '--prefix');
+      await withStore(context, true, async ({ store }) => {
+        for await (const entry of store.streams(prefix === undefined ? {} : { prefix })) {
+          if (context.out.json) await context.out.line(entry);
+          else await context.out.text(`${entry.stream}\t${entry.revision}`);
+        }
+      });
+    });
+}

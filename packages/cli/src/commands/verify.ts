@@ -1,0 +1,79 @@
+import type { Command } from 'commander';
+import { CorruptionError, SessionfoldError } from '@sessionfold/core/kernel';
+import { z } from 'zod';
+import { contextOf } from '../context.js';
+import { ExitCode } from '../exit-codes.js';
+import { examples } from '../help.js';
+import { openStore, type VerifyProblem } from '../open-store.js';
+import { parseArg } from '../parse.js';
+import { progress } from '../progress.js';
+import { describeLocation, parseStoreUrl } from '../store-url.js';
+import { scanFileStore } from '../verify/file-scan.js';
+import { scanThroughPort } from '../verify/port-scan.js';
+import { Findings } from '../verify/problems.js';
+
+/**
+ * `verify [--strict]`: the store's own `verify()` when it has one; otherwise every file (file store) and every
+ * record, event, feed entry and blob read and checked. Never writes. Exit 1 on any error (with --strict, on any
+ * warning too); a torn tail alone is a warning.
+ */
+export function registerVerify(program: Command): void {
+  program
+    .command('verify')
+    .description('check every record, journal line and blob; name the file and line (or table and key) of each problem')
+    .option('--strict', 'treat warnings (a torn tail) as problems: exit 1')
+    .addHelpText('after', examples('sessionfold verify -s file:./data', 'sessionfold verify --strict --json -s sqlite:./sessions.db'))
+    .action(async (rawOptions: unknown, command: Command) => {
+      const context = contextOf(command);
+      const { strict } = parseArg(z.object({ strict: z.boolean().default(false) }), rawOptions, 'options');
+      const { out } = context;
+      const location = parseStoreUrl(context.storeUrl);
+      const where = describeLocation(location);
+      const findings = new Findings();
+      const bar = progress(out, 'verify');
+      try {
+        if (location.kind === 'file') {
+          await openStore(location, { readOnly: true }).then(
+            (opened) => opened.store.close(),
+            (error: unknown) => {
+              // Damage shows when the view opens; the scan below names every place, not just the first.
+              if (!(error instanceof CorruptionError)) throw error;
+            },
+          );
+          await scanFileStore(location.directory, findings, bar);
+        }
+        if (findings.errors === 0) {
+          let opened;
+          try {
+            opened = await openStore(location, { readOnly: true });
+          } catch (error) {
+            if (!(error instanceof SessionfoldError) || error.code !== 'corruption') throw error;
+            findings.error((error as CorruptionError).file, (error as CorruptionError).line, error.message);
+          }
+          if (opened) {
+            try {
+              if (opened.store.verify) findings.problems.push(...(await opened.store.verify()).problems);
+              else await scanThroughPort(opened.store, where, findings, bar);
+            } finally {
+              await opened.store.close();
+            }
+          }
+        }
+      } finally {
+        bar.stop();
+      }
+      const problems: VerifyProblem[] = findings.problems;
+      const errors = problems.filter((problem) => problem.severity === 'error').length;
+      const warnings = problems.length - errors;
+      const ok = errors === 0 && (!strict || warnings === 0);
+      if (out.json) {
+        await out.document({ ok, store: where, errors, warnings, problems, checked: { files: findings.files, records: findings.records, blobs: findings.blobs } });
+      } else {
+        for (const problem of problems) {
+          await out.text(`${problem.severity}: ${problem.file}${problem.line === undefined ? '' : `:${problem.line}`}: ${problem.message}`);
+        }
+        await out.text(`${ok ? 'ok' : 'problems found'}: ${errors} error(s), ${warnings} warning(s) in ${where}`);
+      }
+      if (!ok) process.exitCode = ExitCode.problems;
+    });
+}

@@ -1,0 +1,21 @@
+import type { JsonValue } from '@sessionfold/core/kernel';
+import type { Output } from './output.js';
+
+/** A change of a stream or of the feed as printed: the port's RecordedEvent, or a snapshot without a position. */
+export interface PrintedChange {
+  streamId: string;
+  type: string;
+  revision: number;
+  data: JsonValue;
+  position?: number;
+  recordedAt?: string;
+  eventId?: string;
+}
+
+/**
+ * Prints one change as one JSON line, with or without --json: raw events are for tools (jq, grep) as much as
+ * for people, and a line of JSON is the one form both read.
+ */
+export function formatChange(out: Output, change: PrintedChange): Promise<void> {
+  return out.line(change);
+}

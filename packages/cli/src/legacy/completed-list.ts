@@ -1,0 +1,46 @@
+import { readFile } from 'node:fs/promises';
+import { type CompletionReceipt } from '@sessionfold/core';
+import { completionReceiptSchema } from '@sessionfold/core/session';
+
+/** A completed list line that could not be read. */
+export interface ListProblem {
+  line: number;
+  message: string;
+}
+
+/**
+ * Reads the legacy completed list: each non-empty line is a bare session object id or a JSON receipt. A
+ * session object id listed again is the same receipt (the first one wins), as the legacy service read it.
+ */
+export async function readCompletedList(path: string): Promise<{ receipts: CompletionReceipt[]; problems: ListProblem[] }> {
+  const text = await readFile(path, 'utf8');
+  const receipts: CompletionReceipt[] = [];
+  const problems: ListProblem[] = [];
+  const seen = new Set<string>();
+  text.split('\n').forEach((raw, index) => {
+    const line = raw.trim();
+    if (line === '') return;
+    let receipt: CompletionReceipt;
+    if (line.startsWith('{')) {
+      let value: unknown;
+      try {
+        value = JSON.parse(line);
+      } catch {
+        problems.push({ line: index + 1, message: 'not valid JSON' });
+        return;
+      }
+      const parsed = completionReceiptSchema.safeParse(value);
+      if (!parsed.success) {
+        problems.push({ line: index + 1, message: `not a completion receipt (${parsed.error.issues[0]?.message ?? 'invalid'})` });
+        return;
+      }
+      receipt = parsed.data;
+    } else {
+      receipt = completionReceiptSchema.parse({ sessionObjectId: line });
+    }
+    if (seen.has(receipt.sessionObjectId)) return;
+    seen.add(receipt.sessionObjectId);
+    receipts.push(receipt);
+  });
+  return { receipts, problems };
+}

@@ -1,0 +1,75 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { z } from 'zod';
+
+/** One record of a legacy control journal: `sha256hex SP {"kind","recordedAt","value"}`. */
+const controlRecordSchema = z.object({ kind: z.string(), recordedAt: z.string(), value: z.unknown() });
+
+/** What a legacy control journal holds once read: the latest lifecycle record and the latest record of each command. */
+export interface ControlJournal {
+  lifecycle: unknown;
+  /** The latest record of each command id, in the order each id first appeared. */
+  commands: unknown[];
+  /** True when an unfinished last line was dropped. */
+  tornTail: boolean;
+}
+
+/** A control journal that cannot be read: the file and 1-based line of the first bad record. */
+export class LegacyJournalError extends Error {
+  readonly file: string;
+  readonly line: number;
+  readonly reason: string;
+  constructor(file: string, line: number, reason: string) {
+    super(`${file}:${line}: ${reason}`);
+    this.name = 'LegacyJournalError';
+    this.file = file;
+    this.line = line;
+    this.reason = reason;
+  }
+}
+
+/**
+ * Reads a legacy control journal as its service read it: an unfinished last line is a torn write and is
+ * dropped; a complete line with a bad checksum or bad JSON stops the file (`LegacyJournalError`); the latest
+ * `session_lifecycle` record and the latest `session_command` record of each command id win.
+ */
+export async function readControlJournal(path: string, file: string): Promise<ControlJournal> {
+  const bytes = await readFile(path);
+  let lifecycle: unknown;
+  const commands = new Map<string, unknown>();
+  let start = 0;
+  let line = 0;
+  let tornTail = false;
+  while (start < bytes.length) {
+    const end = bytes.indexOf(0x0a, start);
+    line++;
+    if (end < 0) {
+      tornTail = true;
+      break;
+    }
+    let text = bytes.subarray(start, end);
+    start = end + 1;
+    if (text[text.length - 1] === 0x0d) text = text.subarray(0, -1);
+    const space = text.indexOf(0x20);
+    if (space < 0) throw new LegacyJournalError(file, line, 'the record has no checksum separator');
+    const payload = text.subarray(space + 1);
+    if (createHash('sha256').update(payload).digest('hex') !== text.subarray(0, space).toString('latin1')) {
+      throw new LegacyJournalError(file, line, 'checksum mismatch');
+    }
+    let parsed;
+    try {
+      parsed = controlRecordSchema.safeParse(JSON.parse(payload.toString('utf8')));
+    } catch {
+      throw new LegacyJournalError(file, line, 'the record is not valid JSON');
+    }
+    if (!parsed.success) throw new LegacyJournalError(file, line, 'not a control record ({kind, recordedAt, value})');
+    const record = parsed.data;
+    if (record.kind === 'session_lifecycle') lifecycle = record.value;
+    else if (record.kind === 'session_command') {
+      const id = (record.value as { id?: unknown } | null)?.id;
+      if (typeof id !== 'string') throw new LegacyJournalError(file, line, 'a command record without an id');
+      commands.set(id, record.value);
+    }
+  }
+  return { lifecycle, commands: [...commands.values()], tornTail };
+}

@@ -1,0 +1,127 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openSessionHistory, type SessionHistory } from '@sessionfold/core';
+import type { EventStore } from '@sessionfold/core/kernel';
+import { fileStore } from '@sessionfold/store-file';
+import { sqliteStore } from '@sessionfold/store-sqlite';
+import { afterEach } from 'vitest';
+
+/** The committed bin shim, which loads the built command. */
+export const BIN = fileURLToPath(new URL('../bin/sessionfold.mjs', import.meta.url));
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh temporary directory, removed after the test. */
+export function freshDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sessionfold-cli-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** What a finished CLI process left. */
+export interface Ran {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built CLI with `args` to its end, with SESSIONFOLD_STORE unset unless `env` sets it. */
+export function run(args: readonly string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<Ran> {
+  const env = { ...process.env, ...options.env };
+  if (!options.env?.['SESSIONFOLD_STORE']) delete env['SESSIONFOLD_STORE'];
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env, cwd: options.cwd, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error && typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : error ? 1 : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Starts the CLI and leaves it running (for --follow). */
+export function start(args: readonly string[]): ChildProcess {
+  const env = { ...process.env };
+  delete env['SESSIONFOLD_STORE'];
+  return spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** Parses JSON-lines output. */
+export function jsonLines(text: string): unknown[] {
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as unknown);
+}
+
+/** Every file below `dir` with the sha256 of its bytes; SQLite's own -wal/-shm side files are left out. */
+export function fileDigests(dir: string): Record<string, string> {
+  const digests: Record<string, string> = {};
+  const walk = (current: string) => {
+    for (const name of readdirSync(current)) {
+      const path = join(current, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else if (!/-(wal|shm)$/.test(name)) digests[relative(dir, path)] = createHash('sha256').update(readFileSync(path)).digest('hex');
+    }
+  };
+  walk(dir);
+  return digests;
+}
+
+/** What `populate` made. */
+export interface Populated {
+  sessionId: string;
+  completedObjectId: string;
+  blob: string;
+}
+
+/**
+ * Fills a store through the service: one active session with a transcript, two commands (one claimed), a
+ * blob, and one completed session (a receipt in the catalog).
+ */
+export async function populate(store: EventStore): Promise<Populated> {
+  const history: SessionHistory = await openSessionHistory({ store });
+  try {
+    const started = await history.start({ idempotencyId: 'start-1', startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' });
+    const id = started.value.id;
+    const first = await history.enqueue(id, { idempotencyId: 'c-1', kind: 'message', payload: { text: 'hello' } });
+    await history.enqueue(id, { idempotencyId: 'c-2', kind: 'message', payload: { text: 'again' } });
+    await history.claimCommand(first.value.id);
+    await history.appendTranscript(id, { role: 'user-message', text: 'hello' });
+    await history.appendTranscript(id, { role: 'assistant-message', text: 'hi there' });
+    const blob = await store.putBlob(`session-${id}`, new TextEncoder().encode('object bytes'));
+    const done = await history.start({ idempotencyId: 'start-2', startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' });
+    await history.complete(done.value.id, { expectedVersion: done.value.version, state: { sessionObjectId: 'A1234567' } });
+    return { sessionId: id, completedObjectId: 'A1234567', blob };
+  } finally {
+    await history.close();
+  }
+}
+
+/** A populated file store in a fresh directory; returns its directory and what is in it. */
+export async function populatedFileStore(): Promise<Populated & { dir: string; url: string }> {
+  const dir = join(freshDir(), 'data');
+  const store = await fileStore({ directory: dir });
+  try {
+    return { ...(await populate(store)), dir, url: `file:${dir}` };
+  } finally {
+    await store.close();
+  }
+}
+
+/** A populated SQLite store in a fresh directory. */
+export async function populatedSqliteStore(): Promise<Populated & { dir: string; path: string; url: string }> {
+  const dir = freshDir();
+  const path = join(dir, 'sessions.db');
+  const store = sqliteStore({ path });
+  try {
+    return { ...(await populate(store)), dir, path, url: `sqlite:${path}` };
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,184 @@
+import { createHash } from 'node:crypto';
+import { createReadStream, existsSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import type { Progress } from '../progress.js';
+import type { Findings } from './problems.js';
+
+/** One complete framed line of a journal-like file. */
+interface FramedLine {
+  line: number;
+  payload: unknown;
+}
+
+/**
+ * Checks every file of a file store as it lies on disk, without the store's code: the framing and checksum
+ * of every line, revision and position order in each journal, snapshot identities, owner records against
+ * blob files, and each blob's bytes against its name. Every problem is named by file and 1-based line;
+ * an unfinished last line (which the next writer cuts) is a warning.
+ */
+export async function scanFileStore(directory: string, findings: Findings, bar: Progress): Promise<void> {
+  const name = (path: string) => relative(directory, path) || path;
+  const streamsDir = join(directory, 'streams');
+  const ownersDir = join(directory, 'owners');
+  const blobsDir = join(directory, 'blobs');
+  const streamFiles = await listFiles(streamsDir);
+  const ownerFiles = await listFiles(ownersDir);
+  const blobFiles = await listFiles(blobsDir);
+  bar.total(streamFiles.length + ownerFiles.length + blobFiles.length + 2);
+
+  const formatPath = join(directory, 'format.json');
+  if (existsSync(formatPath)) await framedLines(formatPath, name(formatPath), findings);
+  const tombstones = join(directory, 'tombstones.jsonl');
+  if (existsSync(tombstones)) await framedLines(tombstones, name(tombstones), findings);
+  bar.tick(2);
+
+  const snapshotRevisions = new Map<string, number>();
+  for (const file of streamFiles.filter((entry) => entry.endsWith('.snapshot.json'))) {
+    const path = join(streamsDir, file);
+    const stream = file.slice(0, -'.snapshot.json'.length);
+    const lines = await framedLines(path, name(path), findings);
+    const envelope = lines[0]?.payload as { identity?: { stream?: unknown }; revision?: unknown } | undefined;
+    if (envelope !== undefined) {
+      if (envelope.identity?.stream !== stream) findings.error(name(path), 1, `the snapshot's identity names stream ${JSON.stringify(envelope.identity?.stream)}, not ${stream}`);
+      if (typeof envelope.revision === 'number') snapshotRevisions.set(stream, envelope.revision);
+    }
+    bar.tick();
+  }
+  for (const file of streamFiles.filter((entry) => entry.endsWith('.jsonl'))) {
+    const path = join(streamsDir, file);
+    const stream = file.slice(0, -'.jsonl'.length);
+    await checkJournal(path, name(path), snapshotRevisions.get(stream) ?? 0, findings);
+    bar.tick();
+  }
+
+  const blobNames = new Set(blobFiles.filter((entry) => /^[0-9a-f]{64}$/.test(entry)));
+  for (const file of ownerFiles.filter((entry) => entry.endsWith('.jsonl'))) {
+    const path = join(ownersDir, file);
+    for (const { line, payload } of await framedLines(path, name(path), findings)) {
+      const sha = (payload as { sha256?: unknown }).sha256;
+      if (typeof sha !== 'string') findings.error(name(path), line, 'an owner record without a sha256');
+      else if (!blobNames.has(sha)) findings.error(name(path), line, `the stream owns blob ${sha}, but ${name(join(blobsDir, sha))} is missing`);
+    }
+    bar.tick();
+  }
+  for (const sha of blobNames) {
+    const path = join(blobsDir, sha);
+    const actual = await hashFile(path);
+    findings.blobs++;
+    if (actual !== sha) findings.error(name(path), undefined, `the blob's bytes hash to ${actual}, not to its name`);
+    bar.tick();
+  }
+}
+
+async function listFiles(directory: string): Promise<string[]> {
+  try {
+    return (await readdir(directory, { withFileTypes: true })).filter((entry) => entry.isFile()).map((entry) => entry.name).sort();
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Calls `onLine` with each complete, intact line of a framed file, read in chunks so that a journal of any size
+ * is checked in bounded memory. A bad line is an error and ends the file (what follows it cannot be trusted to
+ * be in order); bytes after the last newline are a torn tail: a warning.
+ */
+async function forEachFramedLine(path: string, file: string, findings: Findings, onLine: (line: FramedLine) => boolean | void): Promise<void> {
+  findings.files++;
+  let pending: Buffer = Buffer.alloc(0);
+  let line = 0;
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+    let start = 0;
+    for (let end = pending.indexOf(0x0a, start); end >= 0; end = pending.indexOf(0x0a, start)) {
+      line++;
+      const parsed = checkLine(pending.subarray(start, end), file, line, findings);
+      start = end + 1;
+      if (parsed === undefined || onLine({ line, payload: parsed.payload }) === false) return;
+    }
+    pending = pending.subarray(start);
+  }
+  if (pending.length > 0) {
+    findings.warning(
+      file,
+      line + 1,
+      pending.every((byte) => byte === 0) ? 'NUL bytes after the last record (a torn tail; a writer cuts it on open)' : 'an unfinished last line (a torn tail; a writer cuts it on open)',
+    );
+  }
+}
+
+/** The payload of one framed line, or undefined (an error recorded) when the line is damaged. */
+function checkLine(text: Buffer, file: string, line: number, findings: Findings): { payload: unknown } | undefined {
+  findings.records++;
+  const space = text.indexOf(0x20);
+  if (space !== 64) {
+    findings.error(file, line, 'not a framed record (`sha256 payload`)');
+    return undefined;
+  }
+  const payload = text.subarray(space + 1);
+  if (createHash('sha256').update(payload).digest('hex') !== text.subarray(0, space).toString('latin1')) {
+    findings.error(file, line, 'checksum mismatch: the record was changed after it was written');
+    return undefined;
+  }
+  try {
+    return { payload: JSON.parse(payload.toString('utf8')) as unknown };
+  } catch {
+    findings.error(file, line, 'the record is not valid JSON');
+    return undefined;
+  }
+}
+
+/** Every intact line of a small framed file (a snapshot, format.json, an owners file). */
+async function framedLines(path: string, file: string, findings: Findings): Promise<FramedLine[]> {
+  const lines: FramedLine[] = [];
+  await forEachFramedLine(path, file, findings, (line) => void lines.push(line));
+  return lines;
+}
+
+/** Checks a journal's records: revisions gap-free after the snapshot's, positions increasing, batches finished. */
+async function checkJournal(path: string, file: string, snapshotRevision: number, findings: Findings): Promise<void> {
+  let revision: number | undefined;
+  let position = 0;
+  let openBatch: number | undefined;
+  let failed = false;
+  await forEachFramedLine(path, file, findings, ({ line, payload }) => {
+    const event = payload as { revision?: unknown; position?: unknown; more?: unknown };
+    if (typeof event.revision !== 'number' || typeof event.position !== 'number') {
+      findings.error(file, line, 'an event without a revision or position');
+      failed = true;
+      return false;
+    }
+    // Events a snapshot covers may remain after a crash between writing the snapshot and rewriting the journal.
+    if (event.revision <= snapshotRevision && revision === undefined) {
+      position = Math.max(position, event.position);
+      return true;
+    }
+    const expected = (revision ?? snapshotRevision) + 1;
+    if (event.revision !== expected) {
+      findings.error(file, line, `revision ${event.revision} where revision ${expected} was expected (a line moved, removed or duplicated)`);
+      failed = true;
+      return false;
+    }
+    if (event.position <= position) {
+      findings.error(file, line, `position ${event.position} does not follow position ${position} (a line moved or duplicated)`);
+      failed = true;
+      return false;
+    }
+    revision = event.revision;
+    position = event.position;
+    openBatch = event.more === true ? (openBatch ?? line) : undefined;
+    return true;
+  });
+  if (!failed && openBatch !== undefined) findings.warning(file, openBatch, 'a batch whose last record never made it (a torn tail; a writer drops it on open)');
+}
+
+function hashFile(path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const hash = createHash('sha256');
+    createReadStream(path)
+      .on('data', (chunk) => hash.update(chunk))
+      .on('error', reject)
+      .on('end', () => resolve(hash.digest('hex')));
+  });
+}

@@ -1,0 +1,24 @@
+import type { VerifyProblem } from '../open-store.js';
+
+/** Problems found so far, and how much was checked. */
+export class Findings {
+  readonly problems: VerifyProblem[] = [];
+  files = 0;
+  records = 0;
+  blobs = 0;
+
+  /** Records damage: verify exits 1. */
+  error(file: string, line: number | undefined, message: string): void {
+    this.problems.push({ severity: 'error', file, ...(line === undefined ? {} : { line }), message });
+  }
+
+  /** Records something a writer repairs by itself (a torn tail): exit 0 unless --strict. */
+  warning(file: string, line: number | undefined, message: string): void {
+    this.problems.push({ severity: 'warning', file, ...(line === undefined ? {} : { line }), message });
+  }
+
+  /** How many errors were recorded. */
+  get errors(): number {
+    return this.problems.filter((problem) => problem.severity === 'error').length;
+  }
+}

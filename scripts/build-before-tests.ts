@@ -1,0 +1,13 @@
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Builds every package once before any test runs: the CLI's and the install check's tests run built output, so
+ * `npm ci && npm test` works on a fresh clone without a separate build step. Incremental: cheap when up to date.
+ */
+export default function buildBeforeTests(): void {
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  execFileSync(process.execPath, [tsc, '-b', root], { stdio: 'inherit' });
+}
