@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 import projects from './vitest.workspace.js';
 import EveryProjectRunsTests from './scripts/every-project-runs-tests.js';
@@ -8,7 +9,8 @@ export default defineConfig({
   resolve: { conditions: ['sessionfold-source'] },
   ssr: { resolve: { conditions: ['sessionfold-source'], externalConditions: ['sessionfold-source'] } },
   test: {
-    globalSetup: ['./scripts/build-before-tests.ts'],
+    // Absolute: a relative path would be resolved against each project's root. Every project inherits it; it builds once per run.
+    globalSetup: [fileURLToPath(new URL('./scripts/build-before-tests.ts', import.meta.url))],
     projects,
     reporters: ['default', new EveryProjectRunsTests(projects.map((p) => String(p.test?.name)))],
   },
