@@ -48,7 +48,7 @@ export async function openStore(location: StoreLocation, options: { readOnly: bo
     case 'file': {
       if (options.readOnly) {
         if (!existsSync(location.directory)) throw notFound(`no store at ${where}: the directory does not exist`, 'Try: check the path, or --store sqlite:FILE for a SQLite store');
-        if (!statSync(location.directory).isDirectory()) throw notFound(`${where} is not a directory`, 'Try: --store sqlite:' + location.directory + ' if it is a SQLite file');
+        if (!statSync(location.directory).isDirectory()) throw notFound(`${where} is not a directory`, `Try: --store sqlite:${location.directory} if it is a SQLite file`);
       }
       return opened(await fileStore({ directory: location.directory, readOnly: options.readOnly }));
     }

@@ -68,7 +68,10 @@ export function journalEvents(
     const event = asEventLine(value);
     if (typeof event === 'string') throw new CorruptionError(path, no, event);
     if (event.stream !== undefined && event.stream !== stream) throw new CorruptionError(path, no, misplaced(event.stream));
-    if (event.position > window.maxPosition) return reader.stop();
+    if (event.position > window.maxPosition) {
+      reader.stop();
+      return;
+    }
     if (event.revision < window.minRevision || event.position < window.minPosition) return;
     const recorded: RecordedEvent = {
       streamId: stream,

@@ -2,7 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Command } from 'commander';
-import { type CompletionReceipt } from '@sessionfold/core';
+import type { CompletionReceipt } from '@sessionfold/core';
 import { CATALOG_STREAM, RECEIPT_ID_NAMESPACE, catalogReducer, isUuid, sessionStream, startKeyReducer, startKeyStream, uuidV5 } from '@sessionfold/core/session';
 import { ConcurrencyError, foldStream, type EventStore, type NewEvent } from '@sessionfold/core/kernel';
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { type SessionRecord } from '@sessionfold/core';
+import type { SessionRecord } from '@sessionfold/core';
 import { phaseSchema } from '@sessionfold/core/session';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';

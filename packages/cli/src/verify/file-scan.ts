@@ -84,7 +84,7 @@ async function listFiles(directory: string): Promise<string[]> {
  * is checked in bounded memory. A bad line is an error and ends the file (what follows it cannot be trusted to
  * be in order); bytes after the last newline are a torn tail: a warning.
  */
-async function forEachFramedLine(path: string, file: string, findings: Findings, onLine: (line: FramedLine) => boolean | void): Promise<void> {
+async function forEachFramedLine(path: string, file: string, findings: Findings, onLine: (line: FramedLine) => boolean | undefined): Promise<void> {
   findings.files++;
   let pending: Buffer = Buffer.alloc(0);
   let line = 0;

@@ -266,7 +266,7 @@ export function decideRetryIngress(state: SessionStreamState, input: { expectedV
  */
 export function decideReleaseInterruptedIngress(state: SessionStreamState, now: Date): Decision {
   const record = state.record;
-  if (!record || record.phase !== 'ingress_in_progress') return [];
+  if (record?.phase !== 'ingress_in_progress') return [];
   return [
     sessionEvent('IngressReleased', {
       at: iso(now),
