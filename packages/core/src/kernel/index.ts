@@ -4,3 +4,5 @@ export * from './port.js';
 export * from './validate.js';
 export * from './memory-store.js';
 export * from './fold.js';
+export * from './capabilities.js';
+export * from './follow.js';
