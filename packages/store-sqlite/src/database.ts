@@ -31,3 +31,8 @@ export interface SqliteDatabase {
 export function openDatabase(path: string, busyTimeoutMs: number): SqliteDatabase {
   return new Database(path, { timeout: busyTimeoutMs }) as unknown as SqliteDatabase;
 }
+
+/** Opens an existing database file for reading only: nothing done through it can change the file. */
+export function openDatabaseReadOnly(path: string, busyTimeoutMs: number): SqliteDatabase {
+  return new Database(path, { readonly: true, fileMustExist: true, timeout: busyTimeoutMs }) as unknown as SqliteDatabase;
+}
