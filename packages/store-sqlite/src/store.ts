@@ -66,7 +66,6 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
   });
   const changes = new ChangeSignal();
   const dataVersion = db.prepare('PRAGMA data_version').pluck();
-  let seenDataVersion: unknown;
 
   let closed = false;
   const live = () => {
@@ -234,6 +233,8 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
     follow(followOptions) {
       live();
       const { fromPosition, signal } = validateFollowOptions(followOptions);
+      // Each follower keeps the version it last saw: one follower's look must not hide a change from another.
+      let seenDataVersion: unknown;
       return followFeed(
         {
           readAll: (from) => (live(), reads.feed(from)),

@@ -172,6 +172,28 @@ export function describeFollowRules(ctx: SuiteContext): void {
       expect(error?.code).toBe('store_closed');
     });
 
+    it('several followers on a second store object each see every change made by the first [capability: openSecond]', async (t) => {
+      const { store } = await ctx.fresh();
+      skipWithoutMember(t, ctx, store, 'follow');
+      skipWithout(t, !ctx.caps.openSecond, 'needs capabilities.openSecond');
+      const s = streamId();
+      const second = await ctx.caps.openSecond!(store);
+      try {
+        skipWithout(t, second.follow === undefined, 'the second store object has no follow');
+        const followers = [new Follower(second), new Follower(second), new Follower(second)];
+        for (let n = 0; n < 6; n++) {
+          await appendTypes(store, s, [`E${n}`]);
+          await new Promise((resolve) => setTimeout(resolve, n * 15));
+        }
+        for (const follower of followers) {
+          expect(summary(await follower.until(6))).toEqual([0, 1, 2, 3, 4, 5].map((n) => `${s}:E${n}@${n + 1}`));
+          expect(await follower.stop()).toBe('returned');
+        }
+      } finally {
+        await second.close();
+      }
+    });
+
     it('a second store object on the same storage follows changes made by the first, within the documented delay [capability: openSecond]', async (t) => {
       const { store } = await ctx.fresh();
       skipWithoutMember(t, ctx, store, 'follow');
