@@ -22,6 +22,7 @@ import {
   type AppendResult,
   type CheckpointSlot,
   type FollowOptions,
+  type StoreStatus,
   type EventStore,
   type ExpectedRevision,
   type NewEvent,
@@ -42,7 +43,7 @@ import { errorCode, inlineIo, listDir, readingFile, syncDir, unlinkIfPresent, wi
 import { compactJournal, liveFrom, locateRevision } from './journal-compact.js';
 import { scanJournal, type JournalInfo } from './journal-scan.js';
 import { Layout } from './layout.js';
-import { acquireLock, type WriterLock } from './lock.js';
+import { acquireLock, lockHolder, type WriterLock } from './lock.js';
 import { PositionSet } from './position-set.js';
 import { Positions } from './positions.js';
 import { readSnapshotFile, writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
@@ -457,6 +458,28 @@ class FileStore implements EventStore {
       fromPosition,
       signal,
     );
+  }
+
+  /**
+   * The directory, the store id, who holds the writer lock (a live pid, or null), the streams and the last
+   * position as this store object knows them (a view: as of its open), and why writes are refused, if they are.
+   */
+  async status(): Promise<StoreStatus> {
+    this.#assertOpen();
+    let streams = 0;
+    for (const entry of this.#entries.values()) if (entry.revision > 0) streams++;
+    return {
+      kind: 'file',
+      details: {
+        directory: this.#layout.directory,
+        readOnly: this.#readOnly,
+        storeId: this.#storeId ?? null,
+        lockHolderPid: (await lockHolder(this.#fs, this.#layout.directory)) ?? null,
+        streams,
+        lastPosition: this.#positions.watermark,
+        writesRefused: this.#poisoned?.reason ?? null,
+      },
+    };
   }
 
   async close(): Promise<void> {
