@@ -95,6 +95,25 @@ export function describeFollowRules(ctx: SuiteContext): void {
       expect(follower.records.slice(3)).toEqual(await readFeed(store, follower.records[3]!.position));
     });
 
+    it('a change made through the same store object wakes its followers at once, not at the next poll', async (t) => {
+      const { store } = await ctx.fresh();
+      skipWithoutMember(t, ctx, store, 'follow');
+      const s = streamId();
+      const follower = new Follower(store);
+      const delays: number[] = [];
+      for (let n = 0; n < 5; n++) {
+        // Let the follower settle into waiting, so each change has to wake it.
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        await appendTypes(store, s, [`E${n}`]);
+        const committed = performance.now();
+        await follower.until(n + 1);
+        delays.push(follower.arrivals[n]! - committed);
+      }
+      await follower.stop();
+      const median = [...delays].sort((x, y) => x - y)[2]!;
+      expect(median, `delays ${delays.map((d) => d.toFixed(1)).join(', ')} ms`).toBeLessThan(50);
+    });
+
     it('starts at fromPosition', async (t) => {
       const { store } = await ctx.fresh();
       skipWithoutMember(t, ctx, store, 'follow');
