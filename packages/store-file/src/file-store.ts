@@ -445,7 +445,8 @@ class FileStore implements EventStore {
 
   /**
    * The writer yields each change as it settles (woken by its own commits); a read-only view polls the
-   * directory every 50 ms and yields changes once they have been on disk for 100 ms (see `followDirectory`).
+   * directory every 50 ms and yields changes once they have been on disk for 100 ms, within about 200 ms plus
+   * the time to open a view twice (see `followDirectory`).
    */
   follow(options?: FollowOptions): AsyncIterable<RecordedEvent> {
     this.#assertOpen();

@@ -131,8 +131,10 @@ export function followDirectory(ctx: DirectoryFollow, fromPosition: number, sign
       changes: ctx.changes,
       pollMs: VIEW_POLL_MS,
       changedElsewhere: async () => {
-        // Records seen but not yet settled are read again once they are, changed files or not.
-        if (seen.some((entry) => entry.max > lastLimit)) return true;
+        // Records seen but not yet yielded are read again once they have settled, changed files or not; until
+        // then a read would only open a view to yield nothing more.
+        const now = Date.now();
+        if (seen.some((entry) => entry.max > lastLimit && now - entry.at >= VIEW_SETTLE_MS)) return true;
         return (await probe()).print !== lastPrint;
       },
     },
