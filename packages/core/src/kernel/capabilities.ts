@@ -1,3 +1,4 @@
+import { InvalidInputError } from './errors.js';
 import type { JsonValue } from './json.js';
 
 /** How bad a problem `verify` found is: an error is damage or lost data; a warning is harmless leftover (a torn tail, an orphan). */
@@ -92,3 +93,17 @@ export interface StoreStatus {
 
 /** Checkpoint names follow the stream-id rule, so every store can keep them as file names or keys. */
 export const CHECKPOINT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** Checks a checkpoint's name before anything is touched. */
+export function validateCheckpointName(name: unknown): asserts name is string {
+  if (typeof name !== 'string' || !CHECKPOINT_NAME_PATTERN.test(name)) {
+    throw new InvalidInputError('name', `a checkpoint name must match ${String(CHECKPOINT_NAME_PATTERN)}`);
+  }
+}
+
+/** Checks checkpoint data: a `Uint8Array` or a string of well-formed Unicode. */
+export function validateCheckpointData(data: unknown): asserts data is CheckpointData {
+  if (data instanceof Uint8Array) return;
+  if (typeof data !== 'string') throw new InvalidInputError('data', 'expected a Uint8Array or a string');
+  if (!(data as string & { isWellFormed(): boolean }).isWellFormed()) throw new InvalidInputError('data', 'the string is not well-formed Unicode');
+}

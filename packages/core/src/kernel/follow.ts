@@ -1,6 +1,4 @@
 import { InvalidInputError, StoreClosedError } from './errors.js';
-import type { CheckpointData } from './capabilities.js';
-import { CHECKPOINT_NAME_PATTERN } from './capabilities.js';
 import type { RecordedEvent } from './port.js';
 import { validateReadAllOptions } from './validate.js';
 
@@ -122,18 +120,4 @@ export async function* followFeed(source: FollowSource, fromPosition: number, si
       if (elsewhere) break;
     }
   }
-}
-
-/** Checks a checkpoint's name and data before anything is touched. */
-export function validateCheckpointName(name: unknown): asserts name is string {
-  if (typeof name !== 'string' || !CHECKPOINT_NAME_PATTERN.test(name)) {
-    throw new InvalidInputError('name', `a checkpoint name must match ${String(CHECKPOINT_NAME_PATTERN)}`);
-  }
-}
-
-/** Checks checkpoint data: a `Uint8Array` or a string of well-formed Unicode. */
-export function validateCheckpointData(data: unknown): asserts data is CheckpointData {
-  if (data instanceof Uint8Array) return;
-  if (typeof data !== 'string') throw new InvalidInputError('data', 'expected a Uint8Array or a string');
-  if (!(data as string & { isWellFormed(): boolean }).isWellFormed()) throw new InvalidInputError('data', 'the string is not well-formed Unicode');
 }

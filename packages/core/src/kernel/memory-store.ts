@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { CheckpointData, VerifyReport } from './capabilities.js';
+import { validateCheckpointData, validateCheckpointName, type CheckpointData, type VerifyReport } from './capabilities.js';
 import { ConcurrencyError, InvalidInputError, StoreClosedError } from './errors.js';
-import { ChangeSignal, followFeed, validateCheckpointData, validateCheckpointName, validateFollowOptions } from './follow.js';
+import { ChangeSignal, followFeed, validateFollowOptions } from './follow.js';
 import { cloneJson, type JsonValue } from './json.js';
 import {
   DELETED_RECORD,
