@@ -226,7 +226,8 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
         return await verifyDatabase(path, config.busyTimeoutMs, signal);
       } catch (error) {
         if (signal?.aborted && error === signal.reason) throw error;
-        throw translate(error);
+        // Not `translate`: verify reports damage instead of acting on it, so what it cannot read poisons nothing.
+        throw translateError(error, path, config.busyTimeoutMs);
       }
     },
 
@@ -234,7 +235,8 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
       live();
       const { fromPosition, signal } = validateFollowOptions(followOptions);
       // Each follower keeps the version it last saw: one follower's look must not hide a change from another.
-      let seenDataVersion: unknown;
+      // Taken before the first read, so a commit elsewhere after it is found by the first poll.
+      let seenDataVersion = guard(() => dataVersion.get());
       return followFeed(
         {
           readAll: (from) => (live(), reads.feed(from)),
