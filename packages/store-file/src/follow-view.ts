@@ -102,10 +102,13 @@ export function followDirectory(ctx: DirectoryFollow, fromPosition: number, sign
     lastLimit = limit;
     let next = from;
     let max = 0;
+    /** When the first view finished opening: what it read was on disk by then, and is taken as seen then. */
+    let seenAt: number | undefined;
     // The writer may replace a file (a compaction) between a view's open and its read of that file: what was
     // yielded stands, and a new view reads on from there at once (a writer compacting continuously is met again).
     for (let attempt = 1; ; attempt++) {
       const view = await openView();
+      seenAt ??= Date.now();
       try {
         for await (const record of view.readAll({ fromPosition: next })) {
           max = Math.max(max, record.position);
@@ -120,8 +123,8 @@ export function followDirectory(ctx: DirectoryFollow, fromPosition: number, sign
         await view.close();
       }
     }
-    seen.push({ at: now, max });
-    // Older entries than the newest settled one can no longer raise the limit.
+    seen.push({ at: seenAt ?? now, max });
+    // Entries older than the newest settled one can no longer raise the limit above what was yielded.
     while (seen.length > 1 && now - (seen[1] as { at: number }).at >= VIEW_SETTLE_MS) seen.shift();
   }
 
