@@ -155,4 +155,3 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     targets: checkTargets(rows),
   };
 }
-

@@ -18,7 +18,13 @@ describe('resolveCapabilities', () => {
 
   it('keeps the optional-member flags, the follow delay and openSecond; flags left out stay undefined (decided by the store)', () => {
     const openSecond = async (store: EventStore) => store;
-    expect(resolveCapabilities({}, {})).toMatchObject({ verify: undefined, follow: undefined, checkpoints: undefined, followDelayMs: 100, openSecond: undefined });
+    expect(resolveCapabilities({}, {})).toMatchObject({
+      verify: undefined,
+      follow: undefined,
+      checkpoints: undefined,
+      followDelayMs: 100,
+      openSecond: undefined,
+    });
     const caps = resolveCapabilities({ verify: false, follow: true, checkpoints: true, followDelayMs: 250, openSecond }, {});
     expect(caps).toMatchObject({ verify: false, follow: true, checkpoints: true, followDelayMs: 250, openSecond });
   });

@@ -4,7 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { foldStream, legacySessionIdForStart, openSessionHistory, sessionReducer, sessionStream, type EventStore, type SessionHistory } from '@sessionfold/core';
+import {
+  foldStream,
+  legacySessionIdForStart,
+  openSessionHistory,
+  sessionReducer,
+  sessionStream,
+  type EventStore,
+  type SessionHistory,
+} from '@sessionfold/core';
 import { fileStore } from '@sessionfold/store-file';
 import { sqliteStore } from '@sessionfold/store-sqlite';
 import { STORE_KINDS } from './subjects.js';
@@ -19,7 +27,12 @@ async function failures(calls: Promise<unknown>[]): Promise<string[]> {
 /** Asserts the session holds each of the transcript lines and command keys exactly once. */
 async function expectEffectsOnce(store: EventStore, id: string, lines: string[], commandKeys: string[]): Promise<void> {
   const { state } = await foldStream(store, sessionStream(id), sessionReducer);
-  expect(state.log.flat().map((entry) => entry.text).sort()).toEqual([...lines].sort());
+  expect(
+    state.log
+      .flat()
+      .map((entry) => entry.text)
+      .sort(),
+  ).toEqual([...lines].sort());
   expect(state.commands.map((command) => command.idempotencyId).sort()).toEqual([...commandKeys].sort());
 }
 
@@ -79,7 +92,9 @@ function runWorker(name: string, args: readonly string[]): Promise<string[]> {
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
   return new Promise((resolve, reject) => {
     child.on('error', reject);
-    child.on('exit', (code, signal) => (code === 0 ? resolve(out.split('\n').filter((line) => line.length > 0)) : reject(new Error(`worker exited with ${code ?? signal}: ${err}`))));
+    child.on('exit', (code, signal) =>
+      code === 0 ? resolve(out.split('\n').filter((line) => line.length > 0)) : reject(new Error(`worker exited with ${code ?? signal}: ${err}`)),
+    );
   });
 }
 

@@ -113,7 +113,13 @@ export function createCheckpointSlot(ctx: SlotContext): CheckpointSlot {
         const path = layout.checkpoint(name);
         const body = typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data);
         const header = frameLine(
-          JSON.stringify({ format: CHECKPOINT_FORMAT, storeId: ownId(), kind: typeof data === 'string' ? 'text' : 'bytes', length: body.length, sha256: sha256Hex(body) }),
+          JSON.stringify({
+            format: CHECKPOINT_FORMAT,
+            storeId: ownId(),
+            kind: typeof data === 'string' ? 'text' : 'bytes',
+            length: body.length,
+            sha256: sha256Hex(body),
+          }),
         );
         try {
           await fsl.mkdir(layout.checkpoints, 0o700);
@@ -133,7 +139,13 @@ export function decodeCheckpoint(bytes: Buffer, path: string): { storeId: string
   const decoded = decodeLine(bytes, 0, end);
   if ('reason' in decoded) throw new CorruptionError(path, 1, decoded.reason);
   const { format, storeId, kind, length, sha256 } = (decoded.value ?? {}) as Record<string, unknown>;
-  if (format !== CHECKPOINT_FORMAT || typeof storeId !== 'string' || (kind !== 'text' && kind !== 'bytes') || typeof length !== 'number' || typeof sha256 !== 'string') {
+  if (
+    format !== CHECKPOINT_FORMAT ||
+    typeof storeId !== 'string' ||
+    (kind !== 'text' && kind !== 'bytes') ||
+    typeof length !== 'number' ||
+    typeof sha256 !== 'string'
+  ) {
     throw new CorruptionError(path, 1, 'not a checkpoint header');
   }
   const body = bytes.subarray(end + 1);

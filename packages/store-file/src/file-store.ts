@@ -454,11 +454,7 @@ class FileStore implements EventStore {
     if (this.#readOnly) {
       return followDirectory({ fs: this.#fs, layout: this.#layout, openView: this.#openView, changes: this.#changes }, fromPosition, signal);
     }
-    return followFeed(
-      { readAll: (from) => this.readAll({ fromPosition: from }), changes: this.#changes, pollMs: WRITER_FOLLOW_POLL_MS },
-      fromPosition,
-      signal,
-    );
+    return followFeed({ readAll: (from) => this.readAll({ fromPosition: from }), changes: this.#changes, pollMs: WRITER_FOLLOW_POLL_MS }, fromPosition, signal);
   }
 
   /**

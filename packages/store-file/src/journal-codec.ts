@@ -21,9 +21,7 @@ export interface EventLine {
 const HASH_HEX = 64;
 const SPACE = 0x20;
 const hashHex: (data: Uint8Array | string) => string =
-  typeof crypto.hash === 'function'
-    ? (data) => crypto.hash('sha256', data, 'hex')
-    : (data) => crypto.createHash('sha256').update(data).digest('hex');
+  typeof crypto.hash === 'function' ? (data) => crypto.hash('sha256', data, 'hex') : (data) => crypto.createHash('sha256').update(data).digest('hex');
 
 /** Lowercase hex sha256 of `data` (bytes, or a string taken as UTF-8). */
 export function sha256Hex(data: Uint8Array | string): string {

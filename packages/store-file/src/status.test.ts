@@ -6,7 +6,14 @@ describe('status', () => {
   it('names the lock holder, the store id, the streams and the last position, on the writer and on a view', async () => {
     const directory = freshDir();
     const writer = await fileStore({ directory });
-    await writer.append('a', [{ type: 'N', data: 1 }, { type: 'N', data: 2 }], { expectedRevision: 'no_stream' });
+    await writer.append(
+      'a',
+      [
+        { type: 'N', data: 1 },
+        { type: 'N', data: 2 },
+      ],
+      { expectedRevision: 'no_stream' },
+    );
     await writer.append('b', [{ type: 'N', data: 1 }], { expectedRevision: 'no_stream' });
     const storeId = await writer.checkpoints!.storeId();
     const expected = { directory, storeId, lockHolderPid: process.pid, streams: 2, lastPosition: 3, writesRefused: null };

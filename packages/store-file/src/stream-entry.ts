@@ -373,7 +373,9 @@ export class StreamEntry {
           lastType = event.type;
           typeJson = JSON.stringify(lastType);
         }
-        lines[index++] = frameLine(eventPayloadJson(this.#nameJson, firstRevision + i, position++, recordedAtJson, typeJson, event.eventId, i < last, dataJson[i] as string));
+        lines[index++] = frameLine(
+          eventPayloadJson(this.#nameJson, firstRevision + i, position++, recordedAtJson, typeJson, event.eventId, i < last, dataJson[i] as string),
+        );
       }
       pending.result = { revision: firstRevision + last, position: position - 1 };
     }

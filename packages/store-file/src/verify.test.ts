@@ -9,8 +9,16 @@ import { freshDir } from './test-support.fixture.js';
 async function written(): Promise<string> {
   const directory = freshDir();
   const store = await fileStore({ directory });
-  await store.append('a', [1, 2, 3].map((n) => ({ type: 'N', data: { n } })), { expectedRevision: 'no_stream' });
-  await store.append('b', [1, 2, 3].map((n) => ({ type: 'N', data: { n } })), { expectedRevision: 'no_stream' });
+  await store.append(
+    'a',
+    [1, 2, 3].map((n) => ({ type: 'N', data: { n } })),
+    { expectedRevision: 'no_stream' },
+  );
+  await store.append(
+    'b',
+    [1, 2, 3].map((n) => ({ type: 'N', data: { n } })),
+    { expectedRevision: 'no_stream' },
+  );
   await store.append('c', [{ type: 'N', data: 0 }], { expectedRevision: 'no_stream' });
   await store.compact('c', { revision: 1, state: { n: 0 }, identity: { stream: 'c', schemaVersion: 1 } });
   await store.putBlob('a', new Uint8Array([1, 2, 3]));
@@ -95,7 +103,11 @@ describe('verify', () => {
       const [sha] = readdirSync(join(directory, 'blobs'));
       renameSync(join(directory, 'blobs', sha as string), join(directory, 'blobs', 'f'.repeat(64)));
     });
-    expect(found.map(where)).toEqual(['error blob_missing owners/a.jsonl:1', `error blob_hash blobs/${'f'.repeat(64)}:`, `warning blob_orphan blobs/${'f'.repeat(64)}:`]);
+    expect(found.map(where)).toEqual([
+      'error blob_missing owners/a.jsonl:1',
+      `error blob_hash blobs/${'f'.repeat(64)}:`,
+      `warning blob_orphan blobs/${'f'.repeat(64)}:`,
+    ]);
   });
 
   it('a blob whose bytes changed is an error naming the blob', async () => {

@@ -92,7 +92,8 @@ export async function verifyDirectory(fsl: FileSystem, layout: Layout, signal: A
         break;
       }
       owned.add(sha);
-      if (!blobNames.has(sha)) add('error', 'blob_missing', path, record.line, `${path}:${record.line}: blob ${sha} is owned here but ${layout.blob(sha)} is absent`);
+      if (!blobNames.has(sha))
+        add('error', 'blob_missing', path, record.line, `${path}:${record.line}: blob ${sha} is owned here but ${layout.blob(sha)} is absent`);
     }
   }
   for (const sha of [...blobNames].sort()) {

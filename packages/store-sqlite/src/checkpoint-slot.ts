@@ -1,11 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import {
-  CorruptionError,
-  validateCheckpointData,
-  validateCheckpointName,
-  type CheckpointData,
-  type CheckpointSlot,
-} from '@sessionfold/core/kernel';
+import { CorruptionError, validateCheckpointData, validateCheckpointName, type CheckpointData, type CheckpointSlot } from '@sessionfold/core/kernel';
 import type { SqliteDatabase } from './database.js';
 
 /**

@@ -7,7 +7,8 @@ import { freshPath } from './test-support.fixture.js';
 async function populated(): Promise<string> {
   const path = freshPath();
   const store = sqliteStore({ path });
-  for (let n = 0; n < 300; n++) await store.append(`s-${String(n).padStart(4, '0')}`, [{ type: 'Noted', data: { pad: 'x'.repeat(100) } }], { expectedRevision: 'no_stream' });
+  for (let n = 0; n < 300; n++)
+    await store.append(`s-${String(n).padStart(4, '0')}`, [{ type: 'Noted', data: { pad: 'x'.repeat(100) } }], { expectedRevision: 'no_stream' });
   await store.putBlob('s-0000', new Uint8Array([1, 2, 3]));
   await store.close();
   return path;
@@ -48,10 +49,17 @@ describe('verify', () => {
     expect(report.problems.some((p) => p.severity === 'error' && p.code === 'integrity_check' && p.file === path)).toBe(true);
   });
 
-  it("a revision gap, a misplaced position, a bad snapshot, a changed blob and a stream without its row are each named by table and key", async () => {
+  it('a revision gap, a misplaced position, a bad snapshot, a changed blob and a stream without its row are each named by table and key', async () => {
     const path = await populated();
     const store = sqliteStore({ path });
-    await store.append('s-0001', [{ type: 'More', data: 1 }, { type: 'More', data: 2 }], { expectedRevision: 1 });
+    await store.append(
+      's-0001',
+      [
+        { type: 'More', data: 1 },
+        { type: 'More', data: 2 },
+      ],
+      { expectedRevision: 1 },
+    );
     await store.append('s-0002', [{ type: 'More', data: 1 }], { expectedRevision: 1 });
     await store.append('s-0003', [{ type: 'More', data: 1 }], { expectedRevision: 1 });
     await store.compact('s-0004', { revision: 1, state: {}, identity: { stream: 's-0004', schemaVersion: 1 } });

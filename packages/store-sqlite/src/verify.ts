@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type VerifyCode, type VerifyProblem, type VerifyReport, type VerifySeverity } from '@sessionfold/core/kernel';
+import type { VerifyCode, VerifyProblem, VerifyReport, VerifySeverity } from '@sessionfold/core/kernel';
 import { checkpointDigest } from './checkpoint-slot.js';
 import { openDatabaseReadOnly, type SqliteDatabase } from './database.js';
 import { sqliteCode } from './errors.js';
@@ -98,7 +98,13 @@ function checkPositions(db: SqliteDatabase, add: Add): void {
     )
     .all() as { stream: string; revision: number }[];
   for (const row of rows) {
-    add('error', 'position_order', 'events', row.stream, `stream ${row.stream}: revision ${row.revision + 1} has a position not above revision ${row.revision}'s`);
+    add(
+      'error',
+      'position_order',
+      'events',
+      row.stream,
+      `stream ${row.stream}: revision ${row.revision + 1} has a position not above revision ${row.revision}'s`,
+    );
   }
 }
 
@@ -109,11 +115,13 @@ function checkRecords(db: SqliteDatabase, add: Add): void {
     stream: string;
     revision: number;
   }[];
-  for (const row of bad) add('error', 'damaged_record', 'events', String(row.position), `position ${row.position} (${row.stream}@${row.revision}): data is not JSON`);
+  for (const row of bad)
+    add('error', 'damaged_record', 'events', String(row.position), `position ${row.position} (${row.stream}@${row.revision}): data is not JSON`);
   const snapshots = db.prepare(`SELECT position, stream, revision, data FROM events WHERE kind <> ${Kind.event} AND kind = ${Kind.snapshot}`);
   for (const row of snapshots.iterate() as IterableIterator<{ position: number; stream: string; revision: number; data: string }>) {
     const reason = snapshotProblem(row.data, row.stream, row.revision);
-    if (reason !== undefined) add('error', 'damaged_snapshot', 'events', row.stream, `the snapshot record of ${row.stream} (position ${row.position}) ${reason}`);
+    if (reason !== undefined)
+      add('error', 'damaged_snapshot', 'events', row.stream, `the snapshot record of ${row.stream} (position ${row.position}) ${reason}`);
   }
 }
 
@@ -177,7 +185,11 @@ async function checkBlobs(db: SqliteDatabase, add: Add, signal: AbortSignal | un
 function checkCheckpoints(db: SqliteDatabase, add: Add): void {
   const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'").pluck().get();
   if (exists === undefined) return;
-  for (const row of db.prepare('SELECT name, sha256, data FROM checkpoints').iterate() as IterableIterator<{ name: string; sha256: string; data: string | Uint8Array }>) {
+  for (const row of db.prepare('SELECT name, sha256, data FROM checkpoints').iterate() as IterableIterator<{
+    name: string;
+    sha256: string;
+    data: string | Uint8Array;
+  }>) {
     const data = typeof row.data === 'string' ? row.data : new Uint8Array(row.data);
     if (checkpointDigest(data) !== row.sha256) add('error', 'damaged_record', 'checkpoints', row.name, `checkpoint ${row.name} does not match its sha256`);
   }

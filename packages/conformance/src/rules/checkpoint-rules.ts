@@ -1,16 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { copyStore, memoryStore } from '@sessionfold/core/kernel';
-import {
-  appendTypes,
-  expectClosed,
-  expectInvalid,
-  listStreams,
-  readFeed,
-  skipWithout,
-  skipWithoutMember,
-  streamId,
-  type SuiteContext,
-} from '../support.js';
+import { appendTypes, expectClosed, expectInvalid, listStreams, readFeed, skipWithout, skipWithoutMember, streamId, type SuiteContext } from '../support.js';
 
 /** The checkpoint slot: round trips, stays out of streams, the feed and copies, survives a reopen, bound to the store id. */
 export function describeCheckpointRules(ctx: SuiteContext): void {

@@ -80,14 +80,7 @@ export function describeFollowRules(ctx: SuiteContext): void {
       await appendTypes(store, a, ['A3']);
       await follower.until(6);
       expect(await follower.stop()).toBe('returned');
-      expect(summary(follower.records)).toEqual([
-        `${a}:A1@1`,
-        `${a}:A2@2`,
-        `${b}:B1@1`,
-        `${a}:${SNAPSHOT_RECORD}@2`,
-        `${b}:${DELETED_RECORD}@1`,
-        `${a}:A3@3`,
-      ]);
+      expect(summary(follower.records)).toEqual([`${a}:A1@1`, `${a}:A2@2`, `${b}:B1@1`, `${a}:${SNAPSHOT_RECORD}@2`, `${b}:${DELETED_RECORD}@1`, `${a}:A3@3`]);
       const positions = follower.records.map((r) => r.position);
       expect(positions).toEqual([...positions].sort((x, y) => x - y));
       expect(new Set(positions).size).toBe(positions.length);

@@ -12,7 +12,14 @@ export function describeVerifyRules(ctx: SuiteContext): void {
       expect(empty.problems.filter((p) => p.severity === 'error')).toEqual([]);
       expect(empty.ok).toBe(true);
       const [a, b, c, gone] = [streamId('a'), streamId('b'), streamId('c'), streamId('gone')];
-      await store.append(a, [{ type: 'A1', data: { n: 1 }, eventId: 'a-1' }, { type: 'A2', data: 'two' }], { expectedRevision: 'no_stream' });
+      await store.append(
+        a,
+        [
+          { type: 'A1', data: { n: 1 }, eventId: 'a-1' },
+          { type: 'A2', data: 'two' },
+        ],
+        { expectedRevision: 'no_stream' },
+      );
       await appendTypes(store, b, ['B1', 'B2', 'B3']);
       await store.compact(b, snapshotOf(b, 2));
       await store.restoreStream(c, snapshotOf(c, 4));

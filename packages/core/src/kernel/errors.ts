@@ -16,10 +16,7 @@ export class ConcurrencyError extends SessionfoldError {
   readonly expected: ExpectedRevision;
   readonly actual: number;
   constructor(stream: string, expected: ExpectedRevision, actual: number, options?: { cause?: unknown }) {
-    super(
-      `Stream ${stream}: expected ${describeExpected(expected)}, found ${actual === 0 ? 'no stream' : `revision ${actual}`}.`,
-      options,
-    );
+    super(`Stream ${stream}: expected ${describeExpected(expected)}, found ${actual === 0 ? 'no stream' : `revision ${actual}`}.`, options);
     this.stream = stream;
     this.expected = expected;
     this.actual = actual;
@@ -106,8 +103,7 @@ export class UnsupportedFormatError extends SessionfoldError {
   readonly supported: number;
   constructor(file: string, version: number, supported: number, options?: { cause?: unknown }) {
     super(
-      `${file}: format version ${version} is newer than this release reads (up to ${supported}); ` +
-        'open it with the release that wrote it or a newer one.',
+      `${file}: format version ${version} is newer than this release reads (up to ${supported}); ` + 'open it with the release that wrote it or a newer one.',
       options,
     );
     this.file = file;

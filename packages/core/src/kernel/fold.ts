@@ -144,9 +144,7 @@ export async function copyStore(
 
 /** A comparable digest of the event (or snapshot) at a stream's revision. */
 function fingerprint(item: RecordedEvent | Snapshot): string {
-  return 'type' in item
-    ? JSON.stringify([item.type, item.eventId ?? null, item.data])
-    : JSON.stringify(['$snapshot', item.state]);
+  return 'type' in item ? JSON.stringify([item.type, item.eventId ?? null, item.data]) : JSON.stringify(['$snapshot', item.state]);
 }
 
 /** The fingerprint of what `store` holds at exactly `revision` of `stream`, if it holds an event or snapshot there. */

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { ChangeSignal, followFeed, StorageError, StoreClosedError, type RecordedEvent } from '@sessionfold/core/kernel';
 
-const record = (position: number): RecordedEvent => ({ streamId: 's', type: 'T', data: null, revision: position, position, recordedAt: '2026-01-01T00:00:00.000Z' });
+const record = (position: number): RecordedEvent => ({
+  streamId: 's',
+  type: 'T',
+  data: null,
+  revision: position,
+  position,
+  recordedAt: '2026-01-01T00:00:00.000Z',
+});
 
 describe('ChangeSignal', () => {
   it('a change made between a read and the wait is not missed: the wait compares versions', async () => {

@@ -10,7 +10,7 @@ it("the README's example of the optional members runs", async () => {
   if (report && !report.ok) throw new Error(`damaged: ${report.problems.map((p) => p.message).join('; ')}`);
 
   const slot = store.checkpoints;
-  const saved = slot ? JSON.parse((await slot.load('orders')) as string ?? 'null') : null;
+  const saved = slot ? JSON.parse(((await slot.load('orders')) as string) ?? 'null') : null;
   const controller = new AbortController();
   const following = (async () => {
     for await (const record of store.follow!({ fromPosition: saved?.next ?? 1, signal: controller.signal })) {
@@ -33,5 +33,10 @@ it('the README shows exactly the code of that example', async () => {
   const region = /\/\/ #region readme-capabilities\n([\s\S]*?)\n\s*\/\/ #endregion/.exec(source)?.[1] ?? '';
   const lines = region.split('\n').map((line) => line.trim());
   expect(lines.length).toBeGreaterThan(5);
-  expect(readme.split('\n').map((line) => line.trim()).join('\n')).toContain(lines.join('\n'));
+  expect(
+    readme
+      .split('\n')
+      .map((line) => line.trim())
+      .join('\n'),
+  ).toContain(lines.join('\n'));
 });

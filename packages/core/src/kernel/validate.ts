@@ -279,7 +279,8 @@ export function readClock(clock: () => Date): string {
   } catch (error) {
     throw new InvalidInputError('clock', `the clock threw: ${messageOf(error)}`, { cause: error });
   }
-  if (!(now instanceof Date) || Number.isNaN(now.getTime())) throw new InvalidInputError('clock', `expected a valid Date from the clock, got ${describeValue(now)}`);
+  if (!(now instanceof Date) || Number.isNaN(now.getTime()))
+    throw new InvalidInputError('clock', `expected a valid Date from the clock, got ${describeValue(now)}`);
   return now.toISOString();
 }
 

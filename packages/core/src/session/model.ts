@@ -114,9 +114,7 @@ export const lifecycleRecordSchema = z.object({
 export type LifecycleRecord = z.infer<typeof lifecycleRecordSchema>;
 
 /** A record at version 1 with no provenance, no failures and nothing pending: where every session starts. */
-export function newLifecycleRecord(
-  fields: Pick<LifecycleRecord, 'id' | 'phase' | 'startedAt' | 'updatedAt' | 'state'>,
-): LifecycleRecord {
+export function newLifecycleRecord(fields: Pick<LifecycleRecord, 'id' | 'phase' | 'startedAt' | 'updatedAt' | 'state'>): LifecycleRecord {
   return {
     ...fields,
     provenanceId: null,

@@ -90,10 +90,7 @@ export class SessionProjection {
       }
       if (head) heads.push(structuredClone(head));
     }
-    return heads.sort(
-      (a, b) =>
-        compareText(a.createdAt, b.createdAt) || a.enqueueOrder - b.enqueueOrder || compareText(a.sessionId, b.sessionId),
-    );
+    return heads.sort((a, b) => compareText(a.createdAt, b.createdAt) || a.enqueueOrder - b.enqueueOrder || compareText(a.sessionId, b.sessionId));
   }
 
   /** The stream of the session holding command `commandId`, if known. */

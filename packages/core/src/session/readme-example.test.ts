@@ -12,7 +12,10 @@ it('the README example runs and ends with the session archived', async () => {
   await history.completeCommand(command.id, { outcome: { replied: true } });
   const saved = await history.checkpoint(session.id, { expectedVersion: session.version, state: { sessionType: 'conversation', pendingTurn: false } });
   const done = await history.complete(session.id, { expectedVersion: saved.version, state: { ...saved.state, sessionObjectId: 'archive-1' } });
-  console.log(done.phase, (await history.list()).map((record) => record.id)); // complete [ 'archive-1' ]
+  console.log(
+    done.phase,
+    (await history.list()).map((record) => record.id),
+  ); // complete [ 'archive-1' ]
   // #endregion readme-example
   expect(log).toHaveBeenCalledWith('complete', ['archive-1']);
   log.mockRestore();

@@ -32,7 +32,11 @@ function countingStore(inner: EventStore): { store: EventStore; delivered: () =>
 describe('StateCache', () => {
   it('reads only the events after the cached revision (plus the one it checks)', async () => {
     const { store, delivered } = countingStore(memoryStore());
-    await store.append(STREAM, Array.from({ length: 50 }, (_, i) => line(`${i}`)), { expectedRevision: 'no_stream' });
+    await store.append(
+      STREAM,
+      Array.from({ length: 50 }, (_, i) => line(`${i}`)),
+      { expectedRevision: 'no_stream' },
+    );
     const cache = new StateCache(store, sessionReducer);
     await cache.load(STREAM);
     const before = delivered();

@@ -170,11 +170,13 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
       const decision = decide(folded.state, this.#now());
       if (decision instanceof SessionHistoryError) throw decision;
       if (decision.length === 0) return { state: folded.state, revision: folded.revision, events: [] };
-      const batch = decision.map((event, index): NewEvent => ({
-        type: event.type,
-        data: event.data as NewEvent['data'],
-        ...(index === 0 && eventId !== undefined ? { eventId } : {}),
-      }));
+      const batch = decision.map(
+        (event, index): NewEvent => ({
+          type: event.type,
+          data: event.data as NewEvent['data'],
+          ...(index === 0 && eventId !== undefined ? { eventId } : {}),
+        }),
+      );
       const result = await this.#store.append(stream, batch, { expectedRevision: folded.exists ? folded.revision : 'no_stream' });
       const state = decision.reduce((current, event) => this.#evolve(current, event), folded.state);
       // An event id already stored turns the append into a no-op answering with the earlier result, which
