@@ -99,7 +99,7 @@ describe('the command line itself', () => {
     const writer = await fileStore({ directory: dir });
     try {
       const info = JSON.parse((await run(['info', '--json', '-s', url])).stdout) as { status: unknown };
-      expect(info.status).toEqual({ writer: { pid: process.pid, running: true } });
+      expect(info.status).toMatchObject({ kind: 'file', details: { lockHolderPid: process.pid, readOnly: true } });
       // Beside the running writer, every command that only looks works.
       for (const args of [['list'], ['streams'], ['tail'], ['verify'], ['export'], ['compact', '--all', '--dry-run']]) {
         expect((await run([...args, '-s', url])).code, args.join(' ')).toBe(0);

@@ -1,5 +1,5 @@
 import { existsSync, statSync } from 'node:fs';
-import type { EventStore, JsonValue, RecordedEvent } from '@sessionfold/core/kernel';
+import type { EventStore } from '@sessionfold/core/kernel';
 import { fileStore } from '@sessionfold/store-file';
 import { sqliteStore } from '@sessionfold/store-sqlite';
 import { CliError, ExitCode, notFound } from './exit-codes.js';
@@ -15,18 +15,10 @@ export interface VerifyProblem {
   message: string;
 }
 
-/**
- * Abilities a store may have beyond the port; each is optional, and the CLI falls back to the port when it is
- * missing (`verify` reads everything, `tail --follow` polls, `info` shows no status).
- */
-export interface OptionalAbilities {
-  status?(): Promise<JsonValue>;
-  verify?(): Promise<{ problems: readonly VerifyProblem[] }>;
-  follow?(options: { fromPosition: number; signal: AbortSignal }): AsyncIterable<RecordedEvent>;
-}
-
-/** A store with the optional abilities it may have. */
-export type CliStore = EventStore & OptionalAbilities;
+// Abilities a store may have beyond the port are optional members of the port; the CLI falls back to the port
+// when one is missing (`verify` reads everything, `tail --follow` polls, `info` shows the lock holder or nothing).
+/** A store with the optional abilities it may have (`verify`, `follow`, `status` are optional port members). */
+export type CliStore = EventStore;
 
 /** An opened store and what the CLI needs to know about it. */
 export interface OpenedStore {

@@ -16,6 +16,19 @@ describe('resolveCapabilities', () => {
     expect(caps).toMatchObject({ reopen, maxEventBytes: 4096, numRuns: 7, maxCommands: 9, concurrentAppends: false });
   });
 
+  it('keeps the optional-member flags, the follow delay and openSecond; flags left out stay undefined (decided by the store)', () => {
+    const openSecond = async (store: EventStore) => store;
+    expect(resolveCapabilities({}, {})).toMatchObject({
+      verify: undefined,
+      follow: undefined,
+      checkpoints: undefined,
+      followDelayMs: 100,
+      openSecond: undefined,
+    });
+    const caps = resolveCapabilities({ verify: false, follow: true, checkpoints: true, followDelayMs: 250, openSecond }, {});
+    expect(caps).toMatchObject({ verify: false, follow: true, checkpoints: true, followDelayMs: 250, openSecond });
+  });
+
   it('SESSIONFOLD_PROPERTY_RUNS overrides numRuns, and the replay variables are read', () => {
     const caps = resolveCapabilities(
       { numRuns: 7 },
@@ -37,6 +50,7 @@ describe('resolveCapabilities', () => {
     [{ maxEventBytes: 10 }, {}, /maxEventBytes/],
     [{ numRuns: 0 }, {}, /numRuns/],
     [{ maxCommands: 2.5 }, {}, /maxCommands/],
+    [{ followDelayMs: 0 }, {}, /followDelayMs/],
   ])('refuses %j with %j', (capabilities, env, message) => {
     expect(() => resolveCapabilities(capabilities, env)).toThrow(message);
   });

@@ -20,6 +20,20 @@ export interface EventStoreCapabilities {
    * when its clock fails (throws, or returns an invalid `Date`); without it those are skipped.
    */
   readonly withClock?: (clock: () => Date) => EventStore | Promise<EventStore>;
+  /**
+   * Whether the store has `verify`, `follow` and `checkpoints`. Left out, each is checked when the store has the
+   * member and skipped (saying so) when it does not; `true` makes a missing member a failure, `false` skips it.
+   */
+  readonly verify?: boolean;
+  readonly follow?: boolean;
+  readonly checkpoints?: boolean;
+  /** The longest `follow` takes to show a change made by another store object on the same storage (default 100 ms). */
+  readonly followDelayMs?: number;
+  /**
+   * Opens a second store object on the storage of `store`, as another process would (the file store: a
+   * read-only view). Enables the checks that `follow` sees changes made elsewhere; without it they are skipped.
+   */
+  readonly openSecond?: (store: EventStore) => Promise<EventStore>;
 }
 
 /** Capabilities with every default filled in, plus the replay settings read from the environment. */
@@ -30,6 +44,11 @@ export interface ResolvedCapabilities {
   readonly maxCommands: number;
   readonly concurrentAppends: boolean;
   readonly withClock: ((clock: () => Date) => EventStore | Promise<EventStore>) | undefined;
+  readonly verify: boolean | undefined;
+  readonly follow: boolean | undefined;
+  readonly checkpoints: boolean | undefined;
+  readonly followDelayMs: number;
+  readonly openSecond: ((store: EventStore) => Promise<EventStore>) | undefined;
   /** fast-check seed, path and commands replay path to reproduce a reported failure. */
   readonly replay: { readonly seed?: number; readonly path?: string; readonly replayPath?: string };
 }
@@ -40,6 +59,7 @@ export const DEFAULT_CAPABILITIES = Object.freeze({
   numRuns: 30,
   maxCommands: 50,
   concurrentAppends: true,
+  followDelayMs: 100,
 });
 
 /** Fills in defaults and applies `SESSIONFOLD_PROPERTY_RUNS`, `_SEED`, `_PATH` and `_REPLAY` from `env`. */
@@ -63,12 +83,17 @@ export function resolveCapabilities(
     maxCommands: capabilities.maxCommands ?? DEFAULT_CAPABILITIES.maxCommands,
     concurrentAppends: capabilities.concurrentAppends ?? DEFAULT_CAPABILITIES.concurrentAppends,
     withClock: capabilities.withClock,
+    verify: capabilities.verify,
+    follow: capabilities.follow,
+    checkpoints: capabilities.checkpoints,
+    followDelayMs: capabilities.followDelayMs ?? DEFAULT_CAPABILITIES.followDelayMs,
+    openSecond: capabilities.openSecond,
     replay: Object.freeze(replay),
   };
   if (!Number.isSafeInteger(resolved.maxEventBytes) || resolved.maxEventBytes < 64) {
     throw new Error(`capabilities.maxEventBytes must be an integer ≥ 64, got ${resolved.maxEventBytes}`);
   }
-  for (const key of ['numRuns', 'maxCommands'] as const) {
+  for (const key of ['numRuns', 'maxCommands', 'followDelayMs'] as const) {
     if (!Number.isSafeInteger(resolved[key]) || resolved[key] < 1) throw new Error(`capabilities.${key} must be an integer ≥ 1`);
   }
   return Object.freeze(resolved);

@@ -1,4 +1,9 @@
 import { memoryStore } from '@sessionfold/core/kernel';
 import { describeEventStoreConformance } from './index.js';
 
-describeEventStoreConformance('memoryStore', () => memoryStore(), { withClock: (clock) => memoryStore({ clock }) });
+describeEventStoreConformance('memoryStore', () => memoryStore(), {
+  withClock: (clock) => memoryStore({ clock }),
+  verify: true,
+  follow: true,
+  checkpoints: true,
+});

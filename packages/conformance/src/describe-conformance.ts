@@ -4,8 +4,10 @@ import { describeModelRuns } from './model/model-run.js';
 import { resolveCapabilities, type EventStoreCapabilities } from './capabilities.js';
 import { describeAppendRules } from './rules/append-rules.js';
 import { describeBlobRules } from './rules/blob-rules.js';
+import { describeCheckpointRules } from './rules/checkpoint-rules.js';
 import { describeConcurrencyRules } from './rules/concurrency-rules.js';
 import { describeFeedRules } from './rules/feed-rules.js';
+import { describeFollowRules } from './rules/follow-rules.js';
 import { describeIdempotencyRules } from './rules/idempotency-rules.js';
 import { describeInputReadingRules } from './rules/input-reading-rules.js';
 import { describeInputRules } from './rules/input-rules.js';
@@ -14,6 +16,7 @@ import { describeLifecycleRules } from './rules/lifecycle-rules.js';
 import { describeReadRules } from './rules/read-rules.js';
 import { describeSchemaVersionRules } from './rules/schema-version-rules.js';
 import { describeStreamRules } from './rules/stream-rules.js';
+import { describeVerifyRules } from './rules/verify-rules.js';
 import { suiteContext } from './support.js';
 
 /**
@@ -39,6 +42,9 @@ export function describeEventStoreConformance(
     describeIsolationRules(ctx);
     describeConcurrencyRules(ctx);
     describeLifecycleRules(ctx);
+    describeVerifyRules(ctx);
+    describeFollowRules(ctx);
+    describeCheckpointRules(ctx);
     describeModelRuns(ctx);
   });
 }

@@ -7,6 +7,7 @@ const storage = new WeakMap<EventStore, EventStore>();
 
 function handleOn(inner: EventStore): EventStore {
   let closed = false;
+  const closing = new AbortController();
   const guard = () => {
     if (closed) throw new StoreClosedError('memory handle');
   };
@@ -21,8 +22,21 @@ function handleOn(inner: EventStore): EventStore {
     putBlob: async (...args) => (guard(), inner.putBlob(...args)),
     getBlob: async (...args) => (guard(), inner.getBlob(...args)),
     blobs: (...args) => (guard(), inner.blobs(...args)),
+    verify: async (...args) => (guard(), inner.verify!(...args)),
+    // A follow through the handle ends when the handle closes, as one on a store object does.
+    follow: (options) => {
+      guard();
+      const signal = options?.signal ? AbortSignal.any([options.signal, closing.signal]) : closing.signal;
+      return inner.follow!({ ...options, signal });
+    },
+    checkpoints: {
+      storeId: async () => (guard(), inner.checkpoints!.storeId()),
+      load: async (name) => (guard(), inner.checkpoints!.load(name)),
+      save: async (name, data) => (guard(), inner.checkpoints!.save(name, data)),
+    },
     close: async () => {
       closed = true;
+      closing.abort();
     },
   };
   storage.set(handle, inner);
@@ -31,6 +45,10 @@ function handleOn(inner: EventStore): EventStore {
 
 describeEventStoreConformance('memoryStore behind a reopenable handle', () => handleOn(memoryStore({ maxEventBytes: 4096 })), {
   maxEventBytes: 4096,
+  verify: true,
+  follow: true,
+  checkpoints: true,
+  openSecond: async (handle) => handleOn(storage.get(handle) as EventStore),
   reopen: async (handle) => {
     await handle.close();
     return handleOn(storage.get(handle) as EventStore);

@@ -176,3 +176,18 @@ export function skipWithout(t: TestContext, lacking: boolean, reason: string): v
   console.info(`skipped "${t.task.name}": ${reason}`);
   t.skip(reason);
 }
+
+/**
+ * Skips the running test (printing why) when the store lacks an optional member it did not declare; a store that
+ * declared the member (`capabilities[member] === true`) fails instead, and one that declared `false` is skipped.
+ */
+export function skipWithoutMember(t: TestContext, ctx: SuiteContext, store: EventStore, member: 'verify' | 'follow' | 'checkpoints'): void {
+  const declared = ctx.caps[member];
+  if (declared === false) {
+    skipWithout(t, true, `the store declares no ${member}`);
+    return;
+  }
+  const present = store[member] !== undefined;
+  if (declared === true) expect(present, `the store declares ${member} but has no such member`).toBe(true);
+  skipWithout(t, !present, `the store has no ${member} (an optional member of the port)`);
+}

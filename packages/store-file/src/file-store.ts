@@ -1,5 +1,7 @@
 import {
+  ChangeSignal,
   ConcurrencyError,
+  followFeed,
   readClock,
   CorruptionError,
   DEFAULT_MAX_EVENT_BYTES,
@@ -16,7 +18,11 @@ import {
   validateStreamId,
   validateStreamsOptions,
   validateWriteOptions,
+  validateFollowOptions,
   type AppendResult,
+  type CheckpointSlot,
+  type FollowOptions,
+  type StoreStatus,
   type EventStore,
   type ExpectedRevision,
   type NewEvent,
@@ -25,15 +31,19 @@ import {
   type StreamId,
   type StreamRead,
   type ValidatedAppend,
+  type VerifyOptions,
+  type VerifyReport,
 } from '@sessionfold/core/kernel';
 import { AtomicWriteDirectorySyncError } from '@sessionfold/sessionfile/atomic';
 import { BlobStore } from './blob-store.js';
 import { CaseCollisions, isCaseInsensitive } from './case-collisions.js';
+import { createCheckpointSlot, ensureStoreId, readStoreId } from './checkpoint-slot.js';
+import { followDirectory } from './follow-view.js';
 import { errorCode, inlineIo, listDir, readingFile, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
 import { compactJournal, liveFrom, locateRevision } from './journal-compact.js';
 import { scanJournal, type JournalInfo } from './journal-scan.js';
 import { Layout } from './layout.js';
-import { acquireLock, type WriterLock } from './lock.js';
+import { acquireLock, lockHolder, type WriterLock } from './lock.js';
 import { PositionSet } from './position-set.js';
 import { Positions } from './positions.js';
 import { readSnapshotFile, writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
@@ -42,6 +52,7 @@ import { StreamFiles } from './stream-files.js';
 import { StoreReader } from './store-reader.js';
 import { BASE_FORMAT_VERSION, EVENT_VERSIONS_FORMAT_VERSION, readStoreFormat, writeStoreFormat } from './store-format.js';
 import { Tombstones } from './tombstones.js';
+import { verifyDirectory } from './verify.js';
 
 /** Options of `fileStore`. */
 export interface FileStoreOptions {
@@ -64,6 +75,11 @@ export interface FileStoreOptions {
 const OPEN_CONCURRENCY = 32;
 /** Journal write descriptors kept open; the least recently flushed idle ones are closed beyond this. */
 const MAX_OPEN_JOURNALS = 256;
+/**
+ * The writer is the only one who changes its directory, and every change it settles wakes its followers at
+ * once; the timer is only a safety net.
+ */
+const WRITER_FOLLOW_POLL_MS = 1000;
 
 /**
  * Opens (creating if needed) a file store in `options.directory`: checksummed JSONL journals, snapshot files
@@ -105,7 +121,17 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
     // Read before anything is created or repaired: a layout of a newer release is not this one's to touch.
     const format = await readStoreFormat(fsl, layout.format);
     if (!readOnly) for (const dir of [layout.streams, layout.blobs, layout.owners]) await createDirectory(fsl, dir);
-    const store = new FileStore(fsl, layout, readOnly, options.clock ?? (() => new Date()), maxEventBytes, lock, Math.max(format, BASE_FORMAT_VERSION));
+    const openView = () => fileStore({ directory: layout.directory, readOnly: true, maxEventBytes, ...(options.fs ? { fs: options.fs } : {}) });
+    const store = new FileStore(
+      fsl,
+      layout,
+      readOnly,
+      options.clock ?? (() => new Date()),
+      maxEventBytes,
+      lock,
+      Math.max(format, BASE_FORMAT_VERSION),
+      openView,
+    );
     await store.open();
     if (!readOnly && format < BASE_FORMAT_VERSION) {
       try {
@@ -147,8 +173,32 @@ class FileStore implements EventStore {
   #formatWrite: Promise<void> | undefined;
   /** Why the store refuses writes until it is reopened: a failed sync, or damage found in what writes build on. */
   #poisoned: { reason: string; cause: unknown } | undefined;
+  /** Wakes this process's followers when a change settles, and ends them at close. */
+  readonly #changes = new ChangeSignal();
+  readonly #openView: () => Promise<EventStore>;
+  /** Set by `open()`; undefined in a read-only view of a store no writer has given an id yet. */
+  #storeId: string | undefined;
+  readonly checkpoints: CheckpointSlot;
 
-  constructor(fsl: FileSystem, layout: Layout, readOnly: boolean, clock: () => Date, maxEventBytes: number, lock: WriterLock | undefined, format: number) {
+  constructor(
+    fsl: FileSystem,
+    layout: Layout,
+    readOnly: boolean,
+    clock: () => Date,
+    maxEventBytes: number,
+    lock: WriterLock | undefined,
+    format: number,
+    openView: () => Promise<EventStore>,
+  ) {
+    this.#openView = openView;
+    this.checkpoints = createCheckpointSlot({
+      fs: fsl,
+      layout,
+      storeId: () => this.#storeId,
+      assertOpen: () => this.#assertOpen(),
+      assertWritable: () => this.#assertWritable(),
+      track: (work) => this.#track(work),
+    });
     this.#fs = fsl;
     this.#format = format;
     this.#layout = layout;
@@ -231,7 +281,8 @@ class FileStore implements EventStore {
         entry.tombstone = mark;
       }
     }
-    this.#positions = new Positions(maxPosition);
+    this.#positions = new Positions(maxPosition, () => this.#changes.notify());
+    this.#storeId = repair ? await ensureStoreId(this.#fs, this.#layout) : await readStoreId(this.#fs, this.#layout);
   }
 
   append(stream: StreamId, events: readonly NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult> {
@@ -407,9 +458,52 @@ class FileStore implements EventStore {
     yield* this.#blobs.list(stream);
   }
 
+  /** Reads every file of the directory and reports what is damaged; writes nothing (see `verifyDirectory`). */
+  async verify(options?: VerifyOptions): Promise<VerifyReport> {
+    this.#assertOpen();
+    return verifyDirectory(this.#fs, this.#layout, options?.signal ?? undefined);
+  }
+
+  /**
+   * The writer yields each change as it settles (woken by its own commits); a read-only view polls the
+   * directory every 50 ms and yields changes once they have been on disk for 100 ms, within about 200 ms plus
+   * the time to open a view twice (see `followDirectory`).
+   */
+  follow(options?: FollowOptions): AsyncIterable<RecordedEvent> {
+    this.#assertOpen();
+    const { fromPosition, signal } = validateFollowOptions(options);
+    if (this.#readOnly) {
+      return followDirectory({ fs: this.#fs, layout: this.#layout, openView: this.#openView, changes: this.#changes }, fromPosition, signal);
+    }
+    return followFeed({ readAll: (from) => this.readAll({ fromPosition: from }), changes: this.#changes, pollMs: WRITER_FOLLOW_POLL_MS }, fromPosition, signal);
+  }
+
+  /**
+   * The directory, the store id, who holds the writer lock (a live pid, or null), the streams and the last
+   * position as this store object knows them (a view: as of its open), and why writes are refused, if they are.
+   */
+  async status(): Promise<StoreStatus> {
+    this.#assertOpen();
+    let streams = 0;
+    for (const entry of this.#entries.values()) if (entry.revision > 0) streams++;
+    return {
+      kind: 'file',
+      details: {
+        directory: this.#layout.directory,
+        readOnly: this.#readOnly,
+        storeId: this.#storeId ?? null,
+        lockHolderPid: (await lockHolder(this.#fs, this.#layout.directory)) ?? null,
+        streams,
+        lastPosition: this.#positions.watermark,
+        writesRefused: this.#poisoned?.reason ?? null,
+      },
+    };
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#changes.close();
     // Compactions, deletes, restores and blob writes first: appends held back by them join the queues drained next.
     await Promise.allSettled([...this.#inFlight]);
     for (const entry of this.#entries.values()) {

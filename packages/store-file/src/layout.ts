@@ -1,4 +1,4 @@
-import { validateSha256, validateStreamId, type StreamId } from '@sessionfold/core/kernel';
+import { validateCheckpointName, validateSha256, validateStreamId, type StreamId } from '@sessionfold/core/kernel';
 import { join, resolve } from 'node:path';
 
 const JOURNAL_SUFFIX = '.jsonl';
@@ -16,6 +16,10 @@ export class Layout {
   readonly tombstones: string;
   /** `<dir>/format.json`: the layout's format version. */
   readonly format: string;
+  /** `<dir>/store-id.json`: the store's identity, which checkpoints are bound to. */
+  readonly storeId: string;
+  /** `<dir>/checkpoints/`: projection checkpoints, outside every stream. */
+  readonly checkpoints: string;
 
   constructor(directory: string) {
     this.directory = resolve(directory);
@@ -24,6 +28,14 @@ export class Layout {
     this.owners = join(this.directory, 'owners');
     this.tombstones = join(this.directory, 'tombstones.jsonl');
     this.format = join(this.directory, 'format.json');
+    this.storeId = join(this.directory, 'store-id.json');
+    this.checkpoints = join(this.directory, 'checkpoints');
+  }
+
+  /** `<dir>/checkpoints/<name>` */
+  checkpoint(name: string): string {
+    validateCheckpointName(name);
+    return join(this.checkpoints, name);
   }
 
   /** `<dir>/streams/<stream>.jsonl` */

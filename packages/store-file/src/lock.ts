@@ -130,3 +130,9 @@ async function releaseLock(fsl: FileSystem, path: string, token: string): Promis
   // An unlink lost in a crash leaves a lock naming a dead process: the next writer takes it over.
   await unlinkIfPresent(fsl, path);
 }
+
+/** The pid named by `<directory>/LOCK` when a live process holds it; undefined when nobody does (or it names no pid). */
+export async function lockHolder(fsl: FileSystem, directory: string): Promise<number | undefined> {
+  const holder = await readLock(fsl, join(directory, 'LOCK'));
+  return typeof holder === 'object' && isAlive(holder.pid) ? holder.pid : undefined;
+}

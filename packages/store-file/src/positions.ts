@@ -9,8 +9,12 @@ export class Positions {
   /** start → count of reserved ranges not yet settled; insertion order is start order, so the first is the lowest. */
   readonly #inFlight = new Map<number, number>();
 
-  constructor(last: number) {
+  /** Told each time a range settles (once per flush, not per event), so followers in this process wake. */
+  readonly #onSettle: (() => void) | undefined;
+
+  constructor(last: number, onSettle?: () => void) {
     this.#last = last;
+    this.#onSettle = onSettle;
   }
 
   /** Reserves `count` consecutive positions and returns the first. */
@@ -24,6 +28,7 @@ export class Positions {
   /** Settles a reserved range, whether its write succeeded or failed (failed positions are simply never used). */
   settle(start: number): void {
     this.#inFlight.delete(start);
+    this.#onSettle?.();
   }
 
   /**

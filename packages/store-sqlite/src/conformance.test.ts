@@ -20,4 +20,9 @@ describeEventStoreConformance('sqliteStore', () => open(freshPath()), {
     return open(path);
   },
   withClock: (clock) => sqliteStore({ path: freshPath(), clock }),
+  verify: true,
+  follow: true,
+  checkpoints: true,
+  // Another connection on the same file: what another process sees.
+  openSecond: async (store) => sqliteStore({ path: paths.get(store) as string }),
 });

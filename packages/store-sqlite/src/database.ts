@@ -32,3 +32,8 @@ export function openDatabase(path: string, busyTimeoutMs: number, readonly = fal
   const options = readonly ? { timeout: busyTimeoutMs, readonly: true, fileMustExist: true } : { timeout: busyTimeoutMs };
   return new Database(path, options) as unknown as SqliteDatabase;
 }
+
+/** Opens an existing database file for reading only: nothing done through it can change the file. */
+export function openDatabaseReadOnly(path: string, busyTimeoutMs: number): SqliteDatabase {
+  return new Database(path, { readonly: true, fileMustExist: true, timeout: busyTimeoutMs }) as unknown as SqliteDatabase;
+}

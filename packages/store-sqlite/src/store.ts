@@ -14,16 +14,28 @@ import {
   validateStreamId,
   validateStreamsOptions,
   validateWriteOptions,
+  ChangeSignal,
+  followFeed,
+  validateFollowOptions,
   type EventStore,
   type ValidatedAppend,
 } from '@sessionfold/core/kernel';
+import { createCheckpointSlot, ensureStoreId } from './checkpoint-slot.js';
 import { openConnection } from './connection.js';
 import { guarded, translateError } from './errors.js';
 import { GroupCommit, type JobOptions } from './group-commit.js';
 import { readOptions, type SqliteStoreOptions } from './options.js';
 import { PAGE_SIZE, createReads } from './reads.js';
 import { prepareStatements } from './statements.js';
+import { verifyDatabase } from './verify.js';
 import { createWrites } from './writes.js';
+
+/**
+ * How often a follower asks SQLite whether another connection committed (`PRAGMA data_version`, a read of the
+ * shared-memory header, no disk I/O): a change made by another process is yielded within about this long plus
+ * one feed query, documented as at most 100 ms. Commits of this store object wake followers at once.
+ */
+const FOLLOW_POLL_MS = 50;
 
 /**
  * An `EventStore` in one SQLite file (WAL mode), shared safely by several processes: every write takes the
@@ -44,14 +56,16 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
   };
   const db = guarded(translate, () => openConnection(config));
   // Preparing reads the schema, which is where a damaged schema page shows: release the file then too.
-  const s = guarded(translate, () => {
+  const { s, storeId } = guarded(translate, () => {
     try {
-      return prepareStatements(db);
+      return { s: prepareStatements(db), storeId: ensureStoreId(db) };
     } catch (error) {
       db.close();
       throw error;
     }
   });
+  const changes = new ChangeSignal();
+  const dataVersion = db.prepare('PRAGMA data_version').pluck();
 
   let closed = false;
   const live = () => {
@@ -94,6 +108,8 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
       commit: () => {
         writes.beforeCommit();
         s.commit.run();
+        // Once per shared commit, and a counter increment when nobody follows.
+        changes.notify();
       },
       rollback: () => {
         writes.reset();
@@ -204,11 +220,50 @@ export function sqliteStore(options: SqliteStoreOptions): EventStore {
       yield* reads.ownedBlobs(stream);
     },
 
+    async verify(verifyOptions) {
+      live();
+      const signal = verifyOptions?.signal;
+      try {
+        return await verifyDatabase(path, config.busyTimeoutMs, signal);
+      } catch (error) {
+        if (signal?.aborted && error === signal.reason) throw error;
+        // Not `translate`: verify reports damage instead of acting on it, so what it cannot read poisons nothing.
+        throw translateError(error, path, config.busyTimeoutMs);
+      }
+    },
+
+    follow(followOptions) {
+      live();
+      const { fromPosition, signal } = validateFollowOptions(followOptions);
+      // Each follower keeps the version it last saw: one follower's look must not hide a change from another.
+      // Taken before the first read, so a commit elsewhere after it is found by the first poll.
+      let seenDataVersion = guard(() => dataVersion.get());
+      return followFeed(
+        {
+          readAll: (from) => (live(), reads.feed(from)),
+          changes,
+          pollMs: FOLLOW_POLL_MS,
+          // data_version moves when another connection commits; this connection's own commits notify directly.
+          changedElsewhere: () => {
+            const version = guard(() => dataVersion.get());
+            if (version === seenDataVersion) return false;
+            seenDataVersion = version;
+            return true;
+          },
+        },
+        fromPosition,
+        signal,
+      );
+    },
+
+    checkpoints: createCheckpointSlot({ db, path, storeId, guard, submit, writable }),
+
     async close() {
       if (closed) return;
       // Writes already accepted are committed first; then the connection (and its WAL) is released.
       commits.flush();
       closed = true;
+      changes.close();
       guarded(translate, () => db.close());
     },
   };

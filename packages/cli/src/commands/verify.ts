@@ -52,8 +52,12 @@ export function registerVerify(program: Command): void {
           }
           if (opened) {
             try {
-              if (opened.store.verify) findings.problems.push(...(await opened.store.verify()).problems);
-              else await scanThroughPort(opened.store, where, findings, bar);
+              if (opened.store.verify) {
+                for (const problem of (await opened.store.verify()).problems) {
+                  const message = problem.key === undefined ? problem.message : `${problem.key}: ${problem.message}`;
+                  findings.problems.push({ severity: problem.severity, file: problem.file ?? problem.table ?? where, line: problem.line, message });
+                }
+              } else await scanThroughPort(opened.store, where, findings, bar);
             } finally {
               await opened.store.close();
             }

@@ -103,7 +103,7 @@ export class UnsupportedFormatError extends SessionfoldError {
   readonly supported: number;
   constructor(file: string, version: number, supported: number, options?: { cause?: unknown }) {
     super(
-      `${file}: format version ${version} is newer than this release reads (up to ${supported}); ` + 'open it with the release that wrote it or a newer one.',
+      `${file}: format version ${version} is newer than this release reads (up to ${supported}); open it with the release that wrote it or a newer one.`,
       options,
     );
     this.file = file;

@@ -6,3 +6,5 @@ export * from './memory-store.js';
 export * from './fold.js';
 // `checkSnapshotVersion` stays internal: `checkSnapshotIdentity` is its public form.
 export { prepareReducer, type EventUpcaster, type EventUpcasters, type PreparedReducer, type StateMigration } from './versioning.js';
+export * from './capabilities.js';
+export * from './follow.js';

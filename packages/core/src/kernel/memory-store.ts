@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
+import { validateCheckpointData, validateCheckpointName, type CheckpointData, type VerifyReport } from './capabilities.js';
 import { ConcurrencyError, InvalidInputError, StoreClosedError } from './errors.js';
+import { ChangeSignal, followFeed, validateFollowOptions } from './follow.js';
 import { cloneJson, type JsonValue } from './json.js';
 import {
   DELETED_RECORD,
@@ -34,7 +36,15 @@ export interface MemoryStoreOptions {
   clock?: () => Date;
   /** Largest serialized event in bytes (default 1 MiB). */
   maxEventBytes?: number;
+  /** The id `checkpoints.storeId()` returns (default: `memory-<n>`, n counting the memory stores made in this process). */
+  storeId?: string;
 }
+
+/** Numbers the memory stores of this process, so each has its own id without a source of randomness. */
+let memoryStores = 0;
+
+/** Nothing else writes a memory store, so a follow waits only for this store's own commits; the timer is a safety net. */
+const MEMORY_FOLLOW_POLL_MS = 1000;
 
 interface StreamState {
   revision: number;
@@ -58,6 +68,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
   const owners = new Map<string, Set<StreamId>>();
   let lastPosition = 0;
   let closed = false;
+  const changes = new ChangeSignal();
+  const storeId = options.storeId ?? `memory-${++memoryStores}`;
+  const checkpoints = new Map<string, CheckpointData>();
+  const copyData = (data: CheckpointData): CheckpointData => (typeof data === 'string' ? data : Uint8Array.from(data));
 
   const open = () => {
     if (closed) throw new StoreClosedError('memory store');
@@ -78,6 +92,19 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
   async function* iterate(events: RecordedEvent[]): AsyncIterable<RecordedEvent> {
     for (const event of events) yield copy(event);
   }
+
+  const readFeed = (from: number): AsyncIterable<RecordedEvent> => {
+    open();
+    // The feed is in position order: find the start by bisection so a caught-up reader pays nothing.
+    let low = 0;
+    let high = feed.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if ((feed[middle] as RecordedEvent).position < from) low = middle + 1;
+      else high = middle;
+    }
+    return iterate(feed.slice(low));
+  };
 
   return {
     async append(stream, events, appendOptions) {
@@ -118,6 +145,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       for (const event of recorded) if (event.eventId !== undefined) target.eventIds.set(event.eventId, result);
       streams.set(stream, target);
       feed.push(...recorded);
+      changes.notify();
       return { ...result };
     },
 
@@ -138,16 +166,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
 
     readAll(readOptions) {
       open();
-      const from = validateReadAllOptions(readOptions);
-      // The feed is in position order: find the start by bisection so a caught-up reader pays nothing.
-      let low = 0;
-      let high = feed.length;
-      while (low < high) {
-        const middle = (low + high) >>> 1;
-        if ((feed[middle] as RecordedEvent).position < from) low = middle + 1;
-        else high = middle;
-      }
-      return iterate(feed.slice(low));
+      return readFeed(validateReadAllOptions(readOptions));
     },
 
     async *streams(listOptions) {
@@ -178,6 +197,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
         (record) => record.streamId !== stream || (record.type !== SNAPSHOT_RECORD && record.revision > kept.revision) || record.type === DELETED_RECORD,
       );
       feed.push(feedRecord(stream, SNAPSHOT_RECORD, kept.revision, cloneJson(kept) as unknown as JsonValue, recordedAt));
+      changes.notify();
     },
 
     async restoreStream(stream, snapshot) {
@@ -190,6 +210,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       streams.set(stream, { revision: kept.revision, snapshot: kept, events: [], eventIds: new Map() });
       const record = feedRecord(stream, SNAPSHOT_RECORD, kept.revision, cloneJson(kept) as unknown as JsonValue, recordedAt);
       feed.push(record);
+      changes.notify();
       return { revision: kept.revision, position: record.position };
     },
 
@@ -204,6 +225,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       streams.delete(stream);
       feed = feed.filter((record) => record.streamId !== stream);
       feed.push(feedRecord(stream, DELETED_RECORD, actual, null, recordedAt));
+      changes.notify();
       for (const [sha, streamsOwning] of owners) {
         if (!streamsOwning.delete(stream) || streamsOwning.size > 0) continue;
         owners.delete(sha);
@@ -238,8 +260,44 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       yield* owned;
     },
 
+    // Everything is checked as it is written and nothing can damage it afterwards: the check is a count.
+    async verify(verifyOptions): Promise<VerifyReport> {
+      open();
+      verifyOptions?.signal?.throwIfAborted();
+      let snapshots = 0;
+      for (const state of streams.values()) if (state.snapshot) snapshots++;
+      const records = [...streams.values()].reduce((sum, state) => sum + state.events.length, 0);
+      return { ok: true, problems: [], checked: { streams: streams.size, records, snapshots, blobs: blobs.size } };
+    },
+
+    follow(followOptions) {
+      open();
+      const { fromPosition, signal } = validateFollowOptions(followOptions);
+      return followFeed({ readAll: readFeed, changes, pollMs: MEMORY_FOLLOW_POLL_MS }, fromPosition, signal);
+    },
+
+    checkpoints: {
+      async storeId() {
+        open();
+        return storeId;
+      },
+      async load(name) {
+        open();
+        validateCheckpointName(name);
+        const data = checkpoints.get(name);
+        return data === undefined ? undefined : copyData(data);
+      },
+      async save(name, data) {
+        open();
+        validateCheckpointName(name);
+        validateCheckpointData(data);
+        checkpoints.set(name, copyData(data));
+      },
+    },
+
     async close() {
       closed = true;
+      changes.close();
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { JsonValue } from './json.js';
+import type { CheckpointSlot, FollowOptions, StoreStatus, VerifyOptions, VerifyReport } from './capabilities.js';
 
 /** A stream name: safe as a file name on every platform we run on. */
 export type StreamId = string;
@@ -125,4 +126,18 @@ export interface EventStore {
 
   /** Releases files, locks and connections. Later calls reject with `StoreClosedError`. */
   close(): Promise<void>;
+
+  // Optional abilities: a store may leave any of them out; callers check for the member before using it.
+
+  /** Checks everything stored without writing anything and lists the problems found; throws only when it cannot read at all. */
+  verify?(options?: VerifyOptions): Promise<VerifyReport>;
+
+  /** `readAll` that does not stop at the end: yields every later change once, in position order, until the signal fires or the store closes. */
+  follow?(options?: FollowOptions): AsyncIterable<RecordedEvent>;
+
+  /** A store-local slot for projection checkpoints: outside every stream, the feed and `copyStore`, bound to this store's id. */
+  readonly checkpoints?: CheckpointSlot;
+
+  /** Store-specific health (lock holder, sizes, lag): for people and tools, not a contract. */
+  status?(): Promise<StoreStatus>;
 }

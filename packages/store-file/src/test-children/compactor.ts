@@ -1,10 +1,12 @@
 // Appends to one stream and compacts it over and over, so a SIGKILL lands at any point of a compaction.
 // Event k carries { n: k }; the folded state is { count, sum }. Prints `ack <revision>` and `compacted <revision>`.
+// An optional third argument paces the rounds (milliseconds between them), for a writer that others follow.
 import { createInterface } from 'node:readline';
 import { fileStore } from '@sessionfold/store-file';
 import type { JsonValue } from '@sessionfold/core/kernel';
 
-const [directory, stream] = process.argv.slice(2) as [string, string];
+const [directory, stream, pause] = process.argv.slice(2) as [string, string, string | undefined];
+const pauseMs = Number(pause ?? 0);
 const lines = createInterface({ input: process.stdin });
 await new Promise<void>((resolve) => lines.once('line', () => resolve()));
 
@@ -25,4 +27,5 @@ for (let round = 0; ; round++) {
     await store.compact(stream, { revision, state: state as unknown as JsonValue, identity: { stream, schemaVersion: 1 } });
     process.stdout.write(`compacted ${revision}\n`);
   }
+  if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
 }

@@ -1,0 +1,123 @@
+import { InvalidInputError, StoreClosedError } from './errors.js';
+import type { RecordedEvent } from './port.js';
+import { validateReadAllOptions } from './validate.js';
+
+/** Why a wait for changes ended. */
+export type WakeReason = 'changed' | 'timeout' | 'aborted' | 'closed';
+
+/**
+ * Tells followers in this process that the store changed. `notify` is one counter increment when nobody waits,
+ * so a store can call it once per commit on its hot path; waiters compare the counter, so a change made
+ * between a follower's read and its wait is never missed.
+ */
+export class ChangeSignal {
+  #version = 0;
+  #closed = false;
+  readonly #waiters = new Set<(reason: WakeReason) => void>();
+
+  /** Increases with every `notify`. */
+  get version(): number {
+    return this.#version;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Something was committed. */
+  notify(): void {
+    this.#version++;
+    if (this.#waiters.size === 0) return;
+    this.#wake('changed');
+  }
+
+  /** The store closed: every wait ends, and every later one ends at once. */
+  close(): void {
+    this.#closed = true;
+    this.#wake('closed');
+  }
+
+  /** Resolves once the version moves past `seen`, after `timeoutMs`, on abort or on close, whichever comes first. */
+  wait(seen: number, timeoutMs: number, signal?: AbortSignal): Promise<WakeReason> {
+    if (this.#closed) return Promise.resolve('closed');
+    if (signal?.aborted) return Promise.resolve('aborted');
+    if (this.#version !== seen) return Promise.resolve('changed');
+    return new Promise((resolve) => {
+      const done = (reason: WakeReason) => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.#waiters.delete(done);
+        resolve(reason);
+      };
+      const onAbort = () => done('aborted');
+      const timer = setTimeout(() => done('timeout'), timeoutMs);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#waiters.add(done);
+    });
+  }
+
+  #wake(reason: WakeReason): void {
+    for (const waiter of [...this.#waiters]) waiter(reason);
+  }
+}
+
+/** What `followFeed` needs from a store. */
+export interface FollowSource {
+  /** The store's `readAll` from a position (it may throw `StoreClosedError` once the store closed). */
+  readAll(fromPosition: number): AsyncIterable<RecordedEvent>;
+  /** Commits made through this store object. */
+  changes: ChangeSignal;
+  /** How often to look for changes made elsewhere: the longest a change by another process waits to be seen. */
+  pollMs: number;
+  /**
+   * Asked every `pollMs` while nothing changed in this process: whether another process may have committed since
+   * the last call (a cheap probe such as SQLite's `data_version`). Without it, every poll reads the feed again.
+   */
+  changedElsewhere?(): boolean | Promise<boolean>;
+}
+
+/** Checks `follow`'s options once: `fromPosition` as for `readAll`, `signal` an `AbortSignal` when given. */
+export function validateFollowOptions(options: unknown): { fromPosition: number; signal: AbortSignal | undefined } {
+  const fromPosition = validateReadAllOptions(options);
+  const signal = options === undefined || options === null ? undefined : (options as { signal?: unknown }).signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidInputError('signal', 'expected an AbortSignal');
+  return { fromPosition, signal };
+}
+
+/**
+ * The change feed without an end: every record from `fromPosition` once, in position order, then each later
+ * commit as it becomes visible, until `signal` fires or the store closes (the iteration then returns). It
+ * builds on `readAll` never skipping a change: the next read starts right after the last record yielded.
+ */
+export async function* followFeed(source: FollowSource, fromPosition: number, signal?: AbortSignal): AsyncGenerator<RecordedEvent> {
+  let next = fromPosition;
+  const ended = () => signal?.aborted === true || source.changes.closed;
+  for (;;) {
+    if (ended()) return;
+    // Taken before the read: a commit landing during the read moves the version and wakes the wait at once.
+    const seen = source.changes.version;
+    try {
+      for await (const record of source.readAll(next)) {
+        if (ended()) return;
+        yield record;
+        next = record.position + 1;
+      }
+    } catch (error) {
+      if (source.changes.closed || error instanceof StoreClosedError) return;
+      throw error;
+    }
+    for (;;) {
+      const reason = await source.changes.wait(seen, source.pollMs, signal);
+      if (reason === 'aborted' || reason === 'closed') return;
+      if (reason === 'changed' || !source.changedElsewhere) break;
+      let elsewhere: boolean;
+      try {
+        elsewhere = await source.changedElsewhere();
+      } catch (error) {
+        if (source.changes.closed || error instanceof StoreClosedError) return;
+        throw error;
+      }
+      if (elsewhere) break;
+    }
+  }
+}
