@@ -52,9 +52,11 @@ export function registerVerify(program: Command): void {
           }
           if (opened) {
             try {
-              if (opened.store.verify) {
+              // A file store's files were scanned above, line by line: its own verify would report the same again.
+              if (opened.store.verify && location.kind !== 'file') {
                 for (const problem of (await opened.store.verify()).problems) {
-                  const message = problem.key === undefined ? problem.message : `${problem.key}: ${problem.message}`;
+                  const place = [problem.table && `table ${problem.table}`, problem.key].filter(Boolean).join(' ');
+                  const message = place ? `${place}: ${problem.message}` : problem.message;
                   findings.problems.push({ severity: problem.severity, file: problem.file ?? problem.table ?? where, line: problem.line, message });
                 }
               } else await scanThroughPort(opened.store, where, findings, bar);
