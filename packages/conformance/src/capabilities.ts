@@ -20,6 +20,8 @@ export interface EventStoreCapabilities {
    * when its clock fails (throws, or returns an invalid `Date`); without it those are skipped.
    */
   readonly withClock?: (clock: () => Date) => EventStore | Promise<EventStore>;
+  /** Whether the store implements the optional `status()` and it is checked (default false). */
+  readonly status?: boolean;
 }
 
 /** Capabilities with every default filled in, plus the replay settings read from the environment. */
@@ -30,6 +32,7 @@ export interface ResolvedCapabilities {
   readonly maxCommands: number;
   readonly concurrentAppends: boolean;
   readonly withClock: ((clock: () => Date) => EventStore | Promise<EventStore>) | undefined;
+  readonly status: boolean;
   /** fast-check seed, path and commands replay path to reproduce a reported failure. */
   readonly replay: { readonly seed?: number; readonly path?: string; readonly replayPath?: string };
 }
@@ -40,6 +43,7 @@ export const DEFAULT_CAPABILITIES = Object.freeze({
   numRuns: 30,
   maxCommands: 50,
   concurrentAppends: true,
+  status: false,
 });
 
 /** Fills in defaults and applies `SESSIONFOLD_PROPERTY_RUNS`, `_SEED`, `_PATH` and `_REPLAY` from `env`. */
@@ -63,6 +67,7 @@ export function resolveCapabilities(
     maxCommands: capabilities.maxCommands ?? DEFAULT_CAPABILITIES.maxCommands,
     concurrentAppends: capabilities.concurrentAppends ?? DEFAULT_CAPABILITIES.concurrentAppends,
     withClock: capabilities.withClock,
+    status: capabilities.status ?? DEFAULT_CAPABILITIES.status,
     replay: Object.freeze(replay),
   };
   if (!Number.isSafeInteger(resolved.maxEventBytes) || resolved.maxEventBytes < 64) {

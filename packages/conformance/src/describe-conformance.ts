@@ -14,6 +14,7 @@ import { describeLifecycleRules } from './rules/lifecycle-rules.js';
 import { describeReadRules } from './rules/read-rules.js';
 import { describeSchemaVersionRules } from './rules/schema-version-rules.js';
 import { describeStreamRules } from './rules/stream-rules.js';
+import { describeStatusRules } from './rules/status-rules.js';
 import { suiteContext } from './support.js';
 
 /**
@@ -39,6 +40,7 @@ export function describeEventStoreConformance(
     describeIsolationRules(ctx);
     describeConcurrencyRules(ctx);
     describeLifecycleRules(ctx);
+    describeStatusRules(ctx);
     describeModelRuns(ctx);
   });
 }

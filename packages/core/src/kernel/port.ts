@@ -66,6 +66,26 @@ export interface StreamRead {
 export const SNAPSHOT_RECORD = '$snapshot';
 export const DELETED_RECORD = '$deleted';
 
+/** A transaction that holds back a store's writers or its change feed (a database store's view of itself). */
+export interface HoldingTransaction {
+  /** Server process id of the session holding it (what `pg_terminate_backend` takes, on PostgreSQL). */
+  pid: number;
+  /** How long the transaction has been open, in milliseconds. */
+  ageMs: number;
+  /** The session's state as the server reports it, e.g. `idle in transaction`. */
+  state: string;
+  /** How many sessions are waiting for it. */
+  waiting: number;
+}
+
+/** What `status()` reports: where the change feed is, and what (if anything) holds it or the writers back. */
+export interface StoreStatus {
+  /** The change feed's last position (0 when nothing was ever written). */
+  lastPosition: number;
+  /** Open transactions holding back writers or the feed, oldest first; empty when nothing does. */
+  holdingBack: HoldingTransaction[];
+}
+
 /**
  * The storage port every store implements (memory, file, SQLite, Postgres).
  * The conformance suite (`@sessionfold/conformance`) checks every rule stated here.
@@ -122,6 +142,12 @@ export interface EventStore {
 
   /** The sha256 of every blob `stream` owns, ascending; each one can be read with `getBlob` (barring damage). */
   blobs(stream: StreamId): AsyncIterable<string>;
+
+  /**
+   * Optional: the store's current state for operators, e.g. a transaction left open that stalls writers.
+   * Stores whose state has nothing to report beyond the port's reads leave it out.
+   */
+  status?(): Promise<StoreStatus>;
 
   /** Releases files, locks and connections. Later calls reject with `StoreClosedError`. */
   close(): Promise<void>;
