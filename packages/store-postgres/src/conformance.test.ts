@@ -6,10 +6,18 @@ import { PG_URL, announceSkip, dropSchema, endAdmin, freshSchema } from './test-
 
 const schemas = new WeakMap<EventStore, string>();
 
-async function open(schema: string): Promise<EventStore> {
-  const store = await postgresStore({ connectionString: PG_URL as string, schema });
+async function open(schema: string, clock?: () => Date): Promise<EventStore> {
+  const store = await postgresStore({ connectionString: PG_URL as string, schema, ...(clock ? { clock } : {}) });
   schemas.set(store, schema);
   return store;
+}
+
+/** A fresh schema for the current test, dropped when it ends (the suite closes the store itself). */
+function testSchema(): string {
+  const schema = freshSchema('c');
+  // An idle pool does not keep the drop waiting.
+  onTestFinished(() => dropSchema(schema));
+  return schema;
 }
 
 if (PG_URL === undefined) {
@@ -19,14 +27,10 @@ if (PG_URL === undefined) {
   afterAll(endAdmin);
   describeEventStoreConformance(
     'postgresStore',
-    () => {
-      const schema = freshSchema('c');
-      // Dropped when the test ends; the suite closes the store itself (an idle pool does not keep the drop waiting).
-      onTestFinished(() => dropSchema(schema));
-      return open(schema);
-    },
+    () => open(testSchema()),
     {
       status: true,
+      withClock: (clock) => open(testSchema(), clock),
       reopen: async (store) => {
         const schema = schemas.get(store);
         if (schema === undefined) throw new Error('not a store this suite opened');

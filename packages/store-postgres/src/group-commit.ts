@@ -4,20 +4,14 @@ import {
   type AppendResult,
   type ExpectedRevision,
   type StreamId,
+  type ValidatedEvent,
 } from '@sessionfold/core/kernel';
 
-/** An event ready for its row: data already serialized by validation. */
-export interface NewRow {
-  type: string;
-  data: string;
-  eventId: string | null;
-}
-
-/** One append waiting for the next shared round trip. */
+/** One append waiting for the next shared round trip: exactly what validation read, written as it is. */
 export interface AppendJob {
   stream: StreamId;
   expected: ExpectedRevision;
-  rows: readonly NewRow[];
+  rows: readonly ValidatedEvent[];
 }
 
 /** What the database answered for one job (see `append_batches`). */
@@ -97,7 +91,7 @@ export class GroupCommit {
     let count = 0;
     while (count < this.#queue.length && count < MAX_JOBS) {
       const rows = (this.#queue[count] as Pending).job.rows;
-      for (const row of rows) bytes += row.data.length + row.type.length;
+      for (const row of rows) bytes += row.dataJson.length + row.type.length;
       count++;
       if (bytes >= MAX_BYTES) break;
     }
@@ -132,7 +126,7 @@ function settle({ job, resolve, reject }: Pending, answer: JobAnswer): void {
       return;
     case 3: {
       const index = answer.revision;
-      const row = job.rows[index] as NewRow;
+      const row = job.rows[index] as ValidatedEvent;
       reject(new InvalidInputError(`events[${index}].eventId`, `${JSON.stringify(row.eventId)} is already in stream ${job.stream}`));
       return;
     }

@@ -1,10 +1,19 @@
 import type { RecordedEvent } from '@sessionfold/core/kernel';
 
 /** A row of `events` in column order, as the read statements return it in array mode. */
-export type EventRow = [position: number, stream: string, revision: number, type: string, data: string, eventId: string | null, recordedAt: string];
+export type EventRow = [
+  position: number,
+  stream: string,
+  revision: number,
+  type: string,
+  data: string,
+  eventId: string | null,
+  recordedAt: string,
+  schemaVersion: number,
+];
 
 /** The columns of `EventRow`, in its order, for a SELECT on `events AS e`. */
-export const EVENT_COLUMNS = 'e.position, e.stream, e.revision, e.type, e.data, e.event_id, e.recorded_at';
+export const EVENT_COLUMNS = 'e.position, e.stream, e.revision, e.type, e.data, e.event_id, e.recorded_at, e.schema_version';
 
 /** Builds the port's record from a row; the JSON is parsed only here, as the consumer reaches it. */
 export function toEvent(row: EventRow): RecordedEvent {
@@ -12,6 +21,7 @@ export function toEvent(row: EventRow): RecordedEvent {
     streamId: row[1],
     type: row[3],
     data: JSON.parse(row[4]) as RecordedEvent['data'],
+    schemaVersion: row[7],
     revision: row[2],
     position: row[0],
     recordedAt: row[6],

@@ -39,10 +39,10 @@ export function queriesFor(schema: string) {
   const S = quoted(schema);
   const n = (name: string) => `sessionfold_${schema}_${name}`;
   return {
-    /** (streams[], expected[], counts[], types[], data[], ids[], recordedAt) → { status, revision, pos } per batch */
+    /** (streams[], expected[], counts[], types[], data[], ids[], versions[], recordedAt) → { status, revision, pos } per batch */
     appendBatches: named(
       n('append'),
-      `SELECT status, revision, pos FROM ${S}.append_batches($1::text[], $2::bigint[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::text)`,
+      `SELECT status, revision, pos FROM ${S}.append_batches($1::text[], $2::bigint[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::text)`,
     ),
     /** (stream, revision, snapshotJson, recordedAt) → status */
     compact: named(n('compact'), `SELECT ${S}.compact_stream($1, $2, $3, $4) AS status`),

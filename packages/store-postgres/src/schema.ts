@@ -53,7 +53,9 @@ const MIGRATIONS: ReadonlyArray<(S: string) => string> = [
     event_id    text,
     -- revision of the last event of the append that carried event_id: an idempotent retry answers with it
     batch_end   bigint,
-    recorded_at text     NOT NULL
+    recorded_at text     NOT NULL,
+    -- the version of data's shape the event was appended with; 1 for $snapshot and $deleted records
+    schema_version integer NOT NULL DEFAULT 1
   );
   CREATE UNIQUE INDEX events_by_revision ON ${S}.events (stream, revision) WHERE kind = ${Kind.event};
   CREATE UNIQUE INDEX events_by_event_id ON ${S}.events (stream, event_id) WHERE event_id IS NOT NULL;
@@ -86,7 +88,7 @@ const WRITE_FUNCTIONS = (S: string) => `
   -- (revision = the 0-based index of that event in the batch). A batch that is refused writes nothing.
   CREATE FUNCTION ${S}.append_batches(
     p_streams text[], p_expected bigint[], p_counts integer[],
-    p_types text[], p_data text[], p_ids text[], p_at text)
+    p_types text[], p_data text[], p_ids text[], p_versions integer[], p_at text)
   RETURNS TABLE (status smallint, revision bigint, pos bigint)
   LANGUAGE plpgsql AS $fn$
   DECLARE
@@ -134,8 +136,9 @@ const WRITE_FUNCTIONS = (S: string) => `
       created AS (
         INSERT INTO ${S}.streams (stream, revision) SELECT ok.stream, ok.n FROM ok WHERE ok.actual = 0 RETURNING stream),
       written AS (
-        INSERT INTO ${S}.events (position, stream, kind, revision, type, data, recorded_at)
-        SELECT ok.last_pos - ok.n + i, ok.stream, ${Kind.event}, ok.actual + i, p_types[ok.first + i - 1], p_data[ok.first + i - 1]::json, p_at
+        INSERT INTO ${S}.events (position, stream, kind, revision, type, data, recorded_at, schema_version)
+        SELECT ok.last_pos - ok.n + i, ok.stream, ${Kind.event}, ok.actual + i, p_types[ok.first + i - 1], p_data[ok.first + i - 1]::json, p_at,
+               p_versions[ok.first + i - 1]
         FROM ok, generate_series(1, ok.n) AS i RETURNING 1),
       counted AS (
         UPDATE ${S}.feed_head SET position = v_last + (SELECT coalesce(sum(ok.n), 0) FROM ok) RETURNING position)
@@ -178,8 +181,8 @@ const WRITE_FUNCTIONS = (S: string) => `
       INSERT INTO ${S}.streams (stream, revision)
         SELECT u.name, u.now FROM unnest(v_names, v_was, v_now) AS u(name, was, now) WHERE u.was = 0 AND u.now > 0;
       IF v_last > v_base THEN
-        INSERT INTO ${S}.events (position, stream, kind, revision, type, data, event_id, batch_end, recorded_at)
-          SELECT v_base + u.k, u.stream, ${Kind.event}, u.rev, p_types[u.src], p_data[u.src]::json, NULL, NULL, p_at
+        INSERT INTO ${S}.events (position, stream, kind, revision, type, data, event_id, batch_end, recorded_at, schema_version)
+          SELECT v_base + u.k, u.stream, ${Kind.event}, u.rev, p_types[u.src], p_data[u.src]::json, NULL, NULL, p_at, p_versions[u.src]
           FROM unnest(v_strs, v_revs, v_src) WITH ORDINALITY AS u(stream, rev, src, k);
         UPDATE ${S}.feed_head SET position = v_last;
       END IF;
@@ -192,8 +195,8 @@ const WRITE_FUNCTIONS = (S: string) => `
       v_ids := cardinality(array_remove(p_ids[v_first : v_first + v_n - 1], NULL)) > 0;
       -- Event ids are looked up in the table: this stream's pending events must be in it first.
       IF v_ids AND p_streams[j] = ANY (v_strs) THEN
-        INSERT INTO ${S}.events (position, stream, kind, revision, type, data, event_id, batch_end, recorded_at)
-          SELECT v_base + u.k, u.stream, ${Kind.event}, u.rev, p_types[u.src], p_data[u.src]::json, p_ids[u.src], u.batch_end, p_at
+        INSERT INTO ${S}.events (position, stream, kind, revision, type, data, event_id, batch_end, recorded_at, schema_version)
+          SELECT v_base + u.k, u.stream, ${Kind.event}, u.rev, p_types[u.src], p_data[u.src]::json, p_ids[u.src], u.batch_end, p_at, p_versions[u.src]
           FROM unnest(v_strs, v_revs, v_src, v_ends) WITH ORDINALITY AS u(stream, rev, src, batch_end, k);
         v_base := v_last; v_src := '{}'; v_revs := '{}'; v_ends := '{}'; v_strs := '{}';
       END IF;
@@ -242,8 +245,8 @@ const WRITE_FUNCTIONS = (S: string) => `
       v_first := v_first + v_n;
     END LOOP;
     IF v_last > v_base THEN
-      INSERT INTO ${S}.events (position, stream, kind, revision, type, data, event_id, batch_end, recorded_at)
-        SELECT v_base + u.k, u.stream, ${Kind.event}, u.rev, p_types[u.src], p_data[u.src]::json, p_ids[u.src], u.batch_end, p_at
+      INSERT INTO ${S}.events (position, stream, kind, revision, type, data, event_id, batch_end, recorded_at, schema_version)
+        SELECT v_base + u.k, u.stream, ${Kind.event}, u.rev, p_types[u.src], p_data[u.src]::json, p_ids[u.src], u.batch_end, p_at, p_versions[u.src]
         FROM unnest(v_strs, v_revs, v_src, v_ends) WITH ORDINALITY AS u(stream, rev, src, batch_end, k);
     END IF;
     UPDATE ${S}.feed_head SET position = v_last;

@@ -5,12 +5,16 @@ import {
   InvalidInputError,
   StorageError,
   StoreClosedError,
+  readClock,
+  snapshotJson,
   validateAppend,
-  validateExpectedRevision,
-  validateFrom,
+  validateReadAllOptions,
+  validateReadOptions,
   validateSha256,
   validateSnapshot,
   validateStreamId,
+  validateStreamsOptions,
+  validateWriteOptions,
   type AppendResult,
   type EventStore,
   type ExpectedRevision,
@@ -18,10 +22,11 @@ import {
   type StreamId,
   type StoreStatus,
   type StreamRead,
+  type ValidatedAppend,
 } from '@sessionfold/core/kernel';
 import type { QueryArrayConfig, QueryConfig } from 'pg';
 import { translateError } from './errors.js';
-import { GroupCommit, type AppendJob, type JobAnswer, type NewRow } from './group-commit.js';
+import { GroupCommit, type AppendJob, type JobAnswer } from './group-commit.js';
 import { readOptions, type PostgresStoreOptions } from './options.js';
 import { PagedEvents, type EventRow } from './paged-events.js';
 import { storePool, type PgPool } from './pool.js';
@@ -31,20 +36,6 @@ import { checkSchema, migrate } from './schema.js';
 /** The port, with `status()` always there: the feed's last position and any transaction holding writers back. */
 export interface PostgresEventStore extends EventStore {
   status(): Promise<StoreStatus>;
-}
-
-const UNSTORABLE = /[\0\p{Cs}]/u;
-
-/**
- * Refuses text a Postgres `text` column cannot hold as given: U+0000 is rejected by the server, and an unpaired
- * surrogate would be stored as U+FFFD. Refused here, before the append joins a group, so it fails alone.
- * (Event data needs no check: JSON text escapes both.)
- */
-function storableText(value: string, field: string): void {
-  // With the u flag a surrogate pair is one code point, so \p{Cs} matches only unpaired surrogates.
-  if (UNSTORABLE.test(value)) {
-    throw new InvalidInputError(field, `${JSON.stringify(value)} holds U+0000 or an unpaired surrogate, which PostgreSQL text cannot store`);
-  }
 }
 
 /** `expectedRevision` as the SQL functions take it: a revision, 0 for no stream, -1 for any. */
@@ -81,7 +72,8 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     live();
     if (config.readOnly) throw new StorageError(`@sessionfold/store-postgres: schema ${schema} was opened read-only.`);
   };
-  const now = () => config.clock().toISOString();
+  /** The commit time: read before the statement is sent, so a clock that fails leaves nothing half-written. */
+  const now = () => readClock(config.clock);
   /** Runs one statement, translating whatever the driver throws. */
   const run = async <R>(work: () => Promise<R>): Promise<R> => {
     try {
@@ -100,18 +92,23 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     const types: string[] = [];
     const data: string[] = [];
     const ids: Array<string | null> = [];
+    const versions: number[] = [];
     for (const job of jobs) {
       streams.push(job.stream);
       expected.push(expectedCode(job.expected));
       counts.push(job.rows.length);
       for (const row of job.rows) {
         types.push(row.type);
-        data.push(row.data);
-        ids.push(row.eventId);
+        data.push(row.dataJson);
+        ids.push(row.eventId ?? null);
+        versions.push(row.schemaVersion);
       }
     }
+    // One commit time for the group. A clock that fails rejects every append of the group with
+    // InvalidInputError before anything is sent: the group is one transaction, there is no time to give it.
+    const at = now();
     const result = await pool.query<{ status: number; revision: number; pos: number | null }>(
-      q.appendBatches([streams, expected, counts, types, data, ids, now()]),
+      q.appendBatches([streams, expected, counts, types, data, ids, versions, at]),
     );
     return result.rows.map((row) => ({ status: row.status, revision: row.revision, position: row.pos }));
   }, translate);
@@ -139,26 +136,23 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
 
   return {
     append(stream, events, appendOptions) {
-      let rowsToWrite: NewRow[];
+      let batch: ValidatedAppend;
       try {
         writable();
-        const json = validateAppend(stream, events, appendOptions, config.maxEventBytes);
-        rowsToWrite = events.map((event, index): NewRow => {
-          storableText(event.type, `events[${index}].type`);
-          if (event.eventId !== undefined) storableText(event.eventId, `events[${index}].eventId`);
-          return { type: event.type, data: json[index] as string, eventId: event.eventId ?? null };
-        });
+        // Only what validation read is written: the caller's objects are not looked at again. Validation
+        // also refuses what a text column cannot hold as given (U+0000, lone surrogates), so such an append
+        // fails alone, before it joins a group.
+        batch = validateAppend(stream, events, appendOptions, config.maxEventBytes);
       } catch (error) {
         return Promise.reject(error);
       }
-      return commits.submit({ stream, expected: appendOptions.expectedRevision, rows: rowsToWrite });
+      return commits.submit({ stream, expected: batch.expectedRevision, rows: batch.events });
     },
 
-    async read(stream, readOptions = {}): Promise<StreamRead> {
+    async read(stream, readOptions): Promise<StreamRead> {
       live();
       validateStreamId(stream);
-      validateFrom('fromRevision', readOptions.fromRevision);
-      const from = readOptions.fromRevision ?? 1;
+      const from = validateReadOptions(readOptions);
       type FirstRow = [head: number, bound: number, snapshotRevision: number | null, snapshotData: string | null, ...EventRow];
       const result = await rows<FirstRow>(q.readFirst([stream, from]));
       const top = result[0] as FirstRow;
@@ -176,10 +170,9 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       return { revision: head, ...(snapshot ? { snapshot } : {}), events: new PagedEvents(first, rest) };
     },
 
-    readAll(readOptions = {}) {
+    readAll(readOptions) {
       live();
-      validateFrom('fromPosition', readOptions.fromPosition);
-      let next = readOptions.fromPosition ?? 1;
+      let next = validateReadAllOptions(readOptions);
       // Bounded by the last position when the first page is read, like a snapshot of the feed; a consumer
       // goes on from where it stopped. Every write holds the counter until it commits, so whatever a
       // statement sees of the feed is a prefix of it: a later page can never reveal a position before one seen.
@@ -208,9 +201,9 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       });
     },
 
-    async *streams(listOptions = {}) {
+    async *streams(listOptions) {
       live();
-      const prefix = listOptions.prefix ?? '';
+      const prefix = validateStreamsOptions(listOptions);
       let page = await rows<[string, number]>(q.streamsFrom([prefix]));
       for (;;) {
         for (const [stream, revision] of page) {
@@ -226,36 +219,37 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
 
     async compact(stream, snapshot) {
       writable();
-      validateSnapshot(stream, snapshot);
-      const json = JSON.stringify(snapshot);
-      const [row] = await rows<{ status: number }>(q.compact([stream, snapshot.revision, json, now()]));
+      const validated = validateSnapshot(stream, snapshot);
+      const { revision } = validated;
+      const at = now();
+      const [row] = await rows<{ status: number }>(q.compact([stream, revision, snapshotJson(validated), at]));
       switch (row?.status) {
         case 0:
           return;
         case 1:
           throw new InvalidInputError('stream', `stream ${stream} does not exist`);
         case 2:
-          throw new InvalidInputError('snapshot.revision', `revision ${snapshot.revision} is past the stream's revision`);
+          throw new InvalidInputError('snapshot.revision', `revision ${revision} is past the stream's revision`);
         default:
-          throw new InvalidInputError('snapshot.revision', `revision ${snapshot.revision} is older than the stored snapshot's`);
+          throw new InvalidInputError('snapshot.revision', `revision ${revision} is older than the stored snapshot's`);
       }
     },
 
     async restoreStream(stream, snapshot): Promise<AppendResult> {
       writable();
-      validateSnapshot(stream, snapshot);
-      const json = JSON.stringify(snapshot);
-      const [row] = await rows<{ status: number; value: number }>(q.restore([stream, snapshot.revision, json, now()]));
+      const validated = validateSnapshot(stream, snapshot);
+      const at = now();
+      const [row] = await rows<{ status: number; value: number }>(q.restore([stream, validated.revision, snapshotJson(validated), at]));
       if (row === undefined || row.status !== 0) throw new ConcurrencyError(stream, 'no_stream', row?.value ?? 0);
-      return { revision: snapshot.revision, position: row.value };
+      return { revision: validated.revision, position: row.value };
     },
 
     async deleteStream(stream, deleteOptions) {
       writable();
       validateStreamId(stream);
-      validateExpectedRevision(deleteOptions?.expectedRevision);
-      const expected = deleteOptions.expectedRevision;
-      const [row] = await rows<{ matched: boolean; head: number }>(q.deleteStream([stream, expectedCode(expected), now()]));
+      const expected = validateWriteOptions(deleteOptions);
+      const at = now();
+      const [row] = await rows<{ matched: boolean; head: number }>(q.deleteStream([stream, expectedCode(expected), at]));
       if (row !== undefined && !row.matched) throw new ConcurrencyError(stream, expected, row.head);
     },
 
