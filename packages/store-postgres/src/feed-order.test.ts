@@ -28,13 +28,14 @@ class OpenTransaction {
   /** Sends the append without waiting: it may wait for another writer's transaction to end. */
   append(stream: string, count: number): void {
     const types = Array.from({ length: count }, (_, i) => `Raw${i}`);
-    this.#appended = this.#client.query(`SELECT * FROM "${this.#schema}".append_batches($1, $2, $3, $4, $5, $6, $7)`, [
+    this.#appended = this.#client.query(`SELECT * FROM "${this.#schema}".append_batches($1, $2, $3, $4, $5, $6, $7, $8)`, [
       [stream],
       [-1],
       [count],
       types,
       types.map((_, i) => JSON.stringify({ i })),
       types.map(() => null),
+      types.map(() => 1),
       new Date().toISOString(),
     ]);
   }
