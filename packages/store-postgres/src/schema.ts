@@ -81,7 +81,8 @@ const MIGRATIONS: ReadonlyArray<(S: string) => string> = [
  * implicit one: a connection lost midway leaves nothing). Each locks the feed counter first (see feed_head).
  */
 const WRITE_FUNCTIONS = (S: string) => `
-  -- Appends a group of batches in order; p_counts says how many of the event arrays' entries each batch has.
+  -- Appends a group of batches in order; p_counts says how many of the event arrays' entries (p_types, p_data,
+  -- p_ids, p_versions: one entry per event, p_versions the version of the data's shape) each batch has.
   -- p_expected: a revision, 0 for no stream, -1 for any. One result row per batch: status 0 written
   -- (revision and position of its last event), 1 a retry of an earlier append (that append's result),
   -- 2 a conflict (revision = the stream's actual revision), 3 a later event id already in the stream
