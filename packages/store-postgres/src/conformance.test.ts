@@ -25,18 +25,14 @@ if (PG_URL === undefined) {
   describe.skip('postgresStore: EventStore conformance', () => it('needs SESSIONFOLD_PG_URL', () => undefined));
 } else {
   afterAll(endAdmin);
-  describeEventStoreConformance(
-    'postgresStore',
-    () => open(testSchema()),
-    {
-      status: true,
-      withClock: (clock) => open(testSchema(), clock),
-      reopen: async (store) => {
-        const schema = schemas.get(store);
-        if (schema === undefined) throw new Error('not a store this suite opened');
-        await store.close();
-        return open(schema);
-      },
+  describeEventStoreConformance('postgresStore', () => open(testSchema()), {
+    status: true,
+    withClock: (clock) => open(testSchema(), clock),
+    reopen: async (store) => {
+      const schema = schemas.get(store);
+      if (schema === undefined) throw new Error('not a store this suite opened');
+      await store.close();
+      return open(schema);
     },
-  );
+  });
 }

@@ -1,11 +1,4 @@
-import {
-  ConcurrencyError,
-  InvalidInputError,
-  type AppendResult,
-  type ExpectedRevision,
-  type StreamId,
-  type ValidatedEvent,
-} from '@sessionfold/core/kernel';
+import { ConcurrencyError, InvalidInputError, type AppendResult, type ExpectedRevision, type StreamId, type ValidatedEvent } from '@sessionfold/core/kernel';
 
 /** One append waiting for the next shared round trip: exactly what validation read, written as it is. */
 export interface AppendJob {
