@@ -12,6 +12,7 @@ export default [
   project('sessionfile', 'packages/sessionfile'),
   project('store-file', 'packages/store-file', 120_000),
   project('store-sqlite', 'packages/store-sqlite', 120_000),
+  project('store-postgres', 'packages/store-postgres', 120_000),
   project('conformance', 'packages/conformance'),
   project('cross-store', 'packages/cross-store', 300_000),
   project('bench', 'packages/bench'),

@@ -1,7 +1,7 @@
 import type { Timed } from './stats.js';
 
 /** The families of raw limits: what the machine does with no store in the way. */
-export type RawFamilyName = 'memory' | 'file' | 'sqlite';
+export type RawFamilyName = 'memory' | 'file' | 'sqlite' | 'postgres';
 
 /** A read of many events: how many, how long, and the peak RSS growth while reading. */
 export interface RawRead {

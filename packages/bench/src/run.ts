@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Volumes } from './config.js';
 import { rawFile } from './raw/file.js';
 import { rawMemory } from './raw/memory.js';
+import { dropBenchSchemas, rawPostgres } from './raw/postgres.js';
 import { rawSqlite } from './raw/sqlite.js';
 import { RawLimits, type RawFamily } from './raw-limits.js';
 import type { BenchReport, Machine, Row } from './report.js';
@@ -29,7 +30,7 @@ export interface BenchOptions {
   registry?: readonly Scenario[];
   /** Store list (default: every registered store). */
   subjects?: readonly SubjectEntry[];
-  /** Raw families (default: memory, file, SQLite). */
+  /** Raw families (default: memory, file, SQLite, PostgreSQL). */
   families?: readonly RawFamily[];
   /** Called as each row is measured (progress). */
   onRow?: (row: Row) => void;
@@ -107,7 +108,7 @@ function reason(error: unknown): string {
 export async function runBench(options: BenchOptions): Promise<BenchReport> {
   const startedAt = new Date();
   const root = await mkdtemp(join(tmpdir(), 'sessionfold-bench-'));
-  const raw = new RawLimits(options.families ?? [rawMemory, rawFile, rawSqlite]);
+  const raw = new RawLimits(options.families ?? [rawMemory, rawFile, rawSqlite, rawPostgres]);
   let dirs = 0;
   const service = loadService();
   const context: ScenarioContext = {
@@ -145,6 +146,7 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await rm(root, { recursive: true, force: true });
+    await dropBenchSchemas();
   }
   return {
     mode: options.mode,

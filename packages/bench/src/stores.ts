@@ -92,6 +92,16 @@ export const SUBJECTS: readonly SubjectEntry[] = [
     },
   },
   {
+    name: 'postgres',
+    async load() {
+      const { PG_URL, benchSchema } = await import('./raw/postgres.js');
+      if (PG_URL === undefined) return { unavailable: 'n/a (set SESSIONFOLD_PG_URL)' };
+      const make = await factory('@sessionfold/store-postgres', 'postgresStore');
+      if ('unavailable' in make) return make;
+      return { name: 'postgres', raw: 'postgres', lacks: {}, open: async (dir) => make({ connectionString: PG_URL, schema: benchSchema(dir) }) };
+    },
+  },
+  {
     name: 'emmett-sqlite',
     async load() {
       const peer = await loadPeer<EmmettPeer>('emmett-sqlite', 'store.ts', peersInstallOnLoad);

@@ -125,9 +125,7 @@ describe('verify on a SQLite store', () => {
     expect(report.problems).toContainEqual(
       expect.objectContaining({ severity: 'error', message: expect.stringMatching(new RegExp(`table blobs.*${store.blob}`)) }),
     );
-    expect(report.problems).toContainEqual(
-      expect.objectContaining({ severity: 'error', message: expect.stringContaining(`session-${store.sessionId}`) }),
-    );
+    expect(report.problems).toContainEqual(expect.objectContaining({ severity: 'error', message: expect.stringContaining(`session-${store.sessionId}`) }));
     expect(fileDigests(store.dir)).toEqual(before);
   });
 });

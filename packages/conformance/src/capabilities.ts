@@ -34,6 +34,8 @@ export interface EventStoreCapabilities {
    * read-only view). Enables the checks that `follow` sees changes made elsewhere; without it they are skipped.
    */
   readonly openSecond?: (store: EventStore) => Promise<EventStore>;
+  /** Whether the store implements the optional `status()` and it is checked (default false). */
+  readonly status?: boolean;
 }
 
 /** Capabilities with every default filled in, plus the replay settings read from the environment. */
@@ -49,6 +51,7 @@ export interface ResolvedCapabilities {
   readonly checkpoints: boolean | undefined;
   readonly followDelayMs: number;
   readonly openSecond: ((store: EventStore) => Promise<EventStore>) | undefined;
+  readonly status: boolean;
   /** fast-check seed, path and commands replay path to reproduce a reported failure. */
   readonly replay: { readonly seed?: number; readonly path?: string; readonly replayPath?: string };
 }
@@ -60,6 +63,7 @@ export const DEFAULT_CAPABILITIES = Object.freeze({
   maxCommands: 50,
   concurrentAppends: true,
   followDelayMs: 100,
+  status: false,
 });
 
 /** Fills in defaults and applies `SESSIONFOLD_PROPERTY_RUNS`, `_SEED`, `_PATH` and `_REPLAY` from `env`. */
@@ -88,6 +92,7 @@ export function resolveCapabilities(
     checkpoints: capabilities.checkpoints,
     followDelayMs: capabilities.followDelayMs ?? DEFAULT_CAPABILITIES.followDelayMs,
     openSecond: capabilities.openSecond,
+    status: capabilities.status ?? DEFAULT_CAPABILITIES.status,
     replay: Object.freeze(replay),
   };
   if (!Number.isSafeInteger(resolved.maxEventBytes) || resolved.maxEventBytes < 64) {

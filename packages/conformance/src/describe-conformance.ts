@@ -17,6 +17,7 @@ import { describeReadRules } from './rules/read-rules.js';
 import { describeSchemaVersionRules } from './rules/schema-version-rules.js';
 import { describeStreamRules } from './rules/stream-rules.js';
 import { describeVerifyRules } from './rules/verify-rules.js';
+import { describeStatusRules } from './rules/status-rules.js';
 import { suiteContext } from './support.js';
 
 /**
@@ -45,6 +46,7 @@ export function describeEventStoreConformance(
     describeVerifyRules(ctx);
     describeFollowRules(ctx);
     describeCheckpointRules(ctx);
+    describeStatusRules(ctx);
     describeModelRuns(ctx);
   });
 }

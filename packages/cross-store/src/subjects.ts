@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { memoryStore, type EventStore } from '@sessionfold/core';
 import { fileStore } from '@sessionfold/store-file';
 import { sqliteStore } from '@sessionfold/store-sqlite';
+import { postgresKind } from './postgres-subject.js';
 
 /** Every store records this as `recordedAt`; the comparisons drop it anyway, but a fixed value keeps dumps stable. */
 const STORE_TIME = '2026-07-23T00:00:00.000Z';
@@ -85,4 +86,4 @@ export const fileKind: StoreKind = onDisk('file', (dir) => fileStore({ directory
 export const sqliteKind: StoreKind = onDisk('sqlite', async (dir) => sqliteStore({ path: join(dir, 'store.db'), clock: storeClock, synchronous: 'NORMAL' }));
 
 /** Every store this repository ships, the reference (memory) first. */
-export const STORE_KINDS: readonly StoreKind[] = [memoryKind, fileKind, sqliteKind];
+export const STORE_KINDS: readonly StoreKind[] = [memoryKind, fileKind, sqliteKind, ...postgresKind(storeClock)];

@@ -488,6 +488,9 @@ class FileStore implements EventStore {
     for (const entry of this.#entries.values()) if (entry.revision > 0) streams++;
     return {
       kind: 'file',
+      lastPosition: this.#positions.watermark,
+      // One process writes a file store: nothing but its own flushes can hold the feed back.
+      holdingBack: [],
       details: {
         directory: this.#layout.directory,
         readOnly: this.#readOnly,

@@ -85,9 +85,27 @@ export interface CheckpointSlot {
   save(name: string, data: CheckpointData): Promise<void>;
 }
 
-/** Store-specific health, for people and tools; `details` has no fixed shape across stores. */
+/** A transaction that holds back a store's writers or its change feed (a database store's view of itself). */
+export interface HoldingTransaction {
+  /** Server process id of the session holding it (what `pg_terminate_backend` takes, on PostgreSQL). */
+  pid: number;
+  /** How long the transaction has been open, in milliseconds. */
+  ageMs: number;
+  /** The session's state as the server reports it, e.g. `idle in transaction`. */
+  state: string;
+  /** How many sessions are waiting for it. */
+  waiting: number;
+}
+
+/** What `status()` reports; `details` has no fixed shape across stores. */
 export interface StoreStatus {
+  /** Which store: `file`, `sqlite`, `postgres`, … */
   kind: string;
+  /** The change feed's last position (0 when nothing was ever written). */
+  lastPosition: number;
+  /** Open transactions holding back writers or the feed, oldest first; empty when nothing does. */
+  holdingBack: HoldingTransaction[];
+  /** Store-specific health for people and tools (lock holder, sizes). */
   details: Record<string, JsonValue>;
 }
 

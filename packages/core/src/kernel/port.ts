@@ -138,6 +138,9 @@ export interface EventStore {
   /** A store-local slot for projection checkpoints: outside every stream, the feed and `copyStore`, bound to this store's id. */
   readonly checkpoints?: CheckpointSlot;
 
-  /** Store-specific health (lock holder, sizes, lag): for people and tools, not a contract. */
+  /**
+   * The store's state for operators: the feed's last position, what holds writers or the feed back (a transaction
+   * left open), and store-specific details (lock holder, sizes). For people and tools; `details` is not a contract.
+   */
   status?(): Promise<StoreStatus>;
 }

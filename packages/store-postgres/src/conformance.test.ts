@@ -1,0 +1,38 @@
+import { afterAll, describe, it, onTestFinished } from 'vitest';
+import { describeEventStoreConformance } from '@sessionfold/conformance';
+import type { EventStore } from '@sessionfold/core/kernel';
+import { postgresStore } from './index.js';
+import { PG_URL, announceSkip, dropSchema, endAdmin, freshSchema } from './test-support.fixture.js';
+
+const schemas = new WeakMap<EventStore, string>();
+
+async function open(schema: string, clock?: () => Date): Promise<EventStore> {
+  const store = await postgresStore({ connectionString: PG_URL as string, schema, ...(clock ? { clock } : {}) });
+  schemas.set(store, schema);
+  return store;
+}
+
+/** A fresh schema for the current test, dropped when it ends (the suite closes the store itself). */
+function testSchema(): string {
+  const schema = freshSchema('c');
+  // An idle pool does not keep the drop waiting.
+  onTestFinished(() => dropSchema(schema));
+  return schema;
+}
+
+if (PG_URL === undefined) {
+  announceSkip();
+  describe.skip('postgresStore: EventStore conformance', () => it('needs SESSIONFOLD_PG_URL', () => undefined));
+} else {
+  afterAll(endAdmin);
+  describeEventStoreConformance('postgresStore', () => open(testSchema()), {
+    status: true,
+    withClock: (clock) => open(testSchema(), clock),
+    reopen: async (store) => {
+      const schema = schemas.get(store);
+      if (schema === undefined) throw new Error('not a store this suite opened');
+      await store.close();
+      return open(schema);
+    },
+  });
+}

@@ -1,0 +1,3 @@
+export { postgresStore, type PostgresEventStore } from './store.js';
+export type { PostgresStoreOptions } from './options.js';
+export type { PgPool } from './pool.js';

@@ -1,0 +1,306 @@
+import { createHash } from 'node:crypto';
+import {
+  ConcurrencyError,
+  CorruptionError,
+  InvalidInputError,
+  StorageError,
+  StoreClosedError,
+  readClock,
+  snapshotJson,
+  validateAppend,
+  validateReadAllOptions,
+  validateReadOptions,
+  validateSha256,
+  validateSnapshot,
+  validateStreamId,
+  validateStreamsOptions,
+  validateWriteOptions,
+  type AppendResult,
+  type EventStore,
+  type ExpectedRevision,
+  type Snapshot,
+  type StreamId,
+  type StoreStatus,
+  type StreamRead,
+  type ValidatedAppend,
+} from '@sessionfold/core/kernel';
+import type { QueryArrayConfig, QueryConfig } from 'pg';
+import { translateError } from './errors.js';
+import { GroupCommit, type AppendJob, type JobAnswer } from './group-commit.js';
+import { readOptions, type PostgresStoreOptions } from './options.js';
+import { PagedEvents, type EventRow } from './paged-events.js';
+import { storePool, type PgPool } from './pool.js';
+import { LATER_PAGE_SIZE, PAGE_SIZE, queriesFor } from './queries.js';
+import { checkSchema, migrate } from './schema.js';
+
+/** The port, with `status()` always there: the feed's last position and any transaction holding writers back. */
+export interface PostgresEventStore extends EventStore {
+  status(): Promise<StoreStatus>;
+}
+
+/** `expectedRevision` as the SQL functions take it: a revision, 0 for no stream, -1 for any. */
+const expectedCode = (expected: ExpectedRevision): number => (expected === 'any' ? -1 : expected === 'no_stream' ? 0 : expected);
+
+/**
+ * An `EventStore` in PostgreSQL, shared safely by any number of processes and hosts: every write is one
+ * statement (one round trip, one transaction) that checks expected revisions in SQL, and positions are
+ * handed out in commit order by a counter row every write locks. Appends in flight together in one process
+ * share that statement (group commit). Migrates the schema on open (unless `readOnly`); rejects with
+ * `StorageError` for a schema of a newer release or of another application, or an unreachable server.
+ */
+export async function postgresStore(options: PostgresStoreOptions): Promise<PostgresEventStore> {
+  const config = readOptions(options);
+  const { schema } = config;
+  const translate = (error: unknown) => translateError(error, schema);
+  const owned = storePool(config.connectionString, config.pool);
+  const pool: PgPool = owned.pool;
+  try {
+    if (config.readOnly) await checkSchema(pool, schema);
+    else await migrate(pool, schema);
+  } catch (error) {
+    await owned.release().catch(() => undefined);
+    throw translate(error);
+  }
+
+  const q = queriesFor(schema);
+  const table = `${schema}.events`;
+  let closed = false;
+  const live = () => {
+    if (closed) throw new StoreClosedError(`the PostgreSQL store on schema ${schema}`);
+  };
+  const writable = () => {
+    live();
+    if (config.readOnly) throw new StorageError(`@sessionfold/store-postgres: schema ${schema} was opened read-only.`);
+  };
+  /** The commit time: read before the statement is sent, so a clock that fails leaves nothing half-written. */
+  const now = () => readClock(config.clock);
+  /** Runs one statement, translating whatever the driver throws. */
+  const run = async <R>(work: () => Promise<R>): Promise<R> => {
+    try {
+      return await work();
+    } catch (error) {
+      throw translate(error);
+    }
+  };
+  const rows = async <T>(query: QueryConfig | QueryArrayConfig): Promise<T[]> => run(async () => (await pool.query(query as QueryConfig)).rows as T[]);
+
+  const commits = new GroupCommit(async (jobs: readonly AppendJob[]): Promise<JobAnswer[]> => {
+    const streams: string[] = [];
+    const expected: number[] = [];
+    const counts: number[] = [];
+    const types: string[] = [];
+    const data: string[] = [];
+    const ids: Array<string | null> = [];
+    const versions: number[] = [];
+    for (const job of jobs) {
+      streams.push(job.stream);
+      expected.push(expectedCode(job.expected));
+      counts.push(job.rows.length);
+      for (const row of job.rows) {
+        types.push(row.type);
+        data.push(row.dataJson);
+        ids.push(row.eventId ?? null);
+        versions.push(row.schemaVersion);
+      }
+    }
+    // One commit time for the group. A clock that fails rejects every append of the group with
+    // InvalidInputError before anything is sent: the group is one transaction, there is no time to give it.
+    const at = now();
+    const result = await pool.query<{ status: number; revision: number; pos: number | null }>(
+      q.appendBatches([streams, expected, counts, types, data, ids, versions, at]),
+    );
+    return result.rows.map((row) => ({ status: row.status, revision: row.revision, position: row.pos }));
+  }, translate);
+
+  const missing = (stream: StreamId, revision: number) => new CorruptionError(table, undefined, `stream ${stream} lacks revision ${revision}`);
+
+  /**
+   * The pages after the first of a stream read. The position bound keeps out a stream deleted and recreated
+   * meanwhile; a gap means the stream was compacted or deleted while it was being read, which is reported
+   * instead of skipping events.
+   */
+  const laterPages = (stream: StreamId, from: number, head: number, bound: number) => {
+    let next = from;
+    return async (): Promise<readonly EventRow[] | undefined> => {
+      live();
+      if (next > head) return undefined;
+      const page = await rows<EventRow>(q.streamPage([stream, next, head, bound]));
+      const current = async () => (await rows<{ revision: number }>(q.head([stream])))[0]?.revision ?? 0;
+      if (page.length === 0) throw new ConcurrencyError(stream, head, await current());
+      for (const row of page) if (row[2] !== next++) throw new ConcurrencyError(stream, head, await current());
+      return page;
+    };
+  };
+
+  return {
+    append(stream, events, appendOptions) {
+      let batch: ValidatedAppend;
+      try {
+        writable();
+        // Only what validation read is written: the caller's objects are not looked at again. Validation
+        // also refuses what a text column cannot hold as given (U+0000, lone surrogates), so such an append
+        // fails alone, before it joins a group.
+        batch = validateAppend(stream, events, appendOptions, config.maxEventBytes);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return commits.submit({ stream, expected: batch.expectedRevision, rows: batch.events });
+    },
+
+    async read(stream, readOptions): Promise<StreamRead> {
+      live();
+      validateStreamId(stream);
+      const from = validateReadOptions(readOptions);
+      type FirstRow = [head: number, bound: number, snapshotRevision: number | null, snapshotData: string | null, ...EventRow];
+      const result = await rows<FirstRow>(q.readFirst([stream, from]));
+      const top = result[0] as FirstRow;
+      const [head, bound, snapshotRevision, snapshotData] = top;
+      if (head === 0) return { revision: 0, events: new PagedEvents([]) };
+      const snapshot = snapshotRevision === null ? undefined : (JSON.parse(snapshotData as string) as Snapshot);
+      const first = top[4] === null ? [] : result.map((row) => row.slice(4) as unknown as EventRow);
+      const start = snapshot ? snapshot.revision + 1 : from;
+      first.forEach((row, index) => {
+        if (row[2] !== start + index) throw missing(stream, start + index);
+      });
+      const reached = start + first.length;
+      if (first.length < PAGE_SIZE && reached <= head) throw missing(stream, reached);
+      const rest = reached <= head ? laterPages(stream, reached, head, bound) : undefined;
+      return { revision: head, ...(snapshot ? { snapshot } : {}), events: new PagedEvents(first, rest) };
+    },
+
+    readAll(readOptions) {
+      live();
+      let next = validateReadAllOptions(readOptions);
+      // Bounded by the last position when the first page is read, like a snapshot of the feed; a consumer
+      // goes on from where it stopped. Every write holds the counter until it commits, so whatever a
+      // statement sees of the feed is a prefix of it: a later page can never reveal a position before one seen.
+      let last: number | undefined;
+      return new PagedEvents([], async () => {
+        live();
+        let page: EventRow[];
+        let size = LATER_PAGE_SIZE;
+        if (last === undefined) {
+          size = PAGE_SIZE;
+          const result = await rows<[number, ...EventRow]>(q.feedFirst([next]));
+          const top = result[0] as [number, ...EventRow];
+          last = top[0];
+          if (top[1] === null) return undefined;
+          page = result.map((row) => row.slice(1) as unknown as EventRow);
+        } else {
+          if (next > last) return undefined;
+          page = await rows<EventRow>(q.feedPage([next]));
+        }
+        const bound = last;
+        const kept = page.length > 0 && (page[page.length - 1] as EventRow)[0] > bound ? page.filter((row) => row[0] <= bound) : page;
+        const end = kept[kept.length - 1];
+        // A short page is the end of the table as this statement saw it: nothing more up to the bound.
+        next = end === undefined || kept.length < size ? bound + 1 : end[0] + 1;
+        return kept.length === 0 ? undefined : kept;
+      });
+    },
+
+    async *streams(listOptions) {
+      live();
+      const prefix = validateStreamsOptions(listOptions);
+      let page = await rows<[string, number]>(q.streamsFrom([prefix]));
+      for (;;) {
+        for (const [stream, revision] of page) {
+          if (!stream.startsWith(prefix)) return;
+          yield { stream, revision };
+        }
+        const last = page[page.length - 1];
+        if (last === undefined || page.length < PAGE_SIZE) return;
+        live();
+        page = await rows<[string, number]>(q.streamsAfter([last[0]]));
+      }
+    },
+
+    async compact(stream, snapshot) {
+      writable();
+      const validated = validateSnapshot(stream, snapshot);
+      const { revision } = validated;
+      const at = now();
+      const [row] = await rows<{ status: number }>(q.compact([stream, revision, snapshotJson(validated), at]));
+      switch (row?.status) {
+        case 0:
+          return;
+        case 1:
+          throw new InvalidInputError('stream', `stream ${stream} does not exist`);
+        case 2:
+          throw new InvalidInputError('snapshot.revision', `revision ${revision} is past the stream's revision`);
+        default:
+          throw new InvalidInputError('snapshot.revision', `revision ${revision} is older than the stored snapshot's`);
+      }
+    },
+
+    async restoreStream(stream, snapshot): Promise<AppendResult> {
+      writable();
+      const validated = validateSnapshot(stream, snapshot);
+      const at = now();
+      const [row] = await rows<{ status: number; value: number }>(q.restore([stream, validated.revision, snapshotJson(validated), at]));
+      if (row === undefined || row.status !== 0) throw new ConcurrencyError(stream, 'no_stream', row?.value ?? 0);
+      return { revision: validated.revision, position: row.value };
+    },
+
+    async deleteStream(stream, deleteOptions) {
+      writable();
+      validateStreamId(stream);
+      const expected = validateWriteOptions(deleteOptions);
+      const at = now();
+      const [row] = await rows<{ matched: boolean; head: number }>(q.deleteStream([stream, expectedCode(expected), at]));
+      if (row !== undefined && !row.matched) throw new ConcurrencyError(stream, expected, row.head);
+    },
+
+    async putBlob(stream, bytes) {
+      writable();
+      validateStreamId(stream);
+      if (!(bytes instanceof Uint8Array)) throw new InvalidInputError('bytes', 'expected a Uint8Array');
+      const sha256 = createHash('sha256').update(bytes).digest('hex');
+      // Copied now: the caller may reuse its buffer before the query is sent.
+      await rows(q.putBlob([stream, sha256, Buffer.from(bytes)]));
+      return sha256;
+    },
+
+    async getBlob(sha256) {
+      live();
+      validateSha256(sha256);
+      const [row] = await rows<[Buffer]>(q.blobBytes([sha256]));
+      if (row === undefined) return undefined;
+      const bytes = row[0];
+      if (createHash('sha256').update(bytes).digest('hex') !== sha256) {
+        throw new CorruptionError(`${schema}.blobs`, undefined, `the bytes of blob ${sha256} do not match their sha256`);
+      }
+      // A copy the caller owns, as a plain Uint8Array (not the driver's Buffer).
+      return new Uint8Array(bytes);
+    },
+
+    async *blobs(stream) {
+      live();
+      validateStreamId(stream);
+      for (const [sha256] of await rows<[string]>(q.ownedBlobs([stream]))) yield sha256;
+    },
+
+    async status(): Promise<StoreStatus> {
+      live();
+      const found = await rows<[number, number | null, number, string, number]>(q.status([]));
+      const holdingBack = found.filter((row) => row[1] !== null).map(([, pid, ageMs, state, waiting]) => ({ pid: pid as number, ageMs, state, waiting }));
+      const lastPosition = found[0]?.[0] ?? 0;
+      return {
+        kind: 'postgres',
+        lastPosition,
+        holdingBack,
+        details: { schema: config.schema, readOnly: config.readOnly, oldestHoldingPid: holdingBack[0]?.pid ?? null },
+      };
+    },
+
+    async close() {
+      if (closed) return;
+      // Appends already accepted are committed first; then the pool is ended, if it is the store's own.
+      await commits.drain();
+      closed = true;
+      await owned.release().catch((error: unknown) => {
+        throw translate(error);
+      });
+    },
+  };
+}
