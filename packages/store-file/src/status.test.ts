@@ -17,9 +17,9 @@ describe('status', () => {
     await writer.append('b', [{ type: 'N', data: 1 }], { expectedRevision: 'no_stream' });
     const storeId = await writer.checkpoints!.storeId();
     const expected = { directory, storeId, lockHolderPid: process.pid, streams: 2, lastPosition: 3, writesRefused: null };
-    expect(await writer.status!()).toEqual({ kind: 'file', details: { ...expected, readOnly: false } });
+    expect(await writer.status!()).toEqual({ kind: 'file', lastPosition: 3, holdingBack: [], details: { ...expected, readOnly: false } });
     const view = await fileStore({ directory, readOnly: true });
-    expect(await view.status!()).toEqual({ kind: 'file', details: { ...expected, readOnly: true } });
+    expect(await view.status!()).toEqual({ kind: 'file', lastPosition: 3, holdingBack: [], details: { ...expected, readOnly: true } });
     await writer.close();
     expect((await view.status!()).details.lockHolderPid).toBeNull();
     await view.close();

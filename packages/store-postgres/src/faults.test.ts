@@ -81,7 +81,7 @@ describe.skipIf(PG_URL === undefined)('postgresStore: a connection lost during a
         await holder.end();
       }
       expect(await stalled).toEqual({ revision: 2, position: 2 });
-      expect(await store.status?.()).toEqual({ lastPosition: 2, holdingBack: [] });
+      expect(await store.status?.()).toMatchObject({ kind: 'postgres', lastPosition: 2, holdingBack: [] });
     } finally {
       await store.close();
     }
