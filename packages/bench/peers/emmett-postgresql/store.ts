@@ -8,8 +8,9 @@ type EmmettEvent = ReadEvent<Event, ReadEventMetadataWithGlobalPosition>;
 
 /**
  * Messages per readAll page: the raw limit's page size, set the way a consumer sets it (`pulling: { batchSize }`;
- * its default is 100). Every page sorts all of the messages table (nothing indexes the feed's order), so a read
- * costs pages × table size: at 100 per page the full run's 1M-event feed would take hours.
+ * its default is 100). Every page scans and sorts the messages table (nothing indexes the feed's order), so a read
+ * costs about pages × table size: 1M events read in 37 s at this size here, 245 pages; at 100 a page, 10,000
+ * pages would take about 25 minutes.
  */
 const FEED_BATCH = 4096;
 
