@@ -26,7 +26,7 @@ describe('the quick start', () => {
     expect(readdirSync(join(dir, 'streams')).filter((name) => name.startsWith('session-'))).toEqual([]);
   });
 
-  it('a second run in the same directory adds a session and keeps the first one\'s receipt', async () => {
+  it("a second run in the same directory adds a session and keeps the first one's receipt", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sessionfold-quickstart-'));
     dirs.push(dir);
     const first = await runQuickstart(dir, () => {});

@@ -37,8 +37,14 @@ describe('stats', () => {
 
 describe('targets', () => {
   it('a ratio target passes at or above its minimum and misses below it', () => {
-    const [pass] = checkTargets([row({ ratio: 0.8 })], TARGETS.filter((t) => t.id === 'file:append-1'));
-    const [miss] = checkTargets([row({ ratio: 0.79 })], TARGETS.filter((t) => t.id === 'file:append-1'));
+    const [pass] = checkTargets(
+      [row({ ratio: 0.8 })],
+      TARGETS.filter((t) => t.id === 'file:append-1'),
+    );
+    const [miss] = checkTargets(
+      [row({ ratio: 0.79 })],
+      TARGETS.filter((t) => t.id === 'file:append-1'),
+    );
     expect(pass?.status).toBe('pass');
     expect(miss?.status).toBe('miss');
   });
@@ -54,7 +60,10 @@ describe('targets', () => {
       row({ scenario: 'replay', store: 'sqlite', rate: 50 }),
       row({ scenario: 'replay', store: 'emmett-sqlite', rate: 100 }),
     ];
-    const [result] = checkTargets(rows, TARGETS.filter((t) => t.id === 'sqlite:ahead-of:emmett-sqlite'));
+    const [result] = checkTargets(
+      rows,
+      TARGETS.filter((t) => t.id === 'sqlite:ahead-of:emmett-sqlite'),
+    );
     expect(result).toMatchObject({ status: 'miss', measured: 'append-1 2.0×, replay 0.5×' });
   });
 });

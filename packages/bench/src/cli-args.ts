@@ -24,7 +24,10 @@ export function parseArgs(argv: readonly string[]): CliOptions {
   const options: CliOptions = { mode: 'full', volumes: FULL, stores: [], scenarios: [], isolate: true, help: false };
   const list = (value: string | undefined, flag: string) => {
     if (!value) throw new Error(`bench: ${flag} needs a value`);
-    return value.split(',').map((item) => item.trim()).filter(Boolean);
+    return value
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean);
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];

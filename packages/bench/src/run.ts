@@ -157,4 +157,3 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     targets: checkTargets(rows),
   };
 }
-

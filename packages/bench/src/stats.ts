@@ -86,11 +86,7 @@ export async function timeSequential(n: number, op: (i: number) => Promise<unkno
  * Keeps `workers` calls in flight: worker w runs `op(w, k, index)` for its k-th call (`index` counts every
  * call started, 0 to total − 1) until `total` calls have started. Latency is measured per call.
  */
-export async function timeInFlight(
-  total: number,
-  workers: number,
-  op: (worker: number, call: number, index: number) => Promise<unknown>,
-): Promise<Timed> {
+export async function timeInFlight(total: number, workers: number, op: (worker: number, call: number, index: number) => Promise<unknown>): Promise<Timed> {
   const latencies: number[] = [];
   let started = 0;
   const start = performance.now();

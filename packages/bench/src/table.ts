@@ -31,7 +31,7 @@ export function formatRss(row: Row): string {
 
 /** The cells of one row, in `COLUMNS` order. */
 export function cells(row: Row): string[] {
-  const note = row.status === 'ok' ? (row.note ?? '') : row.note ?? row.status;
+  const note = row.status === 'ok' ? (row.note ?? '') : (row.note ?? row.status);
   return [
     row.title,
     row.store,

@@ -9,7 +9,22 @@ describe('the command line itself', () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Exit codes:');
     expect(help.stdout).toContain('import-legacy');
-    for (const command of ['info', 'list', 'show', 'replay', 'streams', 'read', 'tail', 'verify', 'export', 'import', 'compact', 'copy', 'delete', 'import-legacy']) {
+    for (const command of [
+      'info',
+      'list',
+      'show',
+      'replay',
+      'streams',
+      'read',
+      'tail',
+      'verify',
+      'export',
+      'import',
+      'compact',
+      'copy',
+      'delete',
+      'import-legacy',
+    ]) {
       const own = await run([command, '--help']);
       expect(own.code, command).toBe(0);
       expect(own.stdout, command).toContain('Examples:');
@@ -36,7 +51,19 @@ describe('the command line itself', () => {
   it('exits 3 for a store, session or stream that is not there, creating nothing', async () => {
     const dir = freshDir();
     const id = '00000000-0000-4000-8000-000000000000';
-    const readOnly = [['info'], ['list'], ['show', id], ['replay', id], ['streams'], ['read', 'catalog'], ['tail'], ['verify'], ['export'], ['compact', '--all', '--dry-run'], ['delete', id, '--dry-run']];
+    const readOnly = [
+      ['info'],
+      ['list'],
+      ['show', id],
+      ['replay', id],
+      ['streams'],
+      ['read', 'catalog'],
+      ['tail'],
+      ['verify'],
+      ['export'],
+      ['compact', '--all', '--dry-run'],
+      ['delete', id, '--dry-run'],
+    ];
     for (const url of [join(dir, 'missing'), `file:${join(dir, 'missing')}`, `sqlite:${join(dir, 'missing.db')}`]) {
       for (const args of readOnly) expect((await run([...args, '-s', url])).code, `${args.join(' ')} ${url}`).toBe(3);
     }

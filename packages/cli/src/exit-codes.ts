@@ -66,7 +66,14 @@ export interface Failure {
 export function describeFailure(error: unknown): Failure {
   if (error instanceof CliError) return { exitCode: error.exitCode, code: codeOfExit(error.exitCode), message: error.message, hint: error.hint };
   if (error instanceof SessionHistoryError) {
-    const exitCode = error.code === 'not_found' ? ExitCode.notFound : error.code === 'invalid_request' ? ExitCode.usage : error.code === 'state_conflict' ? ExitCode.problems : ExitCode.storage;
+    const exitCode =
+      error.code === 'not_found'
+        ? ExitCode.notFound
+        : error.code === 'invalid_request'
+          ? ExitCode.usage
+          : error.code === 'state_conflict'
+            ? ExitCode.problems
+            : ExitCode.storage;
     const cause = error.code === 'internal_error' && error.cause instanceof Error ? ` (${error.cause.message})` : '';
     return { exitCode, code: error.code, message: error.message + cause, hint: exitCode === ExitCode.storage ? 'Try: sessionfold verify' : undefined };
   }
@@ -82,7 +89,8 @@ function hintFor(error: SessionfoldError): string {
   if (error instanceof UnsupportedFormatError) return 'Try: a newer release of sessionfold';
   if (error instanceof ConcurrencyError) return 'Try: run the command again; another process wrote at the same time';
   if (error instanceof StoreClosedError) return 'Try: run the command again';
-  if (error instanceof StorageError && /reopen it/.test(error.message)) return 'Try: run the command again (the writer changed the store while it was being read)';
+  if (error instanceof StorageError && /reopen it/.test(error.message))
+    return 'Try: run the command again (the writer changed the store while it was being read)';
   if (error instanceof StorageError && /opened read-only/.test(error.message)) return 'Try: a command that only reads, or open the store for writing';
   return 'Try: check the store path, its permissions and free disk space, then sessionfold verify';
 }

@@ -121,7 +121,16 @@ function writeLegacyData(): { sessions: string; completed: string } {
   writeFileSync(join(sessions, `${C}.session-control`), lines.join(''));
 
   const completed = join(root, 'session-history.txt');
-  const receipt = { transactionId: 'T2', sessionObjectId: 'B2222222', sessionId: null, sessionType: 'conversation', createdAt: null, committedAt: '2026-07-20T00:00:00Z', nodeIds: {}, objectIds: {} };
+  const receipt = {
+    transactionId: 'T2',
+    sessionObjectId: 'B2222222',
+    sessionId: null,
+    sessionType: 'conversation',
+    createdAt: null,
+    committedAt: '2026-07-20T00:00:00Z',
+    nodeIds: {},
+    objectIds: {},
+  };
   writeFileSync(completed, ['A1111111', JSON.stringify(receipt), 'A1111111', '', JSON.stringify({ ...receipt, sessionObjectId: 'A1111111' }), ''].join('\n'));
   return { sessions, completed };
 }
@@ -148,17 +157,31 @@ describe('import-legacy', () => {
     const summary = JSON.parse(first.stdout) as Summary;
     expect(summary).toMatchObject({ ok: false, sessionsImported: 2, commandsImported: 2, receiptsImported: 2, sessionLogsSkipped: 1 });
     expect(summary.note).toMatch(/session-log/);
-    expect(summary.problems).toContainEqual(expect.objectContaining({ severity: 'error', file: `${C}.session-control`, line: 2, message: expect.stringMatching(/checksum/) }));
-    expect(summary.problems).toContainEqual(expect.objectContaining({ severity: 'warning', file: `${B}.session-control`, message: expect.stringMatching(/torn/) }));
+    expect(summary.problems).toContainEqual(
+      expect.objectContaining({ severity: 'error', file: `${C}.session-control`, line: 2, message: expect.stringMatching(/checksum/) }),
+    );
+    expect(summary.problems).toContainEqual(
+      expect.objectContaining({ severity: 'warning', file: `${B}.session-control`, message: expect.stringMatching(/torn/) }),
+    );
 
     const a = JSON.parse((await run(['show', A, '--json', '-s', url])).stdout) as { version: number; phase: string; state: Record<string, unknown> };
     expect(a).toMatchObject({ version: 3, phase: 'active' });
-    expect(a.state).toMatchObject({ libSessionId: 'lib-1', pendingTurn: true, historyIngress: { format: 'chat', archivePlan: { creates: [{ pendingId: 'pending:9' }] } } });
+    expect(a.state).toMatchObject({
+      libSessionId: 'lib-1',
+      pendingTurn: true,
+      historyIngress: { format: 'chat', archivePlan: { creates: [{ pendingId: 'pending:9' }] } },
+    });
     for (const gone of ['rustLibSessionId', 'chatendText', 'boxes', 'unrecognized']) expect(a.state).not.toHaveProperty(gone);
     expect(a.state['historyIngress']).not.toHaveProperty('kwebPlan');
 
     const b = JSON.parse((await run(['show', B, '--json', '-s', url])).stdout) as Record<string, unknown>;
-    expect(b).toMatchObject({ phase: 'ingress_pending', version: 9, provenanceId: `session:${B}`, ingressFailureCount: 4, ingressNextAttemptAt: '2026-07-24T00:04:15Z' });
+    expect(b).toMatchObject({
+      phase: 'ingress_pending',
+      version: 9,
+      provenanceId: `session:${B}`,
+      ingressFailureCount: 4,
+      ingressNextAttemptAt: '2026-07-24T00:04:15Z',
+    });
     expect(b['ingressFailures']).toEqual([failure(1), failure(2), failure(3), failure(4)]);
     expect((await run(['show', C, '-s', url])).code).toBe(3);
     const list = JSON.parse((await run(['list', '--json', '-s', url])).stdout) as { receipts: { sessionObjectId: string }[] };

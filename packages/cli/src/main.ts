@@ -23,7 +23,10 @@ export async function main(argv: readonly string[]): Promise<number> {
       if (error.exitCode === 0 || error.code === 'commander.helpDisplayed' || error.code === 'commander.version') return ExitCode.ok;
       if (argv.includes('--json')) {
         const message = error.message.replace(/^error: /, '');
-        await new Output({ json: true, quiet: true }).line({ ok: false, error: { exitCode: ExitCode.usage, code: 'usage', message, hint: 'Try: sessionfold --help' } });
+        await new Output({ json: true, quiet: true }).line({
+          ok: false,
+          error: { exitCode: ExitCode.usage, code: 'usage', message, hint: 'Try: sessionfold --help' },
+        });
       }
       return ExitCode.usage;
     }

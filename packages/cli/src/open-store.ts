@@ -47,8 +47,10 @@ export async function openStore(location: StoreLocation, options: { readOnly: bo
   switch (location.kind) {
     case 'file': {
       if (options.readOnly) {
-        if (!existsSync(location.directory)) throw notFound(`no store at ${where}: the directory does not exist`, 'Try: check the path, or --store sqlite:FILE for a SQLite store');
-        if (!statSync(location.directory).isDirectory()) throw notFound(`${where} is not a directory`, 'Try: --store sqlite:' + location.directory + ' if it is a SQLite file');
+        if (!existsSync(location.directory))
+          throw notFound(`no store at ${where}: the directory does not exist`, 'Try: check the path, or --store sqlite:FILE for a SQLite store');
+        if (!statSync(location.directory).isDirectory())
+          throw notFound(`${where} is not a directory`, `Try: --store sqlite:${location.directory} if it is a SQLite file`);
       }
       return opened(await fileStore({ directory: location.directory, readOnly: options.readOnly }));
     }
@@ -73,10 +75,14 @@ async function openPostgres(location: Extract<StoreLocation, { kind: 'postgres' 
     if (typeof module.postgresStore !== 'function') throw new Error(`${specifier} exports no postgresStore`);
     factory = module.postgresStore;
   } catch (cause) {
-    throw new CliError(ExitCode.storage, `the PostgreSQL store is not available: ${specifier} could not be loaded (${cause instanceof Error ? cause.message.split('\n')[0] : String(cause)})`, {
-      hint: `Try: npm install ${specifier}, or use a file: or sqlite: store`,
-      cause,
-    });
+    throw new CliError(
+      ExitCode.storage,
+      `the PostgreSQL store is not available: ${specifier} could not be loaded (${cause instanceof Error ? cause.message.split('\n')[0] : String(cause)})`,
+      {
+        hint: `Try: npm install ${specifier}, or use a file: or sqlite: store`,
+        cause,
+      },
+    );
   }
   return factory({ connectionString: location.connectionString, ...(location.schema === undefined ? {} : { schema: location.schema }), readOnly });
 }

@@ -78,7 +78,11 @@ export class Output {
   /** A table with a header row; columns are padded to their widest cell. */
   async table(header: readonly string[], rows: readonly (readonly string[])[]): Promise<void> {
     const widths = header.map((title, index) => Math.max(title.length, ...rows.map((row) => (row[index] ?? '').length)));
-    const format = (row: readonly string[]) => row.map((cell, index) => (index === row.length - 1 ? cell : cell.padEnd(widths[index] ?? 0))).join('  ').trimEnd();
+    const format = (row: readonly string[]) =>
+      row
+        .map((cell, index) => (index === row.length - 1 ? cell : cell.padEnd(widths[index] ?? 0)))
+        .join('  ')
+        .trimEnd();
     await this.text(format(header));
     for (const row of rows) await this.text(format(row));
   }

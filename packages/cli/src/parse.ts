@@ -11,11 +11,7 @@ export function parseArg<T>(schema: z.ZodType<T>, value: unknown, what: string):
 
 /** A whole number ≥ `min` given as text. */
 export const integerText = (min: number) =>
-  z
-    .string()
-    .regex(/^\d+$/, 'expected a whole number')
-    .transform(Number)
-    .pipe(z.number().int().min(min).max(Number.MAX_SAFE_INTEGER));
+  z.string().regex(/^\d+$/, 'expected a whole number').transform(Number).pipe(z.number().int().min(min).max(Number.MAX_SAFE_INTEGER));
 
 /** A session id: a UUID (the session's own id) or a completed session's session object id. */
 export const sessionIdText = z.string().min(1, 'expected a session id').max(255);

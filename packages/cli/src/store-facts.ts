@@ -36,7 +36,11 @@ export async function sizeOnDisk(location: StoreLocation): Promise<number | unde
   if (location.kind === 'file') return directorySize(location.directory);
   if (location.kind === 'sqlite') {
     let total = 0;
-    for (const suffix of ['', '-wal', '-shm']) total += await stat(location.path + suffix).then((s) => s.size, () => 0);
+    for (const suffix of ['', '-wal', '-shm'])
+      total += await stat(location.path + suffix).then(
+        (s) => s.size,
+        () => 0,
+      );
     return total;
   }
   return undefined;
@@ -47,7 +51,11 @@ async function directorySize(directory: string): Promise<number> {
   for (const entry of await readdir(directory, { withFileTypes: true })) {
     const path = join(directory, entry.name);
     if (entry.isDirectory()) total += await directorySize(path);
-    else if (entry.isFile()) total += await stat(path).then((s) => s.size, () => 0);
+    else if (entry.isFile())
+      total += await stat(path).then(
+        (s) => s.size,
+        () => 0,
+      );
   }
   return total;
 }

@@ -35,7 +35,10 @@ export function parseStoreUrl(url: string | undefined): StoreLocation {
   // A scheme other than a Windows drive letter is a typo or a store this release does not know.
   const scheme = /^([a-z][a-z0-9+.-]+):/i.exec(url);
   if (scheme && !/^[a-z]:[\\/]/i.test(url)) {
-    throw usageError(`unknown store URL scheme ${JSON.stringify(scheme[1])} in ${redact(url)}`, 'Try: file:./data, sqlite:./sessions.db or postgres://user@host/db');
+    throw usageError(
+      `unknown store URL scheme ${JSON.stringify(scheme[1])} in ${redact(url)}`,
+      'Try: file:./data, sqlite:./sessions.db or postgres://user@host/db',
+    );
   }
   return { kind: 'file', directory: resolve(url) };
 }

@@ -38,7 +38,7 @@ export function run(args: readonly string[], options: { env?: Record<string, str
   if (!options.env?.['SESSIONFOLD_STORE']) delete env['SESSIONFOLD_STORE'];
   return new Promise((resolve) => {
     execFile(process.execPath, [BIN, ...args], { env, cwd: options.cwd, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error && typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : error ? 1 : 0;
+      const code = error && typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : error ? 1 : 0;
       resolve({ code, stdout, stderr });
     });
   });

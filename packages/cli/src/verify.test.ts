@@ -40,7 +40,9 @@ describe('verify', () => {
     const before = fileDigests(store.dir);
     const { code, report } = await verify(store.url);
     expect(code).toBe(1);
-    expect(report.problems).toContainEqual(expect.objectContaining({ severity: 'error', file: `streams/session-${store.sessionId}.jsonl`, line: 3, message: expect.stringMatching(/checksum/) }));
+    expect(report.problems).toContainEqual(
+      expect.objectContaining({ severity: 'error', file: `streams/session-${store.sessionId}.jsonl`, line: 3, message: expect.stringMatching(/checksum/) }),
+    );
     const human = await run(['verify', '-s', store.url]);
     expect(human.stdout).toContain(`streams/session-${store.sessionId}.jsonl:3`);
     expect(fileDigests(store.dir)).toEqual(before);
@@ -54,7 +56,9 @@ describe('verify', () => {
     writeFileSync(path, lines.join('\n'));
     const { code, report } = await verify(store.url);
     expect(code).toBe(1);
-    expect(report.problems).toContainEqual(expect.objectContaining({ file: `streams/session-${store.sessionId}.jsonl`, line: 2, message: expect.stringMatching(/revision 3 where revision 2/) }));
+    expect(report.problems).toContainEqual(
+      expect.objectContaining({ file: `streams/session-${store.sessionId}.jsonl`, line: 2, message: expect.stringMatching(/revision 3 where revision 2/) }),
+    );
   });
 
   it('names the owner record of a missing blob', async () => {
@@ -84,7 +88,12 @@ describe('verify', () => {
     const lenient = await verify(store.url);
     expect(lenient.code).toBe(0);
     expect(lenient.report).toMatchObject({ ok: true, errors: 0, warnings: 1 });
-    expect(lenient.report.problems[0]).toMatchObject({ severity: 'warning', file: `streams/session-${store.sessionId}.jsonl`, line: lineCount, message: expect.stringMatching(/torn/) });
+    expect(lenient.report.problems[0]).toMatchObject({
+      severity: 'warning',
+      file: `streams/session-${store.sessionId}.jsonl`,
+      line: lineCount,
+      message: expect.stringMatching(/torn/),
+    });
     const strict = await verify(store.url, '--strict');
     expect(strict.code).toBe(1);
     expect(fileDigests(store.dir)).toEqual(before);
@@ -113,8 +122,12 @@ describe('verify on a SQLite store', () => {
     const before = fileDigests(store.dir);
     const { code, report } = await verify(store.url);
     expect(code).toBe(1);
-    expect(report.problems).toContainEqual(expect.objectContaining({ severity: 'error', message: expect.stringMatching(new RegExp(`table blobs.*${store.blob}`)) }));
-    expect(report.problems).toContainEqual(expect.objectContaining({ severity: 'error', message: expect.stringContaining(`stream session-${store.sessionId}`) }));
+    expect(report.problems).toContainEqual(
+      expect.objectContaining({ severity: 'error', message: expect.stringMatching(new RegExp(`table blobs.*${store.blob}`)) }),
+    );
+    expect(report.problems).toContainEqual(
+      expect.objectContaining({ severity: 'error', message: expect.stringContaining(`stream session-${store.sessionId}`) }),
+    );
     expect(fileDigests(store.dir)).toEqual(before);
   });
 });

@@ -129,7 +129,10 @@ describe('compact', () => {
 describe('delete', () => {
   it('erases a session and the blobs only it owns; --dry-run only says so', async () => {
     const store = await populatedSqliteStore();
-    const dry = JSON.parse((await run(['delete', store.sessionId, '--dry-run', '--json', '-s', store.url])).stdout) as { blobsRemoved: string[]; events: number };
+    const dry = JSON.parse((await run(['delete', store.sessionId, '--dry-run', '--json', '-s', store.url])).stdout) as {
+      blobsRemoved: string[];
+      events: number;
+    };
     expect(dry).toMatchObject({ blobsRemoved: [store.blob], events: 6 });
     expect((await run(['show', store.sessionId, '-s', store.url])).code).toBe(0);
     const done = await run(['delete', store.sessionId, '-s', store.url]);

@@ -1,12 +1,4 @@
-import {
-  DELETED_RECORD,
-  SNAPSHOT_RECORD,
-  type EventStore,
-  type JsonValue,
-  type RecordedEvent,
-  type Snapshot,
-  type StreamId,
-} from '@sessionfold/core/kernel';
+import { DELETED_RECORD, SNAPSHOT_RECORD, type EventStore, type JsonValue, type RecordedEvent, type Snapshot, type StreamId } from '@sessionfold/core/kernel';
 import { listStreams, readStream } from './support.js';
 
 /** One stream as a consumer sees it: the latest snapshot and the events after it, by revision. */

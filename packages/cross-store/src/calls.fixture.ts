@@ -43,8 +43,14 @@ const session: fc.Arbitrary<SessionRef> = fc.oneof(
   { arbitrary: fc.constant<SessionRef>(2), weight: 2 },
   { arbitrary: fc.constant<SessionRef>(3), weight: 1 },
 );
-const command: fc.Arbitrary<CommandTarget> = fc.oneof({ arbitrary: fc.constant<CommandTarget>('head'), weight: 2 }, { arbitrary: fc.constantFrom<CommandRef>(0, 1, 2), weight: 1 });
-const skew: fc.Arbitrary<VersionSkew> = fc.oneof({ arbitrary: fc.constant<VersionSkew>(0), weight: 5 }, { arbitrary: fc.constantFrom<VersionSkew>(-1, 1), weight: 1 });
+const command: fc.Arbitrary<CommandTarget> = fc.oneof(
+  { arbitrary: fc.constant<CommandTarget>('head'), weight: 2 },
+  { arbitrary: fc.constantFrom<CommandRef>(0, 1, 2), weight: 1 },
+);
+const skew: fc.Arbitrary<VersionSkew> = fc.oneof(
+  { arbitrary: fc.constant<VersionSkew>(0), weight: 5 },
+  { arbitrary: fc.constantFrom<VersionSkew>(-1, 1), weight: 1 },
+);
 const role: fc.Arbitrary<CallRole> = fc.constantFrom<CallRole>('user-message', 'assistant-message', 'system-error', 'tool-result');
 const phase: fc.Arbitrary<Phase | null> = fc.constantFrom<Phase | null>(null, 'active', 'ingress_pending', 'ingress_failed', 'complete');
 // Values a store must hand back exactly as the others do: escapes, lone surrogates, NUL, extreme numbers, -0, `__proto__` as a key.
@@ -65,7 +71,14 @@ const small: fc.Arbitrary<JsonValue> = fc.oneof(
   { weight: 1, arbitrary: awkward },
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) as fc.Arbitrary<JsonValue> },
 );
-const text: fc.Arbitrary<string> = fc.constantFrom('hello', '', 'line one\nline two', 'é ☃ 😀', 'a\u0000b \ud800', '{"kind":{"type":"box_created","content":{"text":"boxed"}}}');
+const text: fc.Arbitrary<string> = fc.constantFrom(
+  'hello',
+  '',
+  'line one\nline two',
+  'é ☃ 😀',
+  'a\u0000b \ud800',
+  '{"kind":{"type":"box_created","content":{"text":"boxed"}}}',
+);
 const controlState: fc.Arbitrary<JsonObject> = fc.record(
   {
     sessionType: fc.constantFrom('conversation', 'free-time'),
@@ -81,12 +94,29 @@ const objectId: fc.Arbitrary<string> = fc.constantFrom('obj-A', 'obj-B');
 
 /** Any call of a random sequence, weighted towards the calls that move a session along. */
 export const callArbitrary: fc.Arbitrary<Call> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ op: fc.constant('start' as const), session: started, sessionType: fc.constantFrom('conversation' as const, 'free-time' as const), invalid: fc.oneof({ arbitrary: fc.constant(null), weight: 8 }, { arbitrary: fc.constantFrom('startedAt' as const, 'idempotencyId' as const), weight: 1 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant('start' as const),
+      session: started,
+      sessionType: fc.constantFrom('conversation' as const, 'free-time' as const),
+      invalid: fc.oneof({ arbitrary: fc.constant(null), weight: 8 }, { arbitrary: fc.constantFrom('startedAt' as const, 'idempotencyId' as const), weight: 1 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('register' as const), session: fc.constantFrom<SessionRef>(2, 3), state: controlState }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('get' as const), session }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('list' as const), phase }) },
   { weight: 1, arbitrary: fc.constant({ op: 'commandHeads' as const }) },
-  { weight: 5, arbitrary: fc.record({ op: fc.constant('enqueue' as const), session, command: fc.constantFrom<CommandRef>(0, 1, 2), kind: fc.constantFrom('message', 'tool'), payload: small }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      op: fc.constant('enqueue' as const),
+      session,
+      command: fc.constantFrom<CommandRef>(0, 1, 2),
+      kind: fc.constantFrom('message', 'tool'),
+      payload: small,
+    }),
+  },
   { weight: 5, arbitrary: fc.record({ op: fc.constant('claimCommand' as const), session, command }) },
   { weight: 5, arbitrary: fc.record({ op: fc.constant('completeCommand' as const), session, command, outcome: small }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('cancelCommand' as const), session, command }) },
@@ -94,7 +124,16 @@ export const callArbitrary: fc.Arbitrary<Call> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ op: fc.constant('checkpoint' as const), session, skew, state: controlState, userActivity: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('requestIngress' as const), session, skew, state: controlState }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('startIngress' as const), session, skew, provenanceId: fc.constantFrom('prov-1', 'prov-2') }) },
-  { weight: 4, arbitrary: fc.record({ op: fc.constant('failIngress' as const), session, skew, code: fc.constantFrom(null, 'timeout', 'input_too_large', 'input_too_large'), message: fc.constantFrom('model timed out', 'too big') }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      op: fc.constant('failIngress' as const),
+      session,
+      skew,
+      code: fc.constantFrom(null, 'timeout', 'input_too_large', 'input_too_large'),
+      message: fc.constantFrom('model timed out', 'too big'),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('failedAttempt' as const), session, code: fc.constantFrom(null, null, null, 'input_too_large') }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant('retryIngress' as const), session, skew, state: controlState }) },
   { weight: 2, arbitrary: fc.constant({ op: 'releaseInterruptedIngress' as const }) },
@@ -113,9 +152,24 @@ export const callArbitrary: fc.Arbitrary<Call> = fc.oneof(
     }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('object' as const), session, pending: fc.integer({ min: 1, max: 6 }) }) },
-  { weight: 1, arbitrary: fc.record({ op: fc.constant('complete' as const), session, skew, objectId: fc.oneof({ arbitrary: objectId, weight: 4 }, { arbitrary: fc.constant(null), weight: 1 }), nested: fc.boolean() }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      op: fc.constant('complete' as const),
+      session,
+      skew,
+      objectId: fc.oneof({ arbitrary: objectId, weight: 4 }, { arbitrary: fc.constant(null), weight: 1 }),
+      nested: fc.boolean(),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('recordCompletion' as const), objectId, session: fc.option(session, { nil: null }) }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('compact' as const), stream: fc.oneof({ arbitrary: session, weight: 4 }, { arbitrary: fc.constant('catalog' as const), weight: 1 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('compact' as const),
+      stream: fc.oneof({ arbitrary: session, weight: 4 }, { arbitrary: fc.constant('catalog' as const), weight: 1 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ op: 'reopen' as const }) },
 );
 

@@ -20,7 +20,12 @@ async function failures(calls: Promise<unknown>[]): Promise<string[]> {
 /** Asserts the session holds each of the transcript lines and command keys exactly once. */
 async function expectEffectsOnce(store: EventStore, id: string, lines: string[], commandKeys: string[]): Promise<void> {
   const { state } = await foldStream(store, sessionStream(id), sessionReducer);
-  expect(state.log.flat().map((entry) => entry.text).sort()).toEqual([...lines].sort());
+  expect(
+    state.log
+      .flat()
+      .map((entry) => entry.text)
+      .sort(),
+  ).toEqual([...lines].sort());
   expect(state.commands.map((command) => command.idempotencyId).sort()).toEqual([...commandKeys].sort());
 }
 
@@ -108,7 +113,9 @@ function runWorker(name: string, args: readonly string[]): Promise<string[]> {
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
   return new Promise((resolve, reject) => {
     child.on('error', reject);
-    child.on('exit', (code, signal) => (code === 0 ? resolve(out.split('\n').filter((line) => line.length > 0)) : reject(new Error(`worker exited with ${code ?? signal}: ${err}`))));
+    child.on('exit', (code, signal) =>
+      code === 0 ? resolve(out.split('\n').filter((line) => line.length > 0)) : reject(new Error(`worker exited with ${code ?? signal}: ${err}`)),
+    );
   });
 }
 

@@ -9,7 +9,6 @@ import { STORE_KINDS } from './subjects.js';
 /** A call that prints as its description in a counterexample. */
 const readableCall: fc.Arbitrary<Call> = callArbitrary.map((call) => Object.assign(call, { [fc.toStringMethod]: () => describeCall(call) }));
 
-
 describe('copying a store into another', () => {
   it('gives every pair of stores identical sessions, and copying again changes nothing', async () => {
     await fc.assert(
@@ -30,7 +29,11 @@ describe('copying a store into another', () => {
                 expect(first.streams, `${pair}: streams copied`).toBe(streams.length);
                 await target.reopen();
                 const copied = await target.storeView();
-                expect({ streams: copied.streams, folds: copied.folds, blobs: copied.blobs }, `${pair}: streams, folded states and blobs`).toEqual({ streams, folds, blobs });
+                expect({ streams: copied.streams, folds: copied.folds, blobs: copied.blobs }, `${pair}: streams, folded states and blobs`).toEqual({
+                  streams,
+                  folds,
+                  blobs,
+                });
                 expect(await target.serviceView(), `${pair}: list(), commandHeads() and get()`).toEqual(expectedService);
 
                 const second = await copyStore(source.store, target.store);

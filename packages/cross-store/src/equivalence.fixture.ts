@@ -43,7 +43,9 @@ class CallOnEveryStore implements fc.AsyncCommand<object, Stores> {
       const outcome = step.outcome;
       // A storage failure or a foreign error is never an answer the service should give, on any store.
       if ('error' in outcome && !SERVICE_ANSWERS.has(outcome.error.code ?? '')) {
-        throw new Error(`${step.call} failed on ${stores.runners[index]?.subject.name}: ${outcome.error.name}: ${outcome.error.message} (${step.cause ?? 'no cause'})`);
+        throw new Error(
+          `${step.call} failed on ${stores.runners[index]?.subject.name}: ${outcome.error.name}: ${outcome.error.message} (${step.cause ?? 'no cause'})`,
+        );
       }
     });
     expectSame(this.toString(), stores.runners, steps.map(comparable));

@@ -69,8 +69,13 @@ describe('the equivalence harness', () => {
   });
 
   it('describes calls as short scripts', () => {
-    expect(describeCall({ op: 'checkpoint', session: 1, skew: -1, state: { pendingTurn: true }, userActivity: true })).toBe('checkpoint(s1, v-1, {"pendingTurn":true}, userActivity)');
+    expect(describeCall({ op: 'checkpoint', session: 1, skew: -1, state: { pendingTurn: true }, userActivity: true })).toBe(
+      'checkpoint(s1, v-1, {"pendingTurn":true}, userActivity)',
+    );
     expect(describeCall({ op: 'claimCommand', session: 0, command: 'head' })).toBe('claimCommand(s0/head)');
-    expect(completionState('obj-A', true)).toEqual({ sessionType: 'conversation', historyIngress: { sessionObjectId: 'obj-A', commitReceipt: { sessionObjectId: 'obj-A', transactionId: 'tx-obj-A' } } });
+    expect(completionState('obj-A', true)).toEqual({
+      sessionType: 'conversation',
+      historyIngress: { sessionObjectId: 'obj-A', commitReceipt: { sessionObjectId: 'obj-A', transactionId: 'tx-obj-A' } },
+    });
   });
 });

@@ -1,4 +1,12 @@
-import { compactStream, foldStream, openSessionHistory, type EventStore, type JsonObject, type SessionHistory, type SessionHistoryOptions } from '@sessionfold/core';
+import {
+  compactStream,
+  foldStream,
+  openSessionHistory,
+  type EventStore,
+  type JsonObject,
+  type SessionHistory,
+  type SessionHistoryOptions,
+} from '@sessionfold/core';
 import {
   CATALOG_STREAM,
   catalogReducer,
@@ -9,7 +17,17 @@ import {
   START_KEY_STREAM_PREFIX,
   startKeyReducer,
 } from '@sessionfold/core/session';
-import { commandKey, describeCall, OVERSIZE_TEXT_LENGTH, startKey, type Call, type CommandRef, type CommandTarget, type SessionRef, type VersionSkew } from './calls.js';
+import {
+  commandKey,
+  describeCall,
+  OVERSIZE_TEXT_LENGTH,
+  startKey,
+  type Call,
+  type CommandRef,
+  type CommandTarget,
+  type SessionRef,
+  type VersionSkew,
+} from './calls.js';
 import { causeChain, feedEntry, observe, plain, type FeedEntry, type Outcome } from './observe.js';
 import type { StoreSubject } from './subjects.js';
 
@@ -153,7 +171,10 @@ export class SessionRunner {
     const history = this.#history;
     const versioned = async (session: SessionRef, skew: VersionSkew): Promise<number> => {
       // A session that cannot be read gets 1 + skew, which reaches the service's own refusal.
-      const current = await history.get(this.sessionIdOf(session)).then((record) => record.version, () => 1);
+      const current = await history.get(this.sessionIdOf(session)).then(
+        (record) => record.version,
+        () => 1,
+      );
       step.expectedVersion = Math.max(0, current + skew);
       return step.expectedVersion;
     };
@@ -164,93 +185,106 @@ export class SessionRunner {
       step.commandId = heads.find((head) => head.sessionId === this.sessionIdOf(session))?.id ?? this.commandIdOf(session, 0);
       return step.commandId;
     };
-    step.outcome = await observe(async () => {
-      switch (call.op) {
-        case 'start': {
-          const started = await history.start({
-            idempotencyId: call.invalid === 'idempotencyId' ? '' : startKey(call.session),
-            startedAt: call.invalid === 'startedAt' ? '23 July 2026' : STARTED_AT,
-            sessionType: call.sessionType,
-            ...(call.sessionType === 'free-time' ? { durationMinutes: 30 } : {}),
-          });
-          this.#liveIds.set(call.session, started.value.id);
-          return started;
+    step.outcome = await observe(
+      async () => {
+        switch (call.op) {
+          case 'start': {
+            const started = await history.start({
+              idempotencyId: call.invalid === 'idempotencyId' ? '' : startKey(call.session),
+              startedAt: call.invalid === 'startedAt' ? '23 July 2026' : STARTED_AT,
+              sessionType: call.sessionType,
+              ...(call.sessionType === 'free-time' ? { durationMinutes: 30 } : {}),
+            });
+            this.#liveIds.set(call.session, started.value.id);
+            return started;
+          }
+          case 'register':
+            return history.register({ id: this.sessionIdOf(call.session), startedAt: STARTED_AT, state: call.state });
+          case 'get':
+            return history.get(this.sessionIdOf(call.session));
+          case 'list':
+            return history.list(call.phase === null ? undefined : { phase: call.phase });
+          case 'commandHeads':
+            return history.commandHeads();
+          case 'enqueue':
+            return history.enqueue(this.sessionIdOf(call.session), { idempotencyId: commandKey(call.command), kind: call.kind, payload: call.payload });
+          case 'claimCommand':
+            return history.claimCommand(await commandOf(call.session, call.command));
+          case 'completeCommand':
+            return history.completeCommand(await commandOf(call.session, call.command), { outcome: call.outcome });
+          case 'cancelCommand':
+            return history.cancelCommand(await commandOf(call.session, call.command));
+          case 'stop':
+            return history.stop(this.sessionIdOf(call.session));
+          case 'checkpoint':
+            return history.checkpoint(this.sessionIdOf(call.session), {
+              expectedVersion: await versioned(call.session, call.skew),
+              state: call.state,
+              userActivity: call.userActivity,
+            });
+          case 'requestIngress':
+            return history.requestIngress(this.sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew), state: call.state });
+          case 'startIngress':
+            return history.startIngress(this.sessionIdOf(call.session), {
+              expectedVersion: await versioned(call.session, call.skew),
+              provenanceId: call.provenanceId,
+            });
+          case 'failIngress':
+            return history.failIngress(this.sessionIdOf(call.session), {
+              expectedVersion: await versioned(call.session, call.skew),
+              stage: 'ingest',
+              code: call.code,
+              message: call.message,
+              roundsUsed: 2,
+            });
+          case 'failedAttempt': {
+            const id = this.sessionIdOf(call.session);
+            const started = await history.startIngress(id, { expectedVersion: await versioned(call.session, 0), provenanceId: 'prov-attempt' });
+            const failed = await history.failIngress(id, { expectedVersion: started.version, stage: 'ingest', code: call.code, message: 'attempt failed' });
+            return { started, failed };
+          }
+          case 'retryIngress':
+            return history.retryIngress(this.sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew), state: call.state });
+          case 'releaseInterruptedIngress':
+            return history.releaseInterruptedIngress();
+          case 'completeIngress':
+            return history.completeIngress(this.sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew) });
+          case 'appendTranscript':
+            return history.appendTranscript(this.sessionIdOf(call.session), { role: call.role, text: call.text });
+          case 'appendOversize':
+            return history.appendTranscript(this.sessionIdOf(call.session), { role: 'user-message', text: 'x'.repeat(OVERSIZE_TEXT_LENGTH) });
+          case 'stageObject':
+            return history.stageObject(this.sessionIdOf(call.session), {
+              fileName: call.fileName,
+              mediaType: call.mediaType,
+              bytes: Uint8Array.from(call.bytes),
+            });
+          case 'object':
+            return history.object(this.sessionIdOf(call.session), `pending:${call.pending}`);
+          case 'complete':
+            return history.complete(this.sessionIdOf(call.session), {
+              expectedVersion: await versioned(call.session, call.skew),
+              state: completionState(call.objectId, call.nested),
+            });
+          case 'recordCompletion':
+            return history.recordCompletion({
+              sessionObjectId: call.objectId,
+              ...(call.session === null ? {} : { sessionId: this.sessionIdOf(call.session) }),
+              sessionType: 'conversation',
+            });
+          case 'compact':
+            return call.stream === 'catalog'
+              ? compactStream(this.#store, CATALOG_STREAM, catalogReducer)
+              : compactStream(this.#store, sessionStream(this.sessionIdOf(call.stream)), sessionReducer);
+          case 'reopen':
+            return this.reopen();
         }
-        case 'register':
-          return history.register({ id: this.sessionIdOf(call.session), startedAt: STARTED_AT, state: call.state });
-        case 'get':
-          return history.get(this.sessionIdOf(call.session));
-        case 'list':
-          return history.list(call.phase === null ? undefined : { phase: call.phase });
-        case 'commandHeads':
-          return history.commandHeads();
-        case 'enqueue':
-          return history.enqueue(this.sessionIdOf(call.session), { idempotencyId: commandKey(call.command), kind: call.kind, payload: call.payload });
-        case 'claimCommand':
-          return history.claimCommand(await commandOf(call.session, call.command));
-        case 'completeCommand':
-          return history.completeCommand(await commandOf(call.session, call.command), { outcome: call.outcome });
-        case 'cancelCommand':
-          return history.cancelCommand(await commandOf(call.session, call.command));
-        case 'stop':
-          return history.stop(this.sessionIdOf(call.session));
-        case 'checkpoint':
-          return history.checkpoint(this.sessionIdOf(call.session), {
-            expectedVersion: await versioned(call.session, call.skew),
-            state: call.state,
-            userActivity: call.userActivity,
-          });
-        case 'requestIngress':
-          return history.requestIngress(this.sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew), state: call.state });
-        case 'startIngress':
-          return history.startIngress(this.sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew), provenanceId: call.provenanceId });
-        case 'failIngress':
-          return history.failIngress(this.sessionIdOf(call.session), {
-            expectedVersion: await versioned(call.session, call.skew),
-            stage: 'ingest',
-            code: call.code,
-            message: call.message,
-            roundsUsed: 2,
-          });
-        case 'failedAttempt': {
-          const id = this.sessionIdOf(call.session);
-          const started = await history.startIngress(id, { expectedVersion: await versioned(call.session, 0), provenanceId: 'prov-attempt' });
-          const failed = await history.failIngress(id, { expectedVersion: started.version, stage: 'ingest', code: call.code, message: 'attempt failed' });
-          return { started, failed };
-        }
-        case 'retryIngress':
-          return history.retryIngress(this.sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew), state: call.state });
-        case 'releaseInterruptedIngress':
-          return history.releaseInterruptedIngress();
-        case 'completeIngress':
-          return history.completeIngress(this.sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew) });
-        case 'appendTranscript':
-          return history.appendTranscript(this.sessionIdOf(call.session), { role: call.role, text: call.text });
-        case 'appendOversize':
-          return history.appendTranscript(this.sessionIdOf(call.session), { role: 'user-message', text: 'x'.repeat(OVERSIZE_TEXT_LENGTH) });
-        case 'stageObject':
-          return history.stageObject(this.sessionIdOf(call.session), { fileName: call.fileName, mediaType: call.mediaType, bytes: Uint8Array.from(call.bytes) });
-        case 'object':
-          return history.object(this.sessionIdOf(call.session), `pending:${call.pending}`);
-        case 'complete':
-          return history.complete(this.sessionIdOf(call.session), { expectedVersion: await versioned(call.session, call.skew), state: completionState(call.objectId, call.nested) });
-        case 'recordCompletion':
-          return history.recordCompletion({
-            sessionObjectId: call.objectId,
-            ...(call.session === null ? {} : { sessionId: this.sessionIdOf(call.session) }),
-            sessionType: 'conversation',
-          });
-        case 'compact':
-          return call.stream === 'catalog'
-            ? compactStream(this.#store, CATALOG_STREAM, catalogReducer)
-            : compactStream(this.#store, sessionStream(this.sessionIdOf(call.stream)), sessionReducer);
-        case 'reopen':
-          return this.reopen();
-      }
-    }, (error) => {
-      const cause = causeChain(error);
-      if (cause !== '') step.cause = cause;
-    });
+      },
+      (error) => {
+        const cause = causeChain(error);
+        if (cause !== '') step.cause = cause;
+      },
+    );
     return step;
   }
 
@@ -300,5 +334,8 @@ export class SessionRunner {
 export function completionState(objectId: string | null, nested: boolean): JsonObject {
   if (objectId === null) return { sessionType: 'conversation', pendingTurn: false };
   if (!nested) return { sessionObjectId: objectId, pendingTurn: false };
-  return { sessionType: 'conversation', historyIngress: { sessionObjectId: objectId, commitReceipt: { sessionObjectId: objectId, transactionId: `tx-${objectId}` } } };
+  return {
+    sessionType: 'conversation',
+    historyIngress: { sessionObjectId: objectId, commitReceipt: { sessionObjectId: objectId, transactionId: `tx-${objectId}` } },
+  };
 }

@@ -15,8 +15,20 @@ const pgUrl = process.env['SESSIONFOLD_PG_URL'];
 /** How the README example opens each store: the import it needs and the expression that makes the store. */
 const STORES: Array<{ name: string; package?: string; importLine: string; open: string; when: boolean; why?: string }> = [
   { name: 'memory', importLine: '', open: 'memoryStore()', when: true },
-  { name: 'file', package: '@sessionfold/store-file', importLine: "import { fileStore } from '@sessionfold/store-file';", open: "await fileStore({ directory: './data' })", when: true },
-  { name: 'sqlite', package: '@sessionfold/store-sqlite', importLine: "import { sqliteStore } from '@sessionfold/store-sqlite';", open: "await sqliteStore({ path: './sessions.db' })", when: true },
+  {
+    name: 'file',
+    package: '@sessionfold/store-file',
+    importLine: "import { fileStore } from '@sessionfold/store-file';",
+    open: "await fileStore({ directory: './data' })",
+    when: true,
+  },
+  {
+    name: 'sqlite',
+    package: '@sessionfold/store-sqlite',
+    importLine: "import { sqliteStore } from '@sessionfold/store-sqlite';",
+    open: "await sqliteStore({ path: './sessions.db' })",
+    when: true,
+  },
   {
     name: 'postgres',
     package: '@sessionfold/store-postgres',
@@ -53,11 +65,24 @@ describe('the published packages, installed from their tarballs into a new appli
     }
     dependencies['typescript'] = rootManifest.devDependencies['typescript'] as string;
     dependencies['@types/node'] = rootManifest.devDependencies['@types/node'] as string;
-    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module', dependencies, allowScripts: { 'better-sqlite3': true } }, null, 2));
+    writeFileSync(
+      join(app, 'package.json'),
+      JSON.stringify({ name: 'app', private: true, type: 'module', dependencies, allowScripts: { 'better-sqlite3': true } }, null, 2),
+    );
     execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: app, stdio: 'pipe' });
     writeFileSync(
       join(app, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] } }),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: false,
+          types: ['node'],
+        },
+      }),
     );
   }, 600_000);
   afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -65,9 +90,14 @@ describe('the published packages, installed from their tarballs into a new appli
   it('packs every published package without tests, fixtures or build info', () => {
     expect(packages.length).toBeGreaterThanOrEqual(5);
     for (const p of packages) {
-      const listed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '-w', p.name], { cwd: root, encoding: 'utf8' })) as Array<{ files: Array<{ path: string }> }>;
+      const listed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '-w', p.name], { cwd: root, encoding: 'utf8' })) as Array<{
+        files: Array<{ path: string }>;
+      }>;
       const paths = listed[0]?.files.map((f) => f.path) ?? [];
-      expect(paths.filter((path) => /\.test\.|\.fixture\.|tsbuildinfo|\/fixtures\/|test-children|test-workers/.test(path)), p.name).toEqual([]);
+      expect(
+        paths.filter((path) => /\.test\.|\.fixture\.|tsbuildinfo|\/fixtures\/|test-children|test-workers/.test(path)),
+        p.name,
+      ).toEqual([]);
       expect(paths, p.name).toContain('LICENSE');
     }
   });

@@ -4,11 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { writeFileAtomic, syncDirectory, type AtomicWriteFs, type AtomicWriteFileHandle } from './atomic-write.js';
-import {
-  AtomicWriteDirectorySyncError,
-  DestinationIsDirectoryError,
-  SessionFileIoError,
-} from './errors.js';
+import { AtomicWriteDirectorySyncError, DestinationIsDirectoryError, SessionFileIoError } from './errors.js';
 
 const posix = process.platform !== 'win32';
 let dir: string;
@@ -56,9 +52,11 @@ function faultyFs(hooks: {
   };
 }
 
-const boom = (code = 'EIO') => async () => {
-  throw Object.assign(new Error(`injected ${code}`), { code });
-};
+const boom =
+  (code = 'EIO') =>
+  async () => {
+    throw Object.assign(new Error(`injected ${code}`), { code });
+  };
 
 async function entries(): Promise<string[]> {
   return (await readdir(dir)).sort();

@@ -45,11 +45,7 @@ let tempCounter = 0;
  * Replaces `path` with `bytes` so that a reader sees the old file or the new one, never a mix: write a fresh
  * sibling temporary file, fsync it, rename it over `path`, fsync the directory.
  */
-export async function writeFileAtomic(
-  path: string,
-  bytes: Uint8Array | string,
-  options: AtomicWriteOptions = {},
-): Promise<void> {
+export async function writeFileAtomic(path: string, bytes: Uint8Array | string, options: AtomicWriteOptions = {}): Promise<void> {
   const fs = options.fs ?? (nodeFs as unknown as AtomicWriteFs);
   const mode = options.mode ?? FILE_MODE;
   const directory = dirname(path);
@@ -134,11 +130,7 @@ async function isDirectory(fs: AtomicWriteFs, path: string): Promise<boolean> {
 }
 
 /** Creates a sibling temporary file with `wx`, so an existing file or symlink at the name is never opened or followed. */
-async function createTemporary(
-  fs: AtomicWriteFs,
-  path: string,
-  mode: number,
-): Promise<{ tempPath: string; handle: AtomicWriteFileHandle }> {
+async function createTemporary(fs: AtomicWriteFs, path: string, mode: number): Promise<{ tempPath: string; handle: AtomicWriteFileHandle }> {
   const directory = dirname(path);
   // Bounded so the suffix never pushes a long name past the file system's name limit.
   const base = basename(path).slice(0, 100);
@@ -155,4 +147,3 @@ async function createTemporary(
   }
   throw new SessionFileIoError(join(directory, `.${base}.*.tmp`), 'create temporary file', { cause: lastCause });
 }
-

@@ -127,9 +127,7 @@ function expectation(issue: z.core.$ZodIssue): string {
     case 'too_big':
       return 'a non-negative integer';
     case 'invalid_union':
-      return 'options' in issue && Array.isArray(issue.options)
-        ? `one of ${issue.options.map((o) => JSON.stringify(o)).join(', ')}`
-        : 'a known record';
+      return 'options' in issue && Array.isArray(issue.options) ? `one of ${issue.options.map((o) => JSON.stringify(o)).join(', ')}` : 'a known record';
     case 'invalid_value':
       return `one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
     case 'custom':

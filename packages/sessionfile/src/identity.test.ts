@@ -54,7 +54,12 @@ describe('checkIdentity', () => {
   });
 
   it('refuses a roster with a participant added, removed or renamed', () => {
-    for (const roster of [['critic', 'editor', 'writer', 'x'], ['critic', 'editor'], ['critic', 'editor', 'author'], ['critic', 'critic', 'editor']]) {
+    for (const roster of [
+      ['critic', 'editor', 'writer', 'x'],
+      ['critic', 'editor'],
+      ['critic', 'editor', 'author'],
+      ['critic', 'critic', 'editor'],
+    ]) {
       const error = mismatch(saved, identityFor('review', 'Ship it', roster, 'round-robin'));
       expect(error.field).toBe('participants');
       expect(error.message).toContain(JSON.stringify(saved.participants));

@@ -5,12 +5,7 @@ import type { SessionIdentity } from './records.js';
 export const IDENTITY_FIELDS = ['gameplan', 'topic', 'participants', 'orchestrator'] as const;
 
 /** The identity block for a run; participants are sorted, since registration order does not make a different session. */
-export function identityFor(
-  gameplan: string,
-  topic: string,
-  participants: readonly string[],
-  orchestrator: string,
-): SessionIdentity {
+export function identityFor(gameplan: string, topic: string, participants: readonly string[], orchestrator: string): SessionIdentity {
   return { gameplan, topic, participants: [...participants].sort(compareCodeUnits), orchestrator };
 }
 
@@ -22,10 +17,7 @@ export function checkIdentity(saved: SessionIdentity, current: SessionIdentity):
   for (const field of IDENTITY_FIELDS) {
     const a = saved[field];
     const b = current[field];
-    const same =
-      Array.isArray(a) && Array.isArray(b)
-        ? sameMembers(a, b)
-        : a === b;
+    const same = Array.isArray(a) && Array.isArray(b) ? sameMembers(a, b) : a === b;
     if (!same) throw new SessionIdentityMismatchError(field, a, b);
   }
 }

@@ -10,11 +10,7 @@ export function findNonJson(value: unknown): { path: (string | number)[]; reason
   return visit(value, [], new Set());
 }
 
-function visit(
-  value: unknown,
-  path: (string | number)[],
-  ancestors: Set<object>,
-): { path: (string | number)[]; reason: string } | undefined {
+function visit(value: unknown, path: (string | number)[], ancestors: Set<object>): { path: (string | number)[]; reason: string } | undefined {
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -56,9 +52,7 @@ export const jsonValueSchema: z.ZodType<JsonValue> = z.unknown().superRefine((va
 }) as unknown as z.ZodType<JsonValue>;
 
 /** A JSON object whose contents are opaque to this package (tool arguments, runtime and scheduler state). */
-export const jsonObjectSchema: z.ZodType<JsonObject> = z
-  .record(z.string(), z.unknown())
-  .superRefine((value, ctx) => {
-    const bad = findNonJson(value);
-    if (bad) ctx.addIssue({ code: 'custom', message: bad.reason, path: bad.path });
-  }) as unknown as z.ZodType<JsonObject>;
+export const jsonObjectSchema: z.ZodType<JsonObject> = z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
+  const bad = findNonJson(value);
+  if (bad) ctx.addIssue({ code: 'custom', message: bad.reason, path: bad.path });
+}) as unknown as z.ZodType<JsonObject>;

@@ -34,10 +34,8 @@ describe('pythonJsonDumps', () => {
   });
 
   it('escapes non-ASCII as lowercase \\uXXXX, astral characters as surrogate pairs, and controls', async () => {
-    expect(pythonJsonString('é😀\u007f\u0001"\\\n\r\t\b\f/')).toBe(
-      '"\\u00e9\\ud83d\\ude00\\u007f\\u0001\\"\\\\\\n\\r\\t\\b\\f/"',
-    );
-    await matchesPython(['é😀 ✓ 中文 \u2028\u2029', '\u0000\u001f\u007f', 'lone \ud800 and \udfff', { 'ключ': 'значение' }]);
+    expect(pythonJsonString('é😀\u007f\u0001"\\\n\r\t\b\f/')).toBe('"\\u00e9\\ud83d\\ude00\\u007f\\u0001\\"\\\\\\n\\r\\t\\b\\f/"');
+    await matchesPython(['é😀 ✓ 中文 \u2028\u2029', '\u0000\u001f\u007f', 'lone \ud800 and \udfff', { ключ: 'значение' }]);
   });
 
   it('writes safe integers as Python ints and every other number as Python prints a float', async () => {

@@ -5,12 +5,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AtomicWriteFs } from './atomic-write.js';
 import { SCHEMA_VERSION, validatePayload, type SessionSnapshot } from './envelope.js';
-import {
-  DestinationIsDirectoryError,
-  SessionFileInvalidError,
-  SessionFileIoError,
-  WAYS_OUT,
-} from './errors.js';
+import { DestinationIsDirectoryError, SessionFileInvalidError, SessionFileIoError, WAYS_OUT } from './errors.js';
 import { loadSnapshot, newSnapshot, saveSnapshot } from './snapshot-file.js';
 import { startPythonDumps, type PythonDumps } from './python-dumps.fixture.js';
 import { IDENTITY, fullSnapshot, versionOneText } from './snapshots.fixture.js';
@@ -98,7 +93,7 @@ describe('saveSnapshot and loadSnapshot', () => {
   it('re-saves a file Python wrote byte for byte, keeping its key order inside opaque objects', async () => {
     const path = join(dir, 'python.json');
     const payload = payloadOf(fullSnapshot());
-    (payload['loop'] as Record<string, unknown>)['runtime'] = { zeta: 1, alpha: { 'ü': [0.5, 1e-7, 3] } };
+    (payload['loop'] as Record<string, unknown>)['runtime'] = { zeta: 1, alpha: { ü: [0.5, 1e-7, 3] } };
     const pythonBytes = await python.dumps(payload);
     await writeFile(path, pythonBytes);
     await saveSnapshot(path, (await loadSnapshot(path))!);
@@ -358,11 +353,7 @@ const fail = async (): Promise<void> => {
 };
 
 /** The real file system with hooks run before `open`, `rename` and the file handle's `writeFile`. */
-function wrapFs(hooks: {
-  open?: (path: string, flags: string) => Promise<void>;
-  rename?: () => Promise<void>;
-  write?: () => Promise<void>;
-}): AtomicWriteFs {
+function wrapFs(hooks: { open?: (path: string, flags: string) => Promise<void>; rename?: () => Promise<void>; write?: () => Promise<void> }): AtomicWriteFs {
   const real = nodeFs as unknown as AtomicWriteFs;
   return {
     mkdir: (p, o) => real.mkdir(p, o),

@@ -11,12 +11,16 @@ async function checkReads(store: EventStore, stream: string, other: string, rand
     const from = 1 + Math.floor(rand() * (all[all.length - 1] as RecordedEvent).revision);
     const read = await store.read(stream, { fromRevision: from });
     const expected = read.snapshot ? all.filter((e) => e.revision > (read.snapshot?.revision ?? 0)) : all.filter((e) => e.revision >= from);
-    expect((await collect(read.events)).map((e) => e.revision), `read from ${from}`).toEqual(expected.map((e) => e.revision));
+    expect(
+      (await collect(read.events)).map((e) => e.revision),
+      `read from ${from}`,
+    ).toEqual(expected.map((e) => e.revision));
     const position = 1 + Math.floor(rand() * (feed[feed.length - 1] as RecordedEvent).position);
     const fromFeed = (await collect(store.readAll({ fromPosition: position }))).filter((r) => r.type !== '$snapshot');
-    expect(fromFeed.map((r) => [r.streamId === other, r.position]), `readAll from ${position}`).toEqual(
-      feed.filter((r) => r.position >= position).map((r) => [r.streamId === other, r.position]),
-    );
+    expect(
+      fromFeed.map((r) => [r.streamId === other, r.position]),
+      `readAll from ${position}`,
+    ).toEqual(feed.filter((r) => r.position >= position).map((r) => [r.streamId === other, r.position]));
   }
 }
 

@@ -24,7 +24,11 @@ const range = (from: number, to: number) => Array.from({ length: to - from + 1 }
 /** 100 events in batches of 10, compacted at 30. */
 async function compactedStream(store: EventStore, stream: StreamId): Promise<void> {
   for (let batch = 0; batch < 10; batch++) {
-    await store.append(stream, range(1, 10).map((n) => ({ type: 'Counted', data: { n: batch * 10 + n } })), { expectedRevision: batch * 10 });
+    await store.append(
+      stream,
+      range(1, 10).map((n) => ({ type: 'Counted', data: { n: batch * 10 + n } })),
+      { expectedRevision: batch * 10 },
+    );
   }
   await store.compact(stream, snapshotAt(stream, 30));
 }

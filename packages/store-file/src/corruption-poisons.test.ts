@@ -43,7 +43,11 @@ async function threeEvents(): Promise<{ dir: string; store: EventStore; s: Strea
   const dir = freshDir();
   const store = await fileStore({ directory: dir });
   const s = randomStream();
-  await store.append(s, [1, 2, 3].map((n) => ({ type: 'N', data: n })), { expectedRevision: 'no_stream' });
+  await store.append(
+    s,
+    [1, 2, 3].map((n) => ({ type: 'N', data: n })),
+    { expectedRevision: 'no_stream' },
+  );
   return { dir, store, s };
 }
 

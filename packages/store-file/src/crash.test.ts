@@ -143,7 +143,6 @@ describe.concurrent('SIGKILL', () => {
     expect(acked).toBeGreaterThan(APPEND_KILLS);
   });
 
-
   it(`during compaction: the stream folds to the same state after a kill at any point (${COMPACT_KILLS} kills)`, async ({ expect }) => {
     const rand = random(seedOf('crash-compact'));
     const dirs = tempDirs();

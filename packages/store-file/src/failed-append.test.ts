@@ -32,7 +32,14 @@ describe('a failed append leaves nothing reserved and never holds the feed back'
       },
     });
     const s = randomStream();
-    await store.append(s, [{ type: 'A', data: 1 }, { type: 'B', data: 2 }], { expectedRevision: 'no_stream' });
+    await store.append(
+      s,
+      [
+        { type: 'A', data: 1 },
+        { type: 'B', data: 2 },
+      ],
+      { expectedRevision: 'no_stream' },
+    );
     bad = true;
     const compacted = await store.compact(s, { revision: 1, state: null, identity: { stream: s, schemaVersion: 1 } }).catch((error: unknown) => error);
     const deleted = await store.deleteStream(s, { expectedRevision: 2 }).catch((error: unknown) => error);

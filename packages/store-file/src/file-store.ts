@@ -148,15 +148,7 @@ class FileStore implements EventStore {
   /** Why the store refuses writes until it is reopened: a failed sync, or damage found in what writes build on. */
   #poisoned: { reason: string; cause: unknown } | undefined;
 
-  constructor(
-    fsl: FileSystem,
-    layout: Layout,
-    readOnly: boolean,
-    clock: () => Date,
-    maxEventBytes: number,
-    lock: WriterLock | undefined,
-    format: number,
-  ) {
+  constructor(fsl: FileSystem, layout: Layout, readOnly: boolean, clock: () => Date, maxEventBytes: number, lock: WriterLock | undefined, format: number) {
     this.#fs = fsl;
     this.#format = format;
     this.#layout = layout;

@@ -134,7 +134,11 @@ describe('the format version once events carry schema versions', () => {
       const reopened = await fileStore({ directory: dir, readOnly });
       const events = [];
       for await (const event of (await reopened.read(s)).events) events.push([event.type, event.schemaVersion]);
-      expect(events).toEqual([['A', 2], ['B', 1], ['D', 5]]);
+      expect(events).toEqual([
+        ['A', 2],
+        ['B', 1],
+        ['D', 5],
+      ]);
       await reopened.close();
     }
     expect(await formatOf(dir)).toBe(3);

@@ -150,7 +150,11 @@ describe('a full disk while compacting', () => {
         },
       },
     });
-    await store.append(stream, [1, 2, 3].map((n) => ({ type: 'N', data: n })), { expectedRevision: 'no_stream' });
+    await store.append(
+      stream,
+      [1, 2, 3].map((n) => ({ type: 'N', data: n })),
+      { expectedRevision: 'no_stream' },
+    );
     const snapshot = { revision: 2, state: { sum: 3 }, identity: { stream, schemaVersion: 1 } };
     await expect(store.compact(stream, snapshot)).rejects.toMatchObject({ code: 'storage_error', poisoned: false });
     const read = await store.read(stream);
@@ -162,7 +166,10 @@ describe('a full disk while compacting', () => {
     expect((await eventsOf(store, stream)).map((e) => e.data)).toEqual([3]);
     await store.close();
     const names = await readdir(join(dir, 'streams'));
-    expect(names.filter((name) => name.endsWith('.tmp')), 'no temporary file is left behind').toEqual([]);
+    expect(
+      names.filter((name) => name.endsWith('.tmp')),
+      'no temporary file is left behind',
+    ).toEqual([]);
   });
 });
 

@@ -49,7 +49,14 @@ describe('group commit', () => {
     const stream = randomStream();
     await store.append(stream, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
     const before = { ...counts };
-    await store.append(stream, [{ type: 'A', data: 2 }, { type: 'A', data: 3 }], { expectedRevision: 1 });
+    await store.append(
+      stream,
+      [
+        { type: 'A', data: 2 },
+        { type: 'A', data: 3 },
+      ],
+      { expectedRevision: 1 },
+    );
     expect(counts.writes - before.writes).toBe(1);
     expect(counts.syncs - before.syncs).toBe(1);
     await store.close();
@@ -62,7 +69,16 @@ describe('group commit', () => {
     await store.append(stream, [{ type: 'A', data: 0 }], { expectedRevision: 'no_stream' });
     const before = { ...counts };
     const results = await Promise.all(
-      Array.from({ length: 64 }, (_, i) => store.append(stream, [{ type: 'A', data: i }, { type: 'B', data: i }], { expectedRevision: 'any' })),
+      Array.from({ length: 64 }, (_, i) =>
+        store.append(
+          stream,
+          [
+            { type: 'A', data: i },
+            { type: 'B', data: i },
+          ],
+          { expectedRevision: 'any' },
+        ),
+      ),
     );
     expect(counts.writes - before.writes).toBe(1);
     expect(counts.syncs - before.syncs).toBe(1);

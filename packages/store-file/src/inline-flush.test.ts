@@ -103,7 +103,14 @@ const appendOne = (store: EventStore, stream: StreamId, data: number): Promise<A
 describe('a lone append', () => {
   it('is written and fdatasynced with the synchronous calls, once each', async () => {
     const { store, stream, state } = await storeWithJournal();
-    const result = await store.append(stream, [{ type: 'A', data: 1 }, { type: 'B', data: 2 }], { expectedRevision: 1 });
+    const result = await store.append(
+      stream,
+      [
+        { type: 'A', data: 1 },
+        { type: 'B', data: 2 },
+      ],
+      { expectedRevision: 1 },
+    );
     expect(result.revision).toBe(3);
     expect(state).toMatchObject({ inlineWrites: 1, inlineSyncs: 1, asyncWrites: 0, asyncSyncs: 0 });
     expect((await eventsOf(store, stream)).map((e) => e.data)).toEqual([0, 1, 2]);

@@ -25,9 +25,7 @@ export interface EventLine {
 const HASH_HEX = 64;
 const SPACE = 0x20;
 const hashHex: (data: Uint8Array | string) => string =
-  typeof crypto.hash === 'function'
-    ? (data) => crypto.hash('sha256', data, 'hex')
-    : (data) => crypto.createHash('sha256').update(data).digest('hex');
+  typeof crypto.hash === 'function' ? (data) => crypto.hash('sha256', data, 'hex') : (data) => crypto.createHash('sha256').update(data).digest('hex');
 
 /** Lowercase hex sha256 of `data` (bytes, or a string taken as UTF-8). */
 export function sha256Hex(data: Uint8Array | string): string {
@@ -51,17 +49,7 @@ export function eventPayload(
   dataJson: string,
   schemaVersion = 1,
 ): string {
-  return eventPayloadJson(
-    JSON.stringify(stream),
-    revision,
-    position,
-    JSON.stringify(recordedAt),
-    JSON.stringify(type),
-    eventId,
-    more,
-    dataJson,
-    schemaVersion,
-  );
+  return eventPayloadJson(JSON.stringify(stream), revision, position, JSON.stringify(recordedAt), JSON.stringify(type), eventId, more, dataJson, schemaVersion);
 }
 
 /** `eventPayload` with `stream`, `recordedAt` and `type` already as JSON strings: a flush serializes each once. */

@@ -29,8 +29,19 @@ async function expectRefused(directory: string, file: string, line: number, reas
 async function twoStreams(directory: string): Promise<[StreamId, StreamId]> {
   const [a, b] = [randomStream('a'), randomStream('b')];
   const store = await fileStore({ directory });
-  await store.append(a, [{ type: 'A', data: 1 }, { type: 'A', data: 2 }], { expectedRevision: 'no_stream' });
-  await store.append(b, [1, 2, 3].map((n) => ({ type: 'B', data: n })), { expectedRevision: 'no_stream' });
+  await store.append(
+    a,
+    [
+      { type: 'A', data: 1 },
+      { type: 'A', data: 2 },
+    ],
+    { expectedRevision: 'no_stream' },
+  );
+  await store.append(
+    b,
+    [1, 2, 3].map((n) => ({ type: 'B', data: n })),
+    { expectedRevision: 'no_stream' },
+  );
   await store.close();
   return [a, b];
 }

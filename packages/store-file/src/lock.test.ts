@@ -89,7 +89,11 @@ describe('read-only', () => {
     const dir = freshDir();
     const stream = randomStream();
     const writer = await fileStore({ directory: dir });
-    await writer.append(stream, [1, 2, 3].map((n) => ({ type: 'N', data: n })), { expectedRevision: 'no_stream' });
+    await writer.append(
+      stream,
+      [1, 2, 3].map((n) => ({ type: 'N', data: n })),
+      { expectedRevision: 'no_stream' },
+    );
     const reader = await fileStore({ directory: dir, readOnly: true });
     await writer.append(stream, [{ type: 'N', data: 4 }], { expectedRevision: 3 });
     // Appends after the open are simply not part of the view.
@@ -111,7 +115,11 @@ describe('read-only', () => {
     const dir = freshDir();
     const stream = randomStream();
     const writer = await fileStore({ directory: dir });
-    await writer.append(stream, [1, 2, 3].map((n) => ({ type: 'N', data: n })), { expectedRevision: 'no_stream' });
+    await writer.append(
+      stream,
+      [1, 2, 3].map((n) => ({ type: 'N', data: n })),
+      { expectedRevision: 'no_stream' },
+    );
     await writer.compact(stream, { revision: 1, state: 'one', identity: { stream, schemaVersion: 1 } });
     const reader = await fileStore({ directory: dir, readOnly: true });
     expect((await reader.read(stream)).snapshot?.state).toBe('one');

@@ -19,7 +19,10 @@ function readOnlyFileSystem(dir: string): Partial<FileSystem> {
     },
     mkdir: async (path, mode) => {
       if (path.startsWith(dir)) {
-        const exists = await nodeFileSystem.lstat(path).then(() => true, () => false);
+        const exists = await nodeFileSystem.lstat(path).then(
+          () => true,
+          () => false,
+        );
         if (!exists) throw denied('mkdir', path);
       }
       return nodeFileSystem.mkdir(path, mode);

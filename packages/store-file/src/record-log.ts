@@ -124,7 +124,10 @@ export class RecordLog {
         await writeAll(this.#fs, fd, bytes, this.#length);
       } catch (cause) {
         this.#dirty = true;
-        await this.#fs.ftruncate(fd, this.#length).then(() => (this.#dirty = false), () => undefined);
+        await this.#fs.ftruncate(fd, this.#length).then(
+          () => (this.#dirty = false),
+          () => undefined,
+        );
         throw new StorageError(`Could not write ${this.path}.`, { cause });
       }
       try {

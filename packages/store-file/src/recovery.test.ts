@@ -56,7 +56,10 @@ describe('torn tails', () => {
       await writeFile(path, bytes.subarray(0, cut));
       await withStore(dir, async (store) => {
         const events = await eventsOf(store, stream);
-        expect(events.map((e) => e.revision), `cut at ${cut}`).toEqual([1, 2]);
+        expect(
+          events.map((e) => e.revision),
+          `cut at ${cut}`,
+        ).toEqual([1, 2]);
         expect((await stat(path)).size, 'the torn tail is truncated on open').toBe(lastStart);
         await store.append(stream, [{ type: 'After', data: { cut } }], { expectedRevision: 2 });
       });
@@ -230,7 +233,11 @@ describe('interrupted operations', () => {
     const dir = freshDir();
     const stream = randomStream();
     await withStore(dir, async (store) => {
-      await store.append(stream, [1, 2, 3, 4].map((n) => ({ type: 'N', data: n })), { expectedRevision: 'no_stream' });
+      await store.append(
+        stream,
+        [1, 2, 3, 4].map((n) => ({ type: 'N', data: n })),
+        { expectedRevision: 'no_stream' },
+      );
     });
     const full = await readFile(journalOf(dir, stream));
     await withStore(dir, (store) => store.compact(stream, { revision: 2, state: { sum: 3 }, identity: { stream, schemaVersion: 1 } }));
@@ -261,7 +268,14 @@ describe('positions survive restart, compaction and deletion', () => {
     const dir = freshDir();
     const [a, b] = [randomStream('a'), randomStream('b')];
     await withStore(dir, async (store) => {
-      await store.append(a, [{ type: 'A', data: 1 }, { type: 'A', data: 2 }], { expectedRevision: 'no_stream' });
+      await store.append(
+        a,
+        [
+          { type: 'A', data: 1 },
+          { type: 'A', data: 2 },
+        ],
+        { expectedRevision: 'no_stream' },
+      );
     });
     await withStore(dir, async (store) => {
       expect((await store.append(b, [{ type: 'B', data: 1 }], { expectedRevision: 'no_stream' })).position).toBe(3);

@@ -374,7 +374,17 @@ export class StreamEntry {
           typeJson = JSON.stringify(lastType);
         }
         lines[index++] = frameLine(
-          eventPayloadJson(this.#nameJson, firstRevision + i, position++, recordedAtJson, typeJson, event.eventId, i < last, dataJson[i] as string, event.schemaVersion),
+          eventPayloadJson(
+            this.#nameJson,
+            firstRevision + i,
+            position++,
+            recordedAtJson,
+            typeJson,
+            event.eventId,
+            i < last,
+            dataJson[i] as string,
+            event.schemaVersion,
+          ),
         );
       }
       pending.result = { revision: firstRevision + last, position: position - 1 };

@@ -25,7 +25,13 @@ export class Tombstones {
     const marks = new Map<StreamId, ChangeMark>();
     for (const record of read?.records ?? []) {
       const { stream, revision, position, recordedAt } = (record.value ?? {}) as Record<string, unknown>;
-      if (typeof stream !== 'string' || !STREAM_ID_PATTERN.test(stream) || !isPositiveInt(revision) || !isPositiveInt(position) || typeof recordedAt !== 'string') {
+      if (
+        typeof stream !== 'string' ||
+        !STREAM_ID_PATTERN.test(stream) ||
+        !isPositiveInt(revision) ||
+        !isPositiveInt(position) ||
+        typeof recordedAt !== 'string'
+      ) {
         throw new CorruptionError(path, record.line, 'not a tombstone record');
       }
       marks.set(stream, { revision, position, recordedAt });

@@ -62,7 +62,14 @@ describe.skipIf(PG_URL === undefined)('postgresStore: connections racing on one 
       const results = await Promise.all(
         stores.flatMap((store, writer) =>
           Array.from({ length: 20 }, (_, n) =>
-            store.append('shared', [{ type: 'First', data: { writer, n } }, { type: 'Second', data: { writer, n } }], { expectedRevision: 'any' }),
+            store.append(
+              'shared',
+              [
+                { type: 'First', data: { writer, n } },
+                { type: 'Second', data: { writer, n } },
+              ],
+              { expectedRevision: 'any' },
+            ),
           ),
         ),
       );

@@ -15,17 +15,23 @@ describe.skipIf(PG_URL === undefined)('postgresStore: a connection lost during a
       await holder.connect();
       await holder.query('BEGIN');
       await holder.query(`SELECT position FROM "${schema}".feed_head FOR UPDATE`);
-      const append = store.append('victim', [{ type: 'A', data: 1 }, { type: 'B', data: 2 }], { expectedRevision: 'no_stream' });
+      const append = store.append(
+        'victim',
+        [
+          { type: 'A', data: 1 },
+          { type: 'B', data: 2 },
+        ],
+        { expectedRevision: 'no_stream' },
+      );
       const outcome = append.then(
         () => 'resolved',
         (error: unknown) => error,
       );
       let pid: number | undefined;
       for (let attempt = 0; attempt < 100 && pid === undefined; attempt++) {
-        const { rows } = await adminPool().query<{ pid: number }>(
-          `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
-          [`%"${schema}".append_batches%`],
-        );
+        const { rows } = await adminPool().query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [
+          `%"${schema}".append_batches%`,
+        ]);
         pid = rows[0]?.pid;
         if (pid === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
       }

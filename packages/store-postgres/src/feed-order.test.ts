@@ -63,33 +63,34 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, 30));
 describe.skipIf(PG_URL === undefined)('postgresStore: the feed and transactions that commit out of order', () => {
   const fresh = schemasDroppedAfterAll();
 
-  it.each([true, false])(
-    'a consumer sees nothing past an open append until it ends (commit: %s), then everything in order',
-    async (commit) => {
-      const { store, schema } = await openStore({ schema: fresh('late') });
-      try {
-        await store.append('before', [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
-        const consumer = new Consumer();
-        await consumer.catchUp(store);
-        const t1 = await OpenTransaction.begin(schema);
-        t1.append('t1', 2);
-        await settle();
-        const t2 = store.append('t2', [{ type: 'B', data: 2 }], { expectedRevision: 'no_stream' });
-        await settle();
-        await consumer.catchUp(store);
-        expect(summary(consumer.seen)).toEqual(['1:before@1']);
-        await t1.end(commit);
-        const t2Result = await t2;
-        await consumer.catchUp(store);
-        expect(summary(consumer.seen)).toEqual(commit ? ['1:before@1', '2:t1@1', '3:t1@2', '4:t2@1'] : ['1:before@1', '2:t2@1']);
-        expect(t2Result.position).toBe(commit ? 4 : 2);
-      } finally {
-        await store.close();
-      }
-    },
-  );
+  it.each([true, false])('a consumer sees nothing past an open append until it ends (commit: %s), then everything in order', async (commit) => {
+    const { store, schema } = await openStore({ schema: fresh('late') });
+    try {
+      await store.append('before', [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
+      const consumer = new Consumer();
+      await consumer.catchUp(store);
+      const t1 = await OpenTransaction.begin(schema);
+      t1.append('t1', 2);
+      await settle();
+      const t2 = store.append('t2', [{ type: 'B', data: 2 }], { expectedRevision: 'no_stream' });
+      await settle();
+      await consumer.catchUp(store);
+      expect(summary(consumer.seen)).toEqual(['1:before@1']);
+      await t1.end(commit);
+      const t2Result = await t2;
+      await consumer.catchUp(store);
+      expect(summary(consumer.seen)).toEqual(commit ? ['1:before@1', '2:t1@1', '3:t1@2', '4:t2@1'] : ['1:before@1', '2:t2@1']);
+      expect(t2Result.position).toBe(commit ? 4 : 2);
+    } finally {
+      await store.close();
+    }
+  });
 
-  type Step = { kind: 'begin'; tx: number; stream: number; count: number } | { kind: 'end'; tx: number; commit: boolean } | { kind: 'store'; stream: number } | { kind: 'read' };
+  type Step =
+    | { kind: 'begin'; tx: number; stream: number; count: number }
+    | { kind: 'end'; tx: number; commit: boolean }
+    | { kind: 'store'; stream: number }
+    | { kind: 'read' };
 
   /** A random interleaving: three raw writers, store appends and consumer reads; each raw writer begins before it ends. */
   const interleaving = fc

@@ -1,10 +1,4 @@
-import {
-  ConcurrencyError,
-  InvalidInputError,
-  type AppendResult,
-  type ExpectedRevision,
-  type StreamId,
-} from '@sessionfold/core/kernel';
+import { ConcurrencyError, InvalidInputError, type AppendResult, type ExpectedRevision, type StreamId } from '@sessionfold/core/kernel';
 
 /** An event ready for its row: data already serialized by validation. */
 export interface NewRow {

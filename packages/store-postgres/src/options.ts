@@ -36,14 +36,7 @@ const SCHEMA_PATTERN = /^[a-z_][a-z0-9_]{0,62}$/;
 export function readOptions(options: PostgresStoreOptions): StoreConfig {
   const prefix = '@sessionfold/store-postgres:';
   if (typeof options !== 'object' || options === null) throw new InvalidInputError('options', `${prefix} expected { connectionString } or { pool }`);
-  const {
-    connectionString,
-    pool,
-    schema = DEFAULT_SCHEMA,
-    maxEventBytes = DEFAULT_MAX_EVENT_BYTES,
-    clock = () => new Date(),
-    readOnly = false,
-  } = options;
+  const { connectionString, pool, schema = DEFAULT_SCHEMA, maxEventBytes = DEFAULT_MAX_EVENT_BYTES, clock = () => new Date(), readOnly = false } = options;
   if ((connectionString === undefined) === (pool === undefined)) {
     throw new InvalidInputError('options', `${prefix} pass exactly one of \`connectionString\` and \`pool\``);
   }

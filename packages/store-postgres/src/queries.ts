@@ -28,8 +28,12 @@ const TYPES = {
 type Statement = (values: unknown[]) => QueryConfig;
 type ArrayStatement = (values: unknown[]) => QueryArrayConfig;
 
-const named = (name: string, text: string): Statement => (values) => ({ name, text, values, types: TYPES });
-const namedArray = (name: string, text: string): ArrayStatement => (values) => ({ name, text, values, types: TYPES, rowMode: 'array' });
+const named =
+  (name: string, text: string): Statement =>
+  (values) => ({ name, text, values, types: TYPES });
+const namedArray =
+  (name: string, text: string): ArrayStatement =>
+  (values) => ({ name, text, values, types: TYPES, rowMode: 'array' });
 
 /** Every statement the store runs on `schema`. */
 export type Queries = ReturnType<typeof queriesFor>;
@@ -89,20 +93,11 @@ export function queriesFor(schema: string) {
        ORDER BY e.position`,
     ),
     /** (fromPosition) → EventRow */
-    feedPage: namedArray(
-      n('feed_page'),
-      `SELECT ${EVENT_COLUMNS} FROM ${S}.events AS e WHERE e.position >= $1 ORDER BY e.position LIMIT ${LATER_PAGE_SIZE}`,
-    ),
+    feedPage: namedArray(n('feed_page'), `SELECT ${EVENT_COLUMNS} FROM ${S}.events AS e WHERE e.position >= $1 ORDER BY e.position LIMIT ${LATER_PAGE_SIZE}`),
     /** (fromName) → [stream, revision], names ≥ fromName */
-    streamsFrom: namedArray(
-      n('streams_from'),
-      `SELECT s.stream, s.revision FROM ${S}.streams AS s WHERE s.stream >= $1 ORDER BY s.stream LIMIT ${PAGE_SIZE}`,
-    ),
+    streamsFrom: namedArray(n('streams_from'), `SELECT s.stream, s.revision FROM ${S}.streams AS s WHERE s.stream >= $1 ORDER BY s.stream LIMIT ${PAGE_SIZE}`),
     /** (afterName) → [stream, revision], names > afterName */
-    streamsAfter: namedArray(
-      n('streams_after'),
-      `SELECT s.stream, s.revision FROM ${S}.streams AS s WHERE s.stream > $1 ORDER BY s.stream LIMIT ${PAGE_SIZE}`,
-    ),
+    streamsAfter: namedArray(n('streams_after'), `SELECT s.stream, s.revision FROM ${S}.streams AS s WHERE s.stream > $1 ORDER BY s.stream LIMIT ${PAGE_SIZE}`),
     /**
      * (stream, sha256, bytes). `DO UPDATE` rather than `DO NOTHING`: it locks the blob's row, so a deletion of
      * another owner that is in progress either sees this owner or has removed the row, which this then writes again.

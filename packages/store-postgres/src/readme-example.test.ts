@@ -37,7 +37,11 @@ describe('the README example', () => {
     const region = /\/\/ #region readme\n([\s\S]*?)\n\s*\/\/ #endregion readme/.exec(here)?.[1] ?? '';
     const readme = readFileSync(fileURLToPath(new URL('../README.md', import.meta.url)), 'utf8');
     const block = /```ts\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
-    const lines = (text: string) => text.split('\n').map((line) => line.trim()).filter((line) => line.length > 0 && !line.startsWith('import '));
+    const lines = (text: string) =>
+      text
+        .split('\n')
+        .map((line) => line.trim())
+        .filter((line) => line.length > 0 && !line.startsWith('import '));
     expect(lines(region).length).toBeGreaterThan(0);
     expect(lines(block)).toEqual(lines(region));
   });

@@ -9,16 +9,18 @@ describe.skipIf(PG_URL === undefined)('postgresStore: reads longer than a page (
     const { store, schema } = await openStore({ schema: fresh('pages') });
     try {
       const append = (s: EventStore, stream: string, count: number) =>
-        s.append(stream, Array.from({ length: count }, (_, i) => ({ type: 'E', data: { i } })), { expectedRevision: 'any' });
+        s.append(
+          stream,
+          Array.from({ length: count }, (_, i) => ({ type: 'E', data: { i } })),
+          { expectedRevision: 'any' },
+        );
       for (let round = 0; round < 60; round++) await Promise.all([append(store, 'long', 100), append(store, `other-${round % 3}`, 7)]);
       await store.compact('long', { revision: 250, state: { upTo: 250 }, identity: { stream: 'long', schemaVersion: 1 } });
       const feed = await collect(store.readAll());
       const positions = feed.map((r) => r.position);
       expect([...positions].sort((a, b) => a - b)).toEqual(positions);
       expect(new Set(positions).size).toBe(positions.length);
-      expect(feed.filter((r) => r.streamId === 'long' && r.type === 'E').map((r) => r.revision)).toEqual(
-        Array.from({ length: 5750 }, (_, i) => i + 251),
-      );
+      expect(feed.filter((r) => r.streamId === 'long' && r.type === 'E').map((r) => r.revision)).toEqual(Array.from({ length: 5750 }, (_, i) => i + 251));
       expect(feed.filter((r) => r.streamId.startsWith('other-'))).toHaveLength(420);
       for (const from of [1, 2, 513, 700, 1024, 4610, 5000, positions[600] as number, (positions.at(-1) as number) + 1]) {
         expect(await collect(store.readAll({ fromPosition: from }))).toEqual(feed.filter((r) => r.position >= from));

@@ -401,10 +401,9 @@ export async function migrate(pool: PgPool, schema: string): Promise<void> {
       for (let next = locked.version; next < SCHEMA_VERSION; next++) {
         await client.query((MIGRATIONS[next] as (S: string) => string)(quoted(schema)));
       }
-      await client.query(
-        `INSERT INTO ${quoted(schema)}.schema_version (version) VALUES ($1) ON CONFLICT (only_row) DO UPDATE SET version = excluded.version`,
-        [SCHEMA_VERSION],
-      );
+      await client.query(`INSERT INTO ${quoted(schema)}.schema_version (version) VALUES ($1) ON CONFLICT (only_row) DO UPDATE SET version = excluded.version`, [
+        SCHEMA_VERSION,
+      ]);
       await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK').catch((rollbackError: unknown) => {

@@ -24,9 +24,7 @@ describe.skipIf(PG_URL === undefined)('postgresStore: two session services on on
 
       const enqueues = await Promise.all(
         ids.flatMap((id) =>
-          ['m1', 'm2', 'm3'].flatMap((key) =>
-            services.map((service) => service.enqueue(id, { idempotencyId: key, kind: 'message', payload: { key } })),
-          ),
+          ['m1', 'm2', 'm3'].flatMap((key) => services.map((service) => service.enqueue(id, { idempotencyId: key, kind: 'message', payload: { key } }))),
         ),
       );
       const commands = [...new Set(enqueues.map((result) => result.value.id))];

@@ -90,8 +90,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       throw translate(error);
     }
   };
-  const rows = async <T>(query: QueryConfig | QueryArrayConfig): Promise<T[]> =>
-    run(async () => (await pool.query(query as QueryConfig)).rows as T[]);
+  const rows = async <T>(query: QueryConfig | QueryArrayConfig): Promise<T[]> => run(async () => (await pool.query(query as QueryConfig)).rows as T[]);
 
   const commits = new GroupCommit(async (jobs: readonly AppendJob[]): Promise<JobAnswer[]> => {
     const streams: string[] = [];
@@ -116,8 +115,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     return result.rows.map((row) => ({ status: row.status, revision: row.revision, position: row.pos }));
   }, translate);
 
-  const missing = (stream: StreamId, revision: number) =>
-    new CorruptionError(table, undefined, `stream ${stream} lacks revision ${revision}`);
+  const missing = (stream: StreamId, revision: number) => new CorruptionError(table, undefined, `stream ${stream} lacks revision ${revision}`);
 
   /**
    * The pages after the first of a stream read. The position bound keeps out a stream deleted and recreated
@@ -291,9 +289,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     async status(): Promise<StoreStatus> {
       live();
       const found = await rows<[number, number | null, number, string, number]>(q.status([]));
-      const holdingBack = found
-        .filter((row) => row[1] !== null)
-        .map(([, pid, ageMs, state, waiting]) => ({ pid: pid as number, ageMs, state, waiting }));
+      const holdingBack = found.filter((row) => row[1] !== null).map(([, pid, ageMs, state, waiting]) => ({ pid: pid as number, ageMs, state, waiting }));
       return { lastPosition: found[0]?.[0] ?? 0, holdingBack };
     },
 
@@ -308,4 +304,3 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     },
   };
 }
-

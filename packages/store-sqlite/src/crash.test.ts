@@ -43,8 +43,14 @@ describe('a writer killed with SIGKILL', () => {
       for (const stream of streams) {
         const events = await collect((await store.read(stream)).events);
         const context = `round ${round} (${synchronous}, killed after ${killAfter} acks), ${stream}`;
-        expect(events.map((event) => event.revision), context).toEqual(events.map((_, index) => index + 1));
-        expect(events.every((event) => (event.data as { revision: number }).revision === event.revision), context).toBe(true);
+        expect(
+          events.map((event) => event.revision),
+          context,
+        ).toEqual(events.map((_, index) => index + 1));
+        expect(
+          events.every((event) => (event.data as { revision: number }).revision === event.revision),
+          context,
+        ).toBe(true);
         expect(events.length, context).toBeGreaterThanOrEqual(acked.get(stream) ?? 0);
       }
       await store.close();

@@ -32,7 +32,10 @@ function damageFirstLeaf(path: string, name: string): void {
 async function readEverything(store: EventStore, streams: readonly string[]): Promise<unknown[]> {
   const failures: unknown[] = [];
   for (const stream of streams) {
-    await store.read(stream).then((read) => collect(read.events)).catch((error: unknown) => failures.push(error));
+    await store
+      .read(stream)
+      .then((read) => collect(read.events))
+      .catch((error: unknown) => failures.push(error));
   }
   return failures;
 }
@@ -79,7 +82,7 @@ describe('damage found by a read', () => {
     },
   );
 
-  it("a blob whose bytes do not match their sha256 is reported, and other writes go on", async () => {
+  it('a blob whose bytes do not match their sha256 is reported, and other writes go on', async () => {
     const path = freshPath();
     const store = sqliteStore({ path });
     const sha = await store.putBlob('s-1', new Uint8Array([1, 2, 3]));

@@ -26,7 +26,7 @@ describe('group commit', () => {
     const raw = new Database(path);
     raw.pragma('wal_checkpoint(TRUNCATE)');
     const revisionSeenByAnotherConnection = (stream: string) =>
-      (raw.prepare('SELECT count(*) FROM events WHERE stream = ? AND kind = 0').pluck().get(stream) as number);
+      raw.prepare('SELECT count(*) FROM events WHERE stream = ? AND kind = 0').pluck().get(stream) as number;
 
     const streams = Array.from({ length: 63 }, () => randomStream());
     const seenAtResolve: number[] = [];
@@ -60,7 +60,14 @@ describe('group commit', () => {
     const stream = randomStream();
     const results = await Promise.allSettled([
       store.append(stream, [{ type: 'Opened', data: 1 }], { expectedRevision: 'no_stream' }),
-      store.append(stream, [{ type: 'Noted', data: 2 }, { type: 'Noted', data: 3 }], { expectedRevision: 1 }),
+      store.append(
+        stream,
+        [
+          { type: 'Noted', data: 2 },
+          { type: 'Noted', data: 3 },
+        ],
+        { expectedRevision: 1 },
+      ),
       store.append(stream, [{ type: 'Noted', data: 'stale' }], { expectedRevision: 1 }),
       store.append(stream, [{ type: 'Closed', data: 4 }], { expectedRevision: 3 }),
     ]);
@@ -78,7 +85,14 @@ describe('group commit', () => {
     await store.append(stream, [{ type: 'Opened', data: null, eventId: 'known' }], { expectedRevision: 'no_stream' });
     const settled = await Promise.allSettled([
       store.append(other, [{ type: 'Opened', data: null }], { expectedRevision: 'no_stream' }),
-      store.append(stream, [{ type: 'Noted', data: 'new', eventId: 'fresh' }, { type: 'Noted', data: 'again', eventId: 'known' }], { expectedRevision: 1 }),
+      store.append(
+        stream,
+        [
+          { type: 'Noted', data: 'new', eventId: 'fresh' },
+          { type: 'Noted', data: 'again', eventId: 'known' },
+        ],
+        { expectedRevision: 1 },
+      ),
       store.append(stream, [{ type: 'Noted', data: 'next' }], { expectedRevision: 1 }),
     ]);
     expect(settled.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
@@ -146,7 +160,9 @@ describe('group commit', () => {
     const raw = new Database(path);
     raw.exec('BEGIN IMMEDIATE');
     const streams = [randomStream(), randomStream(), randomStream()];
-    const settled = await Promise.allSettled(streams.map((stream) => store.append(stream, [{ type: 'Opened', data: null }], { expectedRevision: 'no_stream' })));
+    const settled = await Promise.allSettled(
+      streams.map((stream) => store.append(stream, [{ type: 'Opened', data: null }], { expectedRevision: 'no_stream' })),
+    );
     raw.exec('ROLLBACK');
     for (const result of settled) {
       expect(result.status).toBe('rejected');

@@ -27,7 +27,10 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       kind: fc.constant('append' as const),
       stream,
       events: fc.array(
-        fc.record({ type: fc.constantFrom('Opened', 'Noted'), data: fc.jsonValue({ maxDepth: 2 }) as fc.Arbitrary<JsonValue>, eventId: fc.uuid() }, { requiredKeys: ['type', 'data'] }),
+        fc.record(
+          { type: fc.constantFrom('Opened', 'Noted'), data: fc.jsonValue({ maxDepth: 2 }) as fc.Arbitrary<JsonValue>, eventId: fc.uuid() },
+          { requiredKeys: ['type', 'data'] },
+        ),
         { minLength: 1, maxLength: 4 },
       ),
     }),

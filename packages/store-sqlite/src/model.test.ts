@@ -22,12 +22,19 @@ type Op =
 const stream = fc.integer({ min: 0, max: 3 });
 const expectation = fc.constantFrom<Expectation>('right', 'right', 'right', 'wrong', 'any', 'no_stream');
 const newEvent = fc.record(
-  { type: fc.constantFrom('Opened', 'Noted', 'Closed'), data: fc.jsonValue({ maxDepth: 2 }) as fc.Arbitrary<JsonValue>, eventId: fc.constantFrom('e1', 'e2', 'e3', 'e4') },
+  {
+    type: fc.constantFrom('Opened', 'Noted', 'Closed'),
+    data: fc.jsonValue({ maxDepth: 2 }) as fc.Arbitrary<JsonValue>,
+    eventId: fc.constantFrom('e1', 'e2', 'e3', 'e4'),
+  },
   { requiredKeys: ['type', 'data'] },
 );
 const bytes = fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 0, maxLength: 3 });
 const op: fc.Arbitrary<Op> = fc.oneof(
-  { arbitrary: fc.record({ op: fc.constant('append' as const), stream, events: fc.array(newEvent, { minLength: 1, maxLength: 3 }), expected: expectation }), weight: 6 },
+  {
+    arbitrary: fc.record({ op: fc.constant('append' as const), stream, events: fc.array(newEvent, { minLength: 1, maxLength: 3 }), expected: expectation }),
+    weight: 6,
+  },
   { arbitrary: fc.record({ op: fc.constant('read' as const), stream, from: fc.integer({ min: 1, max: 6 }) }, { requiredKeys: ['op', 'stream'] }), weight: 2 },
   { arbitrary: fc.record({ op: fc.constant('readAll' as const), from: fc.integer({ min: 1, max: 12 }) }, { requiredKeys: ['op'] }), weight: 1 },
   { arbitrary: fc.record({ op: fc.constant('streams' as const), prefix: fc.integer({ min: 0, max: 2 }) }), weight: 1 },

@@ -89,7 +89,10 @@ describe('several processes on one file', () => {
     expect(stored).toBe(lines.length);
     expect(byJob.size).toBe(total);
     for (const [job, steps] of byJob) {
-      expect(steps.map((step) => step.type), job).toEqual(['Enqueued', 'Claimed', 'Completed']);
+      expect(
+        steps.map((step) => step.type),
+        job,
+      ).toEqual(['Enqueued', 'Claimed', 'Completed']);
       expect(steps[0]?.worker).toBe(job.split('-')[0]);
       expect(steps[2]?.worker).toBe(steps[1]?.worker);
     }

@@ -49,7 +49,10 @@ describe('opening a database file', () => {
     const read = await second.read(stream);
     expect(read.revision).toBe(1);
     expect((await collect(read.events)).map((event) => event.data)).toEqual([{ n: 1 }]);
-    expect(await second.append(stream, [{ type: 'Opened', data: { n: 1 }, eventId: 'one' }], { expectedRevision: 'any' })).toEqual({ revision: 1, position: 1 });
+    expect(await second.append(stream, [{ type: 'Opened', data: { n: 1 }, eventId: 'one' }], { expectedRevision: 'any' })).toEqual({
+      revision: 1,
+      position: 1,
+    });
     await second.close();
   });
 

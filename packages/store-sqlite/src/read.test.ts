@@ -101,7 +101,14 @@ describe('reading', () => {
     const older = randomStream();
     const newest = randomStream();
     await store.append(older, [{ type: 'Opened', data: null }], { expectedRevision: 'no_stream' });
-    const last = await store.append(newest, [{ type: 'Opened', data: null }, { type: 'Noted', data: null }], { expectedRevision: 'no_stream' });
+    const last = await store.append(
+      newest,
+      [
+        { type: 'Opened', data: null },
+        { type: 'Noted', data: null },
+      ],
+      { expectedRevision: 'no_stream' },
+    );
     await store.compact(newest, { revision: 2, state: null, identity: { stream: newest, schemaVersion: 1 } });
     await store.deleteStream(newest, { expectedRevision: 2 });
     const next = await store.append(older, [{ type: 'Noted', data: null }], { expectedRevision: 1 });

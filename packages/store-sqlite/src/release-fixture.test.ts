@@ -59,7 +59,9 @@ describe('a database written by release 0.1.0', () => {
     raw.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
     raw.close();
     const before = readFileSync(path);
-    expect(() => sqliteStore({ path })).toThrow(expect.objectContaining({ code: 'storage_error', message: expect.stringContaining(`schema version ${SCHEMA_VERSION + 1}`) }));
+    expect(() => sqliteStore({ path })).toThrow(
+      expect.objectContaining({ code: 'storage_error', message: expect.stringContaining(`schema version ${SCHEMA_VERSION + 1}`) }),
+    );
     expect(readFileSync(path).equals(before)).toBe(true);
   });
 
@@ -95,7 +97,9 @@ describe('a database written by release 0.1.0', () => {
     const result = await store.append('ledger-1', [{ type: 'Deposited', data: { amount: 7 }, eventId: 'd-2' }], { expectedRevision: 2 });
     expect(result).toEqual({ revision: 3, position: lastPosition + 1 });
     // An id 0.1.0 stored is still recognised: the retry is a no-op answered with its batch's result (revisions 1..2).
-    expect(await store.append('ledger-1', [{ type: 'Deposited', data: { amount: 5 }, eventId: 'd-1' }], { expectedRevision: 'any' })).toMatchObject({ revision: 2 });
+    expect(await store.append('ledger-1', [{ type: 'Deposited', data: { amount: 5 }, eventId: 'd-1' }], { expectedRevision: 'any' })).toMatchObject({
+      revision: 2,
+    });
     await store.close();
 
     const reopened = sqliteStore({ path });

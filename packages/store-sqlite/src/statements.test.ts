@@ -21,7 +21,10 @@ describe('prepared statements', () => {
       });
     expect(plans.length).toBeGreaterThan(10);
     for (const { name, plan } of plans) {
-      expect(plan.filter((detail) => /^SCAN (?!CONSTANT ROW)/.test(detail)), `${name}: ${plan.join(' | ')}`).toEqual([]);
+      expect(
+        plan.filter((detail) => /^SCAN (?!CONSTANT ROW)/.test(detail)),
+        `${name}: ${plan.join(' | ')}`,
+      ).toEqual([]);
     }
     db.close();
   });

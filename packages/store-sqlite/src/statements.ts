@@ -96,10 +96,12 @@ export function prepareStatements(db: SqliteDatabase): Statements {
     deleteAllEvents: db.prepare(`DELETE FROM events WHERE stream = ? AND kind = ${Kind.event}`),
     deleteRecordsOfKind: db.prepare(`DELETE FROM events WHERE stream = ? AND kind <> ${Kind.event} AND kind = ? AND position <> ?`),
     deleteAllRecords: db.prepare(`DELETE FROM events WHERE stream = ? AND kind <> ${Kind.event} AND position <> ?`),
-    streamPage: db.prepare(
-      `SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND kind = ${Kind.event} AND revision >= ? AND revision <= ? AND position <= ?
+    streamPage: db
+      .prepare(
+        `SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND kind = ${Kind.event} AND revision >= ? AND revision <= ? AND position <= ?
        ORDER BY revision LIMIT ?`,
-    ).raw(),
+      )
+      .raw(),
     feedPage: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE position >= ? AND position <= ? ORDER BY position LIMIT ?`).raw(),
     lastPosition: db.prepare('SELECT max(position) FROM events').pluck(),
     streamsFrom: db.prepare(`SELECT stream, ${HEAD_OF('s.stream', 's.stream')} AS revision FROM streams AS s WHERE stream >= ? ORDER BY stream LIMIT ?`),

@@ -113,7 +113,8 @@ async function readFold(client: pg.Client, text: (after: string) => string, key:
 
 /** json as text, so parsing is timed where a store parses: at the consumer. */
 const RAW_TYPES = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 114 ? (text: string) => text : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser,
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === 114 ? (text: string) => text : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
 /** node-postgres directly: multi-row inserts from arrays, one statement (and transaction) per write; keyset-paged reads. */
@@ -160,15 +161,19 @@ export const rawPostgres: RawFamily = {
 
   async readAll(dir, events, streams) {
     const setup = await openDb(dir, 'all');
-    await fill(setup.client, setup.S, Array.from({ length: streams }, (_, s) => `s${s}`), Math.ceil(events / streams));
+    await fill(
+      setup.client,
+      setup.S,
+      Array.from({ length: streams }, (_, s) => `s${s}`),
+      Math.ceil(events / streams),
+    );
     await setup.client.end();
     return async (): Promise<RawRead> => {
       const { client, S } = await openDb(dir, 'all');
       try {
         return await readFold(
           client,
-          (after) =>
-            `SELECT revision, data, position, stream, type, recorded_at FROM ${S}.events WHERE position > ${after} ORDER BY position LIMIT ${PAGE}`,
+          (after) => `SELECT revision, data, position, stream, type, recorded_at FROM ${S}.events WHERE position > ${after} ORDER BY position LIMIT ${PAGE}`,
           (row) => row[2],
         );
       } finally {
@@ -190,10 +195,10 @@ export const rawPostgres: RawFamily = {
           types: RAW_TYPES,
         });
         for (const [revision, data] of rows) foldData(record, JSON.parse(data as string), Number(revision));
-        await client.query(`INSERT INTO ${S}.snapshots VALUES ('s', $1, $2) ON CONFLICT (stream) DO UPDATE SET revision = excluded.revision, state = excluded.state`, [
-          record.lastRevision,
-          JSON.stringify(record),
-        ]);
+        await client.query(
+          `INSERT INTO ${S}.snapshots VALUES ('s', $1, $2) ON CONFLICT (stream) DO UPDATE SET revision = excluded.revision, state = excluded.state`,
+          [record.lastRevision, JSON.stringify(record)],
+        );
         await client.query(`DELETE FROM ${S}.events WHERE stream = 's' AND revision <= $1`, [record.lastRevision]);
         await client.query('COMMIT');
       });
@@ -204,7 +209,12 @@ export const rawPostgres: RawFamily = {
 
   async coldOpen(dir, sessions, eventsPerSession): Promise<Timed> {
     const setup = await openDb(dir, 'cold');
-    await fill(setup.client, setup.S, Array.from({ length: sessions }, (_, s) => `s${s}`), eventsPerSession);
+    await fill(
+      setup.client,
+      setup.S,
+      Array.from({ length: sessions }, (_, s) => `s${s}`),
+      eventsPerSession,
+    );
     await setup.client.end();
     const S = `"${benchSchema(dir, 'cold')}"`;
     return timeSequential(1, async () => {

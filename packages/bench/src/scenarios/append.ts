@@ -34,11 +34,7 @@ async function pairedAppends(context: ScenarioContext, subject: StoreSubject, sp
   try {
     return await withStore(subject, await context.dir(spec.label), async (store) => {
       const storeRound = await spec.prepare(store, rounds);
-      const [raw, measured] = await alternate(
-        rounds,
-        (round) => timeSequential(perRound, (i) => writer.write(round * perRound + i)),
-        storeRound,
-      );
+      const [raw, measured] = await alternate(rounds, (round) => timeSequential(perRound, (i) => writer.write(round * perRound + i)), storeRound);
       return {
         rate: perSecond(measured.ops * spec.eventsPerOp, measured.ms),
         latency: summarize(measured.latencies),
@@ -128,7 +124,8 @@ export const appendInFlightOneStream: Scenario = {
         await fillStream(store, 'shared', 1, 1);
         const perRound = Math.ceil(writes / rounds) * inFlight;
         // Callers that do not know each other's revisions: each append expects 'any'.
-        return () => timeInFlight(perRound, inFlight, (worker, call) => store.append('shared', [benchEvent(call * inFlight + worker)], { expectedRevision: 'any' }));
+        return () =>
+          timeInFlight(perRound, inFlight, (worker, call) => store.append('shared', [benchEvent(call * inFlight + worker)], { expectedRevision: 'any' }));
       },
     });
   },

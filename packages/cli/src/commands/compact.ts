@@ -65,7 +65,9 @@ export function registerCompact(program: Command): void {
         const summary = { dryRun: options.dryRun, streams: results, eventsDropped, estimatedBytesSaved, bytesSaved };
         if (out.json) return out.document(summary);
         for (const result of results) {
-          await out.text(`${options.dryRun ? 'would compact' : 'compacted'} ${result.stream} at revision ${result.revision}: ${result.eventsDropped} event(s) dropped`);
+          await out.text(
+            `${options.dryRun ? 'would compact' : 'compacted'} ${result.stream} at revision ${result.revision}: ${result.eventsDropped} event(s) dropped`,
+          );
         }
         await out.text(
           `${options.dryRun ? 'would drop' : 'dropped'} ${eventsDropped} event(s) in ${results.length} stream(s); ` +

@@ -40,7 +40,8 @@ export function registerCopy(program: Command): void {
           try {
             report = await copyStore(source.store, destination.store, { onProgress: () => bar.tick() });
           } catch (error) {
-            if (error instanceof InvalidInputError && error.field === 'to') throw refused(`the destination diverged: ${error.message}`, 'Try: copy into an empty store');
+            if (error instanceof InvalidInputError && error.field === 'to')
+              throw refused(`the destination diverged: ${error.message}`, 'Try: copy into an empty store');
             throw error;
           } finally {
             bar.stop();
@@ -49,7 +50,9 @@ export function registerCopy(program: Command): void {
           const summary = { from: source.where, to: destination.where, ...report, identical: mismatches.length === 0, mismatches };
           if (out.json) await out.document(summary);
           else {
-            await out.text(`copied ${report.streams} stream(s): ${report.events} event(s), ${report.blobs} blob(s) new; ${report.unchanged} already up to date`);
+            await out.text(
+              `copied ${report.streams} stream(s): ${report.events} event(s), ${report.blobs} blob(s) new; ${report.unchanged} already up to date`,
+            );
             for (const stream of mismatches) await out.text(`differs after the copy: ${stream}`);
             await out.text(mismatches.length === 0 ? 'both stores fold every stream to identical state' : `${mismatches.length} stream(s) fold differently`);
           }

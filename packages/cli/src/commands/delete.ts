@@ -42,10 +42,21 @@ export function registerDelete(program: Command): void {
         }
         const blobs = owned.filter((sha) => !shared.has(sha));
         if (!dryRun) await store.deleteStream(stream, { expectedRevision: read.revision });
-        const summary = { dryRun, sessionId: id, stream, revision: read.revision, events, snapshot: read.snapshot !== undefined, blobsRemoved: blobs, blobsKept: [...shared] };
+        const summary = {
+          dryRun,
+          sessionId: id,
+          stream,
+          revision: read.revision,
+          events,
+          snapshot: read.snapshot !== undefined,
+          blobsRemoved: blobs,
+          blobsKept: [...shared],
+        };
         if (out.json) return out.document(summary);
         const verb = dryRun ? 'would remove' : 'removed';
-        await out.text(`${verb} ${stream}: ${events} event(s)${read.snapshot ? ', its snapshot' : ''}, ${blobs.length} blob(s)${shared.size > 0 ? ` (${shared.size} shared blob(s) kept)` : ''}`);
+        await out.text(
+          `${verb} ${stream}: ${events} event(s)${read.snapshot ? ', its snapshot' : ''}, ${blobs.length} blob(s)${shared.size > 0 ? ` (${shared.size} shared blob(s) kept)` : ''}`,
+        );
         for (const sha of blobs) await out.text(`  blob ${sha}`);
       });
     });

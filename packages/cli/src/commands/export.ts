@@ -47,7 +47,14 @@ export function registerExport(program: Command): void {
             if (read.snapshot) await write({ kind: 'snapshot', stream, snapshot: read.snapshot });
             for await (const event of read.events) {
               counts.events++;
-              await write({ kind: 'event', stream, revision: event.revision, type: event.type, data: event.data, ...(event.eventId === undefined ? {} : { eventId: event.eventId }) });
+              await write({
+                kind: 'event',
+                stream,
+                revision: event.revision,
+                type: event.type,
+                data: event.data,
+                ...(event.eventId === undefined ? {} : { eventId: event.eventId }),
+              });
             }
             for await (const sha256 of store.blobs(stream)) {
               const bytes = await store.getBlob(sha256);

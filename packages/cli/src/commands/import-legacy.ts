@@ -2,8 +2,17 @@ import { existsSync, statSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Command } from 'commander';
-import { type CompletionReceipt } from '@sessionfold/core';
-import { CATALOG_STREAM, RECEIPT_ID_NAMESPACE, catalogReducer, isUuid, sessionStream, startKeyReducer, startKeyStream, uuidV5 } from '@sessionfold/core/session';
+import type { CompletionReceipt } from '@sessionfold/core';
+import {
+  CATALOG_STREAM,
+  RECEIPT_ID_NAMESPACE,
+  catalogReducer,
+  isUuid,
+  sessionStream,
+  startKeyReducer,
+  startKeyStream,
+  uuidV5,
+} from '@sessionfold/core/session';
 import { ConcurrencyError, foldStream, type EventStore, type NewEvent } from '@sessionfold/core/kernel';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
@@ -43,7 +52,10 @@ export function registerImportLegacy(program: Command): void {
     .option('--completed-list <file>', 'the completed list (bare session object ids or JSON receipts, one a line)')
     .addHelpText(
       'after',
-      examples('sessionfold import-legacy ./sessions --completed-list ./session-history.txt -s file:./data', 'sessionfold import-legacy ./sessions -s sqlite:./sessions.db --json') +
+      examples(
+        'sessionfold import-legacy ./sessions --completed-list ./session-history.txt -s file:./data',
+        'sessionfold import-legacy ./sessions -s sqlite:./sessions.db --json',
+      ) +
         '\n\nSessions keep their ids, versions, phases, failures and commands (with their ids and sequences); a start with an\n' +
         "imported session's start idempotency id returns it. A torn last line is dropped; a bad checksum stops that file\n" +
         '(named with its line) and the others go on (exit 1). *.session-log files are not imported.',
@@ -83,7 +95,8 @@ export function registerImportLegacy(program: Command): void {
       if (out.json) {
         await out.document({ ok: failedFiles === 0, ...counts, journals: controls.length, sessionLogsSkipped: logs.length, note, problems });
       } else {
-        for (const problem of problems) await out.text(`${problem.severity}: ${problem.file}${problem.line === undefined ? '' : `:${problem.line}`}: ${problem.message}`);
+        for (const problem of problems)
+          await out.text(`${problem.severity}: ${problem.file}${problem.line === undefined ? '' : `:${problem.line}`}: ${problem.message}`);
         await out.text(
           `imported ${counts.sessionsImported} session(s) (${counts.sessionsPresent} already present), ${counts.commandsImported} command(s), ` +
             `${counts.receiptsImported} receipt(s) (${counts.receiptsPresent} already present) from ${controls.length} journal(s)`,
@@ -144,7 +157,12 @@ async function importJournal(store: EventStore, path: string, name: string, prob
   const key = record.state['startIdempotencyId'];
   if (typeof key === 'string' && record.phase !== 'complete') {
     const other = await bindStartKey(store, key, record.id, counts);
-    if (other) problems.push({ severity: 'warning', file: name, message: `start key ${JSON.stringify(key)} already belongs to live session ${other}; a start with it returns that one` });
+    if (other)
+      problems.push({
+        severity: 'warning',
+        file: name,
+        message: `start key ${JSON.stringify(key)} already belongs to live session ${other}; a start with it returns that one`,
+      });
   }
 }
 
@@ -176,9 +194,13 @@ async function importReceipts(store: EventStore, receipts: readonly CompletionRe
       counts.receiptsPresent++;
       continue;
     }
-    const result = await store.append(CATALOG_STREAM, [{ type: 'CompletionRecorded', data: { receipt } as never, eventId: uuidV5(receipt.sessionObjectId, RECEIPT_ID_NAMESPACE) }], {
-      expectedRevision: revision === 0 ? 'no_stream' : revision,
-    });
+    const result = await store.append(
+      CATALOG_STREAM,
+      [{ type: 'CompletionRecorded', data: { receipt } as never, eventId: uuidV5(receipt.sessionObjectId, RECEIPT_ID_NAMESPACE) }],
+      {
+        expectedRevision: revision === 0 ? 'no_stream' : revision,
+      },
+    );
     revision = result.revision;
     present.add(receipt.sessionObjectId);
     counts.receiptsImported++;

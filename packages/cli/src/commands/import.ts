@@ -53,11 +53,17 @@ export function registerImport(program: Command): void {
           if (plan.streams.has(stream)) clashes.push(stream);
         }
         if (clashes.length > 0) {
-          throw refused(`${clashes.length} stream(s) of the file already exist in ${where} (first: ${clashes[0]}); nothing was imported`, 'Try: import into an empty store');
+          throw refused(
+            `${clashes.length} stream(s) of the file already exist in ${where} (first: ${clashes[0]}); nothing was imported`,
+            'Try: import into an empty store',
+          );
         }
         if (options.dryRun) return report(existing);
         if (existing > 0 && !options.yes) {
-          throw refused(`${where} already holds ${existing} stream(s); importing adds ${plan.streams.size} more`, 'Try: --dry-run to see what would be imported, then --yes');
+          throw refused(
+            `${where} already holds ${existing} stream(s); importing adds ${plan.streams.size} more`,
+            'Try: --dry-run to see what would be imported, then --yes',
+          );
         }
         const bar = progress(out, 'import', plan.streams.size);
         try {
@@ -69,10 +75,20 @@ export function registerImport(program: Command): void {
       });
 
       async function report(existing: number): Promise<void> {
-        const summary = { file, store: where, dryRun: options.dryRun, streams: plan.streams.size, events: plan.events, blobs: plan.blobs, existingStreams: existing };
+        const summary = {
+          file,
+          store: where,
+          dryRun: options.dryRun,
+          streams: plan.streams.size,
+          events: plan.events,
+          blobs: plan.blobs,
+          existingStreams: existing,
+        };
         if (out.json) return out.document(summary);
         const verb = options.dryRun ? 'would import' : 'imported';
-        await out.text(`${verb} ${plan.streams.size} stream(s), ${plan.events} event(s), ${plan.blobs} blob(s) into ${where}${existing > 0 ? ` (which held ${existing} stream(s))` : ''}`);
+        await out.text(
+          `${verb} ${plan.streams.size} stream(s), ${plan.events} event(s), ${plan.blobs} blob(s) into ${where}${existing > 0 ? ` (which held ${existing} stream(s))` : ''}`,
+        );
       }
     });
 }
@@ -122,14 +138,16 @@ async function checkFile(file: string): Promise<Plan> {
       case 'header':
         throw damaged(file, line, 'a second header');
       case 'stream':
-        if (current && current.at !== current.revision) throw damaged(file, line, `stream ${current.stream} ends at revision ${current.at}, not ${current.revision}`);
+        if (current && current.at !== current.revision)
+          throw damaged(file, line, `stream ${current.stream} ends at revision ${current.at}, not ${current.revision}`);
         if (plan.streams.has(value.stream)) throw damaged(file, line, `stream ${value.stream} appears twice`);
         plan.streams.add(value.stream);
         current = { stream: value.stream, revision: value.revision, at: 0 };
         break;
       case 'snapshot':
         if (current?.stream !== value.stream || current.at !== 0) throw damaged(file, line, 'a snapshot out of place');
-        if (value.snapshot.identity.stream !== value.stream) throw damaged(file, line, `the snapshot's identity names stream ${value.snapshot.identity.stream}`);
+        if (value.snapshot.identity.stream !== value.stream)
+          throw damaged(file, line, `the snapshot's identity names stream ${value.snapshot.identity.stream}`);
         current.at = value.snapshot.revision;
         break;
       case 'event':
@@ -140,12 +158,15 @@ async function checkFile(file: string): Promise<Plan> {
         break;
       case 'blob':
         if (current?.stream !== value.stream) throw damaged(file, line, 'a blob out of place');
-        if (createHash('sha256').update(Buffer.from(value.base64, 'base64')).digest('hex') !== value.sha256) throw damaged(file, line, `blob ${value.sha256} does not match its hash`);
+        if (createHash('sha256').update(Buffer.from(value.base64, 'base64')).digest('hex') !== value.sha256)
+          throw damaged(file, line, `blob ${value.sha256} does not match its hash`);
         plan.blobs++;
         break;
       case 'end':
-        if (current && current.at !== current.revision) throw damaged(file, line, `stream ${current.stream} ends at revision ${current.at}, not ${current.revision}`);
-        if (value.streams !== plan.streams.size || value.events !== plan.events || value.blobs !== plan.blobs) throw damaged(file, line, 'the counts of the end line do not match the file');
+        if (current && current.at !== current.revision)
+          throw damaged(file, line, `stream ${current.stream} ends at revision ${current.at}, not ${current.revision}`);
+        if (value.streams !== plan.streams.size || value.events !== plan.events || value.blobs !== plan.blobs)
+          throw damaged(file, line, 'the counts of the end line do not match the file');
         ended = true;
         break;
     }

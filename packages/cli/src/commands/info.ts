@@ -7,7 +7,9 @@ import { countStore, fileStoreWriter, formatBytes, sizeOnDisk } from '../store-f
 export function registerInfo(program: Command): void {
   program
     .command('info')
-    .description("what the store is and holds: kind, location, sessions, streams, events, head position, size on disk, and the store's status when it reports one")
+    .description(
+      "what the store is and holds: kind, location, sessions, streams, events, head position, size on disk, and the store's status when it reports one",
+    )
     .addHelpText('after', examples('sessionfold info --store file:./data', 'sessionfold info -s sqlite:./sessions.db --json'))
     .action(async (_options: unknown, command: Command) => {
       const context = contextOf(command);

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { type SessionRecord } from '@sessionfold/core';
+import type { SessionRecord } from '@sessionfold/core';
 import { phaseSchema } from '@sessionfold/core/session';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
@@ -34,7 +34,11 @@ export function registerList(program: Command): void {
               openCommands: await openCommandCount(store, record.id),
             });
           }
-          const receiptRows = receipts.map((record) => ({ sessionObjectId: record.id, committedAt: record.updatedAt, receipt: record.state['commitReceipt'] ?? null }));
+          const receiptRows = receipts.map((record) => ({
+            sessionObjectId: record.id,
+            committedAt: record.updatedAt,
+            receipt: record.state['commitReceipt'] ?? null,
+          }));
           if (context.out.json) return context.out.document({ sessions: rows, receipts: receiptRows });
           await context.out.table(
             ['ID', 'PHASE', 'VERSION', 'UPDATED', 'OPEN COMMANDS'],
@@ -42,7 +46,10 @@ export function registerList(program: Command): void {
           );
           if (receiptRows.length > 0) {
             await context.out.text('');
-            await context.out.table(['RECEIPT (SESSION OBJECT)', 'COMMITTED'], receiptRows.map((row) => [row.sessionObjectId, row.committedAt]));
+            await context.out.table(
+              ['RECEIPT (SESSION OBJECT)', 'COMMITTED'],
+              receiptRows.map((row) => [row.sessionObjectId, row.committedAt]),
+            );
           }
         }),
       );

@@ -21,10 +21,7 @@ export function registerReplay(program: Command): void {
     .argument('<session-id>', 'the session id (a UUID)')
     .option('--to-revision <n>', 'stop after this revision')
     .option('--events', 'print each event applied')
-    .addHelpText(
-      'after',
-      examples('sessionfold replay 0f8e…-… -s file:./data --events', 'sessionfold replay 0f8e…-… --to-revision 3 --json'),
-    )
+    .addHelpText('after', examples('sessionfold replay 0f8e…-… -s file:./data --events', 'sessionfold replay 0f8e…-… --to-revision 3 --json'))
     .action(async (rawId: unknown, rawOptions: unknown, command: Command) => {
       const context = contextOf(command);
       const id = parseArg(z.string().uuid('expected a session id (a UUID)'), rawId, '<session-id>').toLowerCase();

@@ -27,7 +27,14 @@ export function registerTail(program: Command): void {
     .option('-f, --follow', 'keep printing new changes, including those of other processes, until interrupted (Ctrl-C exits 0)')
     .option('--from <where>', 'start, end or a position (default: start)')
     .option('-n, --lines <n>', 'print only the last N changes already in the feed')
-    .addHelpText('after', examples('sessionfold tail -s file:./data -n 20', 'sessionfold tail --follow --from end -s sqlite:./sessions.db', 'sessionfold tail --from 1500 --json | jq .type'))
+    .addHelpText(
+      'after',
+      examples(
+        'sessionfold tail -s file:./data -n 20',
+        'sessionfold tail --follow --from end -s sqlite:./sessions.db',
+        'sessionfold tail --from 1500 --json | jq .type',
+      ),
+    )
     .action(async (rawOptions: unknown, command: Command) => {
       const context = contextOf(command);
       const options = parseArg(optionsSchema, rawOptions, 'options');

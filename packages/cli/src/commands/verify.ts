@@ -67,7 +67,14 @@ export function registerVerify(program: Command): void {
       const warnings = problems.length - errors;
       const ok = errors === 0 && (!strict || warnings === 0);
       if (out.json) {
-        await out.document({ ok, store: where, errors, warnings, problems, checked: { files: findings.files, records: findings.records, blobs: findings.blobs } });
+        await out.document({
+          ok,
+          store: where,
+          errors,
+          warnings,
+          problems,
+          checked: { files: findings.files, records: findings.records, blobs: findings.blobs },
+        });
       } else {
         for (const problem of problems) {
           await out.text(`${problem.severity}: ${problem.file}${problem.line === undefined ? '' : `:${problem.line}`}: ${problem.message}`);

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { type CompletionReceipt } from '@sessionfold/core';
+import type { CompletionReceipt } from '@sessionfold/core';
 import { completionReceiptSchema } from '@sessionfold/core/session';
 
 /** A completed list line that could not be read. */

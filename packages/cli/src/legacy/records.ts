@@ -1,4 +1,4 @@
-import { type LifecycleRecord, type SessionCommand } from '@sessionfold/core';
+import type { LifecycleRecord, SessionCommand } from '@sessionfold/core';
 import { controlState, ingressFailureEntrySchema, lifecycleRecordSchema, sessionCommandSchema } from '@sessionfold/core/session';
 import type { JsonValue } from '@sessionfold/core/kernel';
 import { z } from 'zod';

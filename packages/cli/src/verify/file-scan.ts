@@ -40,7 +40,8 @@ export async function scanFileStore(directory: string, findings: Findings, bar: 
     const lines = await framedLines(path, name(path), findings);
     const envelope = lines[0]?.payload as { identity?: { stream?: unknown }; revision?: unknown } | undefined;
     if (envelope !== undefined) {
-      if (envelope.identity?.stream !== stream) findings.error(name(path), 1, `the snapshot's identity names stream ${JSON.stringify(envelope.identity?.stream)}, not ${stream}`);
+      if (envelope.identity?.stream !== stream)
+        findings.error(name(path), 1, `the snapshot's identity names stream ${JSON.stringify(envelope.identity?.stream)}, not ${stream}`);
       if (typeof envelope.revision === 'number') snapshotRevisions.set(stream, envelope.revision);
     }
     bar.tick();
@@ -73,7 +74,10 @@ export async function scanFileStore(directory: string, findings: Findings, bar: 
 
 async function listFiles(directory: string): Promise<string[]> {
   try {
-    return (await readdir(directory, { withFileTypes: true })).filter((entry) => entry.isFile()).map((entry) => entry.name).sort();
+    return (await readdir(directory, { withFileTypes: true }))
+      .filter((entry) => entry.isFile())
+      .map((entry) => entry.name)
+      .sort();
   } catch {
     return [];
   }
@@ -84,7 +88,7 @@ async function listFiles(directory: string): Promise<string[]> {
  * is checked in bounded memory. A bad line is an error and ends the file (what follows it cannot be trusted to
  * be in order); bytes after the last newline are a torn tail: a warning.
  */
-async function forEachFramedLine(path: string, file: string, findings: Findings, onLine: (line: FramedLine) => boolean | void): Promise<void> {
+async function forEachFramedLine(path: string, file: string, findings: Findings, onLine: (line: FramedLine) => boolean | undefined): Promise<void> {
   findings.files++;
   let pending: Buffer = Buffer.alloc(0);
   let line = 0;
@@ -103,7 +107,9 @@ async function forEachFramedLine(path: string, file: string, findings: Findings,
     findings.warning(
       file,
       line + 1,
-      pending.every((byte) => byte === 0) ? 'NUL bytes after the last record (a torn tail; a writer cuts it on open)' : 'an unfinished last line (a torn tail; a writer cuts it on open)',
+      pending.every((byte) => byte === 0)
+        ? 'NUL bytes after the last record (a torn tail; a writer cuts it on open)'
+        : 'an unfinished last line (a torn tail; a writer cuts it on open)',
     );
   }
 }

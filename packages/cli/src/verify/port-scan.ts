@@ -19,7 +19,8 @@ export async function scanThroughPort(store: EventStore, where: string, findings
       let revision = read.snapshot?.revision ?? 0;
       for await (const event of read.events) {
         findings.records++;
-        if (event.revision !== revision + 1) throw new CorruptionError(`stream ${stream}`, event.revision, `revision ${event.revision} follows revision ${revision}`);
+        if (event.revision !== revision + 1)
+          throw new CorruptionError(`stream ${stream}`, event.revision, `revision ${event.revision} follows revision ${revision}`);
         revision = event.revision;
       }
     });

@@ -59,9 +59,7 @@ const event = (idsInFour: number): fc.Arbitrary<NewEvent> =>
     }));
 
 /** A batch: the first event carries an id half of the time, later ones a quarter of the time. */
-const batch: fc.Arbitrary<NewEvent[]> = fc
-  .tuple(event(2), fc.array(event(1), { maxLength: 3 }))
-  .map(([first, rest]) => [first, ...rest]);
+const batch: fc.Arbitrary<NewEvent[]> = fc.tuple(event(2), fc.array(event(1), { maxLength: 3 })).map(([first, rest]) => [first, ...rest]);
 
 const expected: fc.Arbitrary<ExpectedChoice> = fc.oneof(
   { weight: 6, arbitrary: fc.constant<ExpectedChoice>('current') },
@@ -86,9 +84,7 @@ const blobName = fc.constantFrom('empty', 'small', 'large');
 
 /** The commands of a model run; reopen is generated only when the store can reopen. */
 export function commandArbitrary(caps: ResolvedCapabilities): fc.Arbitrary<Iterable<fc.AsyncCommand<ModelSide, RealSide>>> {
-  const append = fc
-    .tuple(stream, batch, expected)
-    .map(([s, events, e]) => new AppendCommand(s, events, e));
+  const append = fc.tuple(stream, batch, expected).map(([s, events, e]) => new AppendCommand(s, events, e));
   const compact = fc
     .tuple(stream, revisionChoice, json, fc.oneof({ weight: 8, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: stream }))
     .map(([s, revision, state, identity]) => new CompactCommand(s, revision, state, identity ?? s));

@@ -35,8 +35,7 @@ abstract class StoreCommand implements AsyncCommand<ModelSide, RealSide> {
   ): Promise<{ model: Outcome<T>; real: Outcome<T> }> {
     const m = await settle(() => call(model.store));
     const r = await settle(() => call(real.store));
-    const shape = async (outcome: Outcome<T>, store: EventStore) =>
-      outcome.ok ? { ok: await normalize(outcome.value, store) } : outcomeShape(outcome);
+    const shape = async (outcome: Outcome<T>, store: EventStore) => (outcome.ok ? { ok: await normalize(outcome.value, store) } : outcomeShape(outcome));
     expect(await shape(r, real.store), String(this)).toEqual(await shape(m, model.store));
     return { model: m, real: r };
   }
@@ -125,8 +124,7 @@ async function appendOnBoth(
     expect(m.error).toBeInstanceOf(InvalidInputError);
     return;
   }
-  const shape = async (outcome: typeof m, store: EventStore) =>
-    outcome.ok ? { ok: await appendResultShape(outcome.value, store) } : outcomeShape(outcome);
+  const shape = async (outcome: typeof m, store: EventStore) => (outcome.ok ? { ok: await appendResultShape(outcome.value, store) } : outcomeShape(outcome));
   expect(await shape(r, real.store), label).toEqual(await shape(m, model.store));
 }
 
@@ -190,9 +188,10 @@ export class ReadAllCommand extends StoreCommand {
     const [mFrom, rFrom] = [await position(model.store), await position(real.store)];
     const m = await settle(() => readFeed(model.store, mFrom));
     const r = await settle(() => readFeed(real.store, rFrom));
-    expect(outcomeShape(r, (feed) => feed.map(recordShape)), `${this} (real from ${rFrom})`).toEqual(
-      outcomeShape(m, (feed) => feed.map(recordShape)),
-    );
+    expect(
+      outcomeShape(r, (feed) => feed.map(recordShape)),
+      `${this} (real from ${rFrom})`,
+    ).toEqual(outcomeShape(m, (feed) => feed.map(recordShape)));
     if (r.ok) {
       for (let i = 1; i < r.value.length; i++) expect(r.value[i]!.position).toBeGreaterThan(r.value[i - 1]!.position);
     }
@@ -244,7 +243,12 @@ export class CompactCommand extends StoreCommand {
   async run(model: ModelSide, real: RealSide): Promise<void> {
     const revision = 'at' in this.revision ? this.revision.at : (await model.store.read(this.stream)).revision - this.revision.belowHead;
     const snapshot: Snapshot = { revision, state: this.state, identity: { stream: this.identityStream, schemaVersion: 1 } };
-    await this.same(model, real, (store) => store.compact(this.stream, snapshot), () => null);
+    await this.same(
+      model,
+      real,
+      (store) => store.compact(this.stream, snapshot),
+      () => null,
+    );
   }
 
   toString(): string {
@@ -285,7 +289,12 @@ export class DeleteCommand extends StoreCommand {
 
   async run(model: ModelSide, real: RealSide): Promise<void> {
     const expectedRevision = await resolveExpected(model.store, this.stream, this.expected);
-    await this.same(model, real, (store) => store.deleteStream(this.stream, { expectedRevision }), () => null);
+    await this.same(
+      model,
+      real,
+      (store) => store.deleteStream(this.stream, { expectedRevision }),
+      () => null,
+    );
   }
 
   toString(): string {
@@ -326,8 +335,15 @@ export class GetBlobCommand extends StoreCommand {
   }
 
   async run(model: ModelSide, real: RealSide): Promise<void> {
-    const sha = createHash('sha256').update(BLOBS[this.blob] as Uint8Array).digest('hex');
-    await this.same(model, real, (store) => store.getBlob(sha), (bytes) => (bytes === undefined ? 'absent' : Array.from(bytes)));
+    const sha = createHash('sha256')
+      .update(BLOBS[this.blob] as Uint8Array)
+      .digest('hex');
+    await this.same(
+      model,
+      real,
+      (store) => store.getBlob(sha),
+      (bytes) => (bytes === undefined ? 'absent' : Array.from(bytes)),
+    );
   }
 
   toString(): string {

@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
 import type { EventStore, ExpectedRevision, NewEvent } from '@sessionfold/core/kernel';
-import { FeedConsumer, viewsFromReads } from '../feed-consumer.js';
+import { type FeedConsumer, viewsFromReads } from '../feed-consumer.js';
 import { listBlobs, listStreams, readStream } from '../support.js';
 import { feedWithRanks, recordShape } from './outcome.js';
 

@@ -1,17 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ExpectedRevision, JsonValue, NewEvent } from '@sessionfold/core/kernel';
-import {
-  appendTypes,
-  expectConflict,
-  expectInvalid,
-  expectedStored,
-  observe,
-  readFeed,
-  readStream,
-  stored,
-  streamId,
-  type SuiteContext,
-} from '../support.js';
+import { appendTypes, expectConflict, expectInvalid, expectedStored, observe, readFeed, readStream, stored, streamId, type SuiteContext } from '../support.js';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|\+00:00)$/;
 
@@ -92,7 +81,11 @@ export function describeAppendRules(ctx: SuiteContext): void {
         [1, [2, [3, { deep: [null] }]]],
         { 'key with spaces': 1, '': 'empty key', é: 'accented key', nested: { a: [true, false] } },
       ];
-      await store.append(s, values.map((data) => ({ type: 'Value', data })), { expectedRevision: 'no_stream' });
+      await store.append(
+        s,
+        values.map((data) => ({ type: 'Value', data })),
+        { expectedRevision: 'no_stream' },
+      );
       // What JSON text gives back: the same values, except that -0 becomes 0.
       const expected = JSON.parse(JSON.stringify(values)) as JsonValue[];
       const { events } = await readStream(store, s);
@@ -106,11 +99,27 @@ export function describeAppendRules(ctx: SuiteContext): void {
       await appendTypes(store, s, ['Before']);
       const before = await observe(store, [s]);
       await expectInvalid(() =>
-        store.append(s, [{ type: 'Good', data: 1 }, { type: 'Bad', data: { when: new Date() } as unknown as JsonValue }], {
-          expectedRevision: 1,
-        }),
+        store.append(
+          s,
+          [
+            { type: 'Good', data: 1 },
+            { type: 'Bad', data: { when: new Date() } as unknown as JsonValue },
+          ],
+          {
+            expectedRevision: 1,
+          },
+        ),
       );
-      await expectInvalid(() => store.append(s, [{ type: 'Good', data: 1 }, { type: '$snapshot', data: 2 }], { expectedRevision: 1 }));
+      await expectInvalid(() =>
+        store.append(
+          s,
+          [
+            { type: 'Good', data: 1 },
+            { type: '$snapshot', data: 2 },
+          ],
+          { expectedRevision: 1 },
+        ),
+      );
       expect(await observe(store, [s])).toEqual(before);
     });
 
@@ -124,7 +133,13 @@ export function describeAppendRules(ctx: SuiteContext): void {
     it.each(conflicts)('expecting %s is a ConcurrencyError and writes nothing', async (_label, existing, expected) => {
       const { store } = await ctx.fresh();
       const s = streamId();
-      if (existing > 0) await appendTypes(store, s, Array.from({ length: existing }, (_, i) => `E${i + 1}`), 'no_stream');
+      if (existing > 0)
+        await appendTypes(
+          store,
+          s,
+          Array.from({ length: existing }, (_, i) => `E${i + 1}`),
+          'no_stream',
+        );
       const before = await observe(store, [s]);
       await expectConflict(() => appendTypes(store, s, ['Late'], expected), { stream: s, expected, actual: existing });
       expect(await observe(store, [s])).toEqual(before);

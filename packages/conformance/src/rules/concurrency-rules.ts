@@ -58,7 +58,7 @@ export function describeConcurrencyRules(ctx: SuiteContext): void {
         expect(mine[1]!.position).toBe(results[streams.indexOf(s)]!.position);
       }
     });
-  
+
     it('a consumer reading the feed while appends are in flight never misses one [capability: concurrentAppends]', async (t) => {
       skipWithout(t, !ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
       const { store } = await ctx.fresh();
@@ -74,7 +74,13 @@ export function describeConcurrencyRules(ctx: SuiteContext): void {
       try {
         for (let round = 0; round < 6; round++) {
           await Promise.all(
-            streams.map((s, i) => appendTypes(store, s, Array.from({ length: 1 + ((i + round) % 3) }, (_, n) => `R${round}-${n}`))),
+            streams.map((s, i) =>
+              appendTypes(
+                store,
+                s,
+                Array.from({ length: 1 + ((i + round) % 3) }, (_, n) => `R${round}-${n}`),
+              ),
+            ),
           );
           if (round === 3) await store.compact(streams[0]!, snapshotOf(streams[0]!, 2));
         }
@@ -85,12 +91,16 @@ export function describeConcurrencyRules(ctx: SuiteContext): void {
       await consumer.catchUp(store);
       expect(consumer.views()).toEqual(await viewsFromReads(store));
     });
-  
+
     it('reads while a compaction runs see the stream before it or after it, never a mix', async () => {
       const { store } = await ctx.fresh();
       const s = streamId();
       for (let batch = 0; batch < 10; batch++) {
-        await store.append(s, Array.from({ length: 10 }, (_, n) => ({ type: 'Counted', data: { n: batch * 10 + n + 1 } })), { expectedRevision: batch * 10 });
+        await store.append(
+          s,
+          Array.from({ length: 10 }, (_, n) => ({ type: 'Counted', data: { n: batch * 10 + n + 1 } })),
+          { expectedRevision: batch * 10 },
+        );
       }
       await store.compact(s, snapshotOf(s, 30));
       const shape = (read: Awaited<ReturnType<typeof readStream>>) =>
@@ -99,7 +109,10 @@ export function describeConcurrencyRules(ctx: SuiteContext): void {
       const before = `revision 100, snapshot 30, events ${range(31, 100)}`;
       const after = `revision 100, snapshot 60, events ${range(61, 100)}`;
       const feedShape = (records: Awaited<ReturnType<typeof readFeed>>) =>
-        records.filter((r) => r.streamId === s).map((r) => (r.type === SNAPSHOT_RECORD ? `$${r.revision}` : `${r.revision}`)).join(',');
+        records
+          .filter((r) => r.streamId === s)
+          .map((r) => (r.type === SNAPSHOT_RECORD ? `$${r.revision}` : `${r.revision}`))
+          .join(',');
       const feedBefore = `${range(31, 100)},$30`;
       const feedAfter = `${range(61, 100)},$60`;
       let done = false;
@@ -125,7 +138,11 @@ export function describeConcurrencyRules(ctx: SuiteContext): void {
     it('reads while a stream is deleted see it whole or gone, never part of it', async () => {
       const { store } = await ctx.fresh();
       const s = streamId();
-      await store.append(s, Array.from({ length: 40 }, (_, n) => ({ type: 'Counted', data: { n: n + 1 } })), { expectedRevision: 'no_stream' });
+      await store.append(
+        s,
+        Array.from({ length: 40 }, (_, n) => ({ type: 'Counted', data: { n: n + 1 } })),
+        { expectedRevision: 'no_stream' },
+      );
       await store.compact(s, snapshotOf(s, 10));
       const whole = `revision 40, snapshot 10, events ${Array.from({ length: 30 }, (_, i) => i + 11).join(',')}`;
       const gone = 'revision 0, snapshot -, events ';
@@ -136,7 +153,12 @@ export function describeConcurrencyRules(ctx: SuiteContext): void {
       do {
         const [read, feed] = await Promise.all([readStream(store, s), readFeed(store)]);
         seen.add(`revision ${read.revision}, snapshot ${read.snapshot?.revision ?? '-'}, events ${read.events.map((e) => e.revision).join(',')}`);
-        feeds.add(feed.map((r) => r.type).join(',').replace(/(Counted,)+Counted/, 'Counted…'));
+        feeds.add(
+          feed
+            .map((r) => r.type)
+            .join(',')
+            .replace(/(Counted,)+Counted/, 'Counted…'),
+        );
         await new Promise((resolve) => setImmediate(resolve));
       } while (!done);
       await deletion;

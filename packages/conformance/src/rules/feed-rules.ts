@@ -119,8 +119,27 @@ export function describeFeedRules(ctx: SuiteContext): void {
       const [s, other] = [streamId('s'), streamId('other')];
       await appendTypes(store, s, ['A']);
       const before = await readFeed(store);
-      await expectInvalid(() => store.append(s, [{ type: 'B', data: 1 }, { type: 'C', data: (() => undefined) as never }], { expectedRevision: 1 }));
-      await expectInvalid(() => store.append(s, [{ type: 'B', data: 1 }, { type: 'C', data: 2, eventId: 'e' }, { type: 'D', data: 3, eventId: 'e' }], { expectedRevision: 1 }));
+      await expectInvalid(() =>
+        store.append(
+          s,
+          [
+            { type: 'B', data: 1 },
+            { type: 'C', data: (() => undefined) as never },
+          ],
+          { expectedRevision: 1 },
+        ),
+      );
+      await expectInvalid(() =>
+        store.append(
+          s,
+          [
+            { type: 'B', data: 1 },
+            { type: 'C', data: 2, eventId: 'e' },
+            { type: 'D', data: 3, eventId: 'e' },
+          ],
+          { expectedRevision: 1 },
+        ),
+      );
       await store.append(s, [{ type: 'X', data: 1 }], { expectedRevision: 5 }).catch(() => undefined);
       expect(await readFeed(store)).toEqual(before);
       const next = await appendTypes(store, s, ['B'], 1);

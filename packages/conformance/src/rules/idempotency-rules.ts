@@ -27,7 +27,7 @@ export function describeIdempotencyRules(ctx: SuiteContext): void {
       expect(await observe(store, [s])).toEqual(before);
     });
 
-    it('a retry of a later event of a batch returns that batch\'s result', async () => {
+    it("a retry of a later event of a batch returns that batch's result", async () => {
       const { store } = await ctx.fresh();
       const s = streamId();
       const original = await store.append(s, batch('r1', 'r2', 'r3'), { expectedRevision: 'no_stream' });
@@ -102,9 +102,7 @@ export function describeIdempotencyRules(ctx: SuiteContext): void {
       skipWithout(t, !ctx.caps.concurrentAppends, 'needs capabilities.concurrentAppends');
       const { store } = await ctx.fresh();
       const s = streamId();
-      const results = await Promise.all(
-        Array.from({ length: 5 }, () => store.append(s, batch('once-a', 'once-b'), { expectedRevision: 'no_stream' })),
-      );
+      const results = await Promise.all(Array.from({ length: 5 }, () => store.append(s, batch('once-a', 'once-b'), { expectedRevision: 'no_stream' })));
       for (const result of results) expect(result).toEqual(results[0]);
       expect(results[0]!.revision).toBe(2);
       expect((await readStream(store, s)).events.map((e) => e.eventId)).toEqual(['once-a', 'once-b']);

@@ -1,17 +1,6 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { InvalidInputError, MAX_JSON_DEPTH, type EventStore, type JsonValue, type NewEvent, type Snapshot } from '@sessionfold/core/kernel';
-import {
-  appendTypes,
-  expectInvalid,
-  listStreams,
-  observe,
-  skipWithout,
-  readFeed,
-  readStream,
-  snapshotOf,
-  streamId,
-  type SuiteContext,
-} from '../support.js';
+import { appendTypes, expectInvalid, listStreams, observe, skipWithout, readFeed, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
 
 /** `levels` arrays nested in each other around a 0: `nested(2)` is `[[0]]`. */
 function nested(levels: number): JsonValue {
@@ -47,14 +36,55 @@ const BAD_TEXT: Array<[string, string]> = [
 
 /** Data that cannot be read or serialized without the caller's code throwing or answering nonsense. */
 const UNREADABLE_DATA: Array<[string, () => unknown]> = [
-  ['a getter that throws', () => ({ ok: 1, get boom(): number { throw new Error('getter failed') } })],
-  ['a Proxy whose toJSON throws', () => new Proxy({}, { get: (_t, key) => (key === 'toJSON' ? () => { throw new Error('toJSON failed') } : undefined) })],
+  [
+    'a getter that throws',
+    () => ({
+      ok: 1,
+      get boom(): number {
+        throw new Error('getter failed');
+      },
+    }),
+  ],
+  [
+    'a Proxy whose toJSON throws',
+    () =>
+      new Proxy(
+        {},
+        {
+          get: (_t, key) =>
+            key === 'toJSON'
+              ? () => {
+                  throw new Error('toJSON failed');
+                }
+              : undefined,
+        },
+      ),
+  ],
   ['a Proxy whose toJSON answers a bigint', () => ({ inner: new Proxy({}, { get: (_t, key) => (key === 'toJSON' ? () => 1n : undefined) }) })],
   ['a Proxy whose toJSON answers undefined', () => new Proxy({}, { get: (_t, key) => (key === 'toJSON' ? () => undefined : undefined) })],
-  ['a Proxy whose keys cannot be listed', () => ({ inner: new Proxy({}, { ownKeys: () => { throw new Error('no keys') } }) })],
+  [
+    'a Proxy whose keys cannot be listed',
+    () => ({
+      inner: new Proxy(
+        {},
+        {
+          ownKeys: () => {
+            throw new Error('no keys');
+          },
+        },
+      ),
+    }),
+  ],
   [`${MAX_JSON_DEPTH + 1} levels of nesting`, () => nested(MAX_JSON_DEPTH + 1)],
   ['10,000 levels of nesting', () => nested(10_000)],
-  ['10,000 levels of nested objects', () => { let v: JsonValue = {}; for (let i = 0; i < 10_000; i++) v = { v }; return v; }],
+  [
+    '10,000 levels of nested objects',
+    () => {
+      let v: JsonValue = {};
+      for (let i = 0; i < 10_000; i++) v = { v };
+      return v;
+    },
+  ],
 ];
 
 /**
@@ -69,7 +99,16 @@ export function describeInputReadingRules(ctx: SuiteContext): void {
       const s = streamId();
       await expectInvalid(() => store.append(s, [{ type: text, data: null }], { expectedRevision: 'any' }));
       await expectInvalid(() => store.append(s, [{ type: 'A', data: null, eventId: text }], { expectedRevision: 'any' }));
-      await expectInvalid(() => store.append(s, [{ type: 'A', data: null }, { type: 'B', data: null, eventId: text }], { expectedRevision: 'any' }));
+      await expectInvalid(() =>
+        store.append(
+          s,
+          [
+            { type: 'A', data: null },
+            { type: 'B', data: null, eventId: text },
+          ],
+          { expectedRevision: 'any' },
+        ),
+      );
       expect(await readFeed(store)).toEqual([]);
     });
 
@@ -160,7 +199,10 @@ export function describeInputReadingRules(ctx: SuiteContext): void {
       expect(type.reads()).toBe(1);
       expect(eventId.reads()).toBe(1);
       const feed = await readFeed(store);
-      expect(feed.map((e) => [e.type, e.eventId])).toEqual([['Fine', undefined], ['WithId', 'first-id']]);
+      expect(feed.map((e) => [e.type, e.eventId])).toEqual([
+        ['Fine', undefined],
+        ['WithId', 'first-id'],
+      ]);
       expect((await readStream(store, s)).events.map((e) => e.type)).toEqual(['Fine', 'WithId']);
       // The stored id is the one validated: a retry with it is recognised.
       expect(await store.append(s, [{ type: 'WithId', data: null, eventId: 'first-id' }], { expectedRevision: 'any' })).toEqual(result);
@@ -223,7 +265,14 @@ export function describeInputReadingRules(ctx: SuiteContext): void {
       const revision = shifting('revision', [2, 99], { state: { at: 2 }, identity: { stream: s, schemaVersion: 1 } });
       await store.compact(s, revision.object as never);
       expect(revision.reads()).toBe(1);
-      const identity = shifting('identity', [{ stream: s, schemaVersion: 1 }, { stream: 'elsewhere', schemaVersion: -1 }], { revision: 3, state: { at: 3 } });
+      const identity = shifting(
+        'identity',
+        [
+          { stream: s, schemaVersion: 1 },
+          { stream: 'elsewhere', schemaVersion: -1 },
+        ],
+        { revision: 3, state: { at: 3 } },
+      );
       await store.compact(s, identity.object as never);
       expect(identity.reads()).toBe(1);
       const read = await readStream(store, s);
@@ -276,38 +325,44 @@ export function describeInputReadingRules(ctx: SuiteContext): void {
     it.for<[string, () => Date]>([
       ['an invalid Date', () => new Date(Number.NaN)],
       ['something that is not a Date', () => 1_700_000_000_000 as unknown as Date],
-      ['a throw', (): Date => {
-        throw new Error('no time');
-      }],
-    ])('a clock answering %s makes each write InvalidInputError (field clock), writes nothing, and the store goes on once it is fixed [capability: withClock]', async ([label, broken], t) => {
-      skipWithout(t, ctx.caps.withClock === undefined, 'needs the withClock capability to open a store with a given clock');
-      let clock: () => Date = () => new Date('2026-01-01T00:00:00.000Z');
-      const open = ctx.caps.withClock as (clock: () => Date) => Promise<EventStore> | EventStore;
-      const store = await open(() => clock());
-      onTestFinished(() => store.close());
-      const [s, gone, restored] = [streamId(), streamId(), streamId()];
-      await appendTypes(store, s, ['A', 'B']);
-      await appendTypes(store, gone, ['A']);
-      const before = await observe(store, [s, gone, restored]);
-      clock = broken;
-      const writes: Array<[string, () => Promise<unknown>]> = [
-        ['append', () => store.append(s, [{ type: 'C', data: null }], { expectedRevision: 2 })],
-        ['compact', () => store.compact(s, snapshotOf(s, 1))],
-        ['restoreStream', () => store.restoreStream(restored, snapshotOf(restored, 4))],
-        ['deleteStream', () => store.deleteStream(gone, { expectedRevision: 1 })],
-      ];
-      for (const [method, write] of writes) {
-        const error = await expectInvalid(write).catch((failure: unknown) => {
-          throw new Error(`${method} with a clock answering ${label}: ${String(failure)}`, { cause: failure });
-        });
-        expect(error).toBeInstanceOf(InvalidInputError);
-        expect(error.field).toBe('clock');
-      }
-      expect(await observe(store, [s, gone, restored])).toEqual(before);
-      clock = () => new Date('2026-01-01T00:00:01.000Z');
-      expect((await store.append(s, [{ type: 'C', data: null }], { expectedRevision: 2 })).revision).toBe(3);
-      expect((await readStream(store, s)).events.at(-1)?.recordedAt).toBe('2026-01-01T00:00:01.000Z');
-    });
+      [
+        'a throw',
+        (): Date => {
+          throw new Error('no time');
+        },
+      ],
+    ])(
+      'a clock answering %s makes each write InvalidInputError (field clock), writes nothing, and the store goes on once it is fixed [capability: withClock]',
+      async ([label, broken], t) => {
+        skipWithout(t, ctx.caps.withClock === undefined, 'needs the withClock capability to open a store with a given clock');
+        let clock: () => Date = () => new Date('2026-01-01T00:00:00.000Z');
+        const open = ctx.caps.withClock as (clock: () => Date) => Promise<EventStore> | EventStore;
+        const store = await open(() => clock());
+        onTestFinished(() => store.close());
+        const [s, gone, restored] = [streamId(), streamId(), streamId()];
+        await appendTypes(store, s, ['A', 'B']);
+        await appendTypes(store, gone, ['A']);
+        const before = await observe(store, [s, gone, restored]);
+        clock = broken;
+        const writes: Array<[string, () => Promise<unknown>]> = [
+          ['append', () => store.append(s, [{ type: 'C', data: null }], { expectedRevision: 2 })],
+          ['compact', () => store.compact(s, snapshotOf(s, 1))],
+          ['restoreStream', () => store.restoreStream(restored, snapshotOf(restored, 4))],
+          ['deleteStream', () => store.deleteStream(gone, { expectedRevision: 1 })],
+        ];
+        for (const [method, write] of writes) {
+          const error = await expectInvalid(write).catch((failure: unknown) => {
+            throw new Error(`${method} with a clock answering ${label}: ${String(failure)}`, { cause: failure });
+          });
+          expect(error).toBeInstanceOf(InvalidInputError);
+          expect(error.field).toBe('clock');
+        }
+        expect(await observe(store, [s, gone, restored])).toEqual(before);
+        clock = () => new Date('2026-01-01T00:00:01.000Z');
+        expect((await store.append(s, [{ type: 'C', data: null }], { expectedRevision: 2 })).revision).toBe(3);
+        expect((await readStream(store, s)).events.at(-1)?.recordedAt).toBe('2026-01-01T00:00:01.000Z');
+      },
+    );
 
     it('a NaN expectedRevision is reported as NaN, not as null', async () => {
       const { store } = await ctx.fresh();

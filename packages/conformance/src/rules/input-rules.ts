@@ -1,16 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { EventStore, JsonValue, NewEvent } from '@sessionfold/core/kernel';
-import {
-  appendTypes,
-  expectInvalid,
-  listBlobs,
-  observe,
-  readFeed,
-  readStream,
-  snapshotOf,
-  streamId,
-  type SuiteContext,
-} from '../support.js';
+import { appendTypes, expectInvalid, listBlobs, observe, readFeed, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
 
 const BAD_STREAM_IDS: Array<[string, unknown]> = [
   ['empty', ''],
@@ -55,7 +45,14 @@ const NON_JSON: Array<[string, () => unknown]> = [
   ['a function', () => ({ f: () => 1 })],
   ['a Date', () => ({ at: new Date(0) })],
   ['a Map', () => new Map([['a', 1]])],
-  ['a class instance', () => [new (class Point { x = 1 })()]],
+  [
+    'a class instance',
+    () => [
+      new (class Point {
+        x = 1;
+      })(),
+    ],
+  ],
   ['a bigint', () => ({ big: 1n })],
   ['a symbol', () => Symbol('s')],
   ['a Uint8Array', () => ({ bytes: new Uint8Array([1]) })],

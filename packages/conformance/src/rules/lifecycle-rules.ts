@@ -55,7 +55,14 @@ export function describeLifecycleRules(ctx: SuiteContext): void {
       const harness = await ctx.fresh();
       const [a, b, c, gone] = [streamId('a'), streamId('b'), streamId('c'), streamId('gone')];
       let store = harness.store;
-      await store.append(a, [{ type: 'A1', data: { n: 1 }, eventId: 'a-1' }, { type: 'A2', data: 'two' }], { expectedRevision: 'no_stream' });
+      await store.append(
+        a,
+        [
+          { type: 'A1', data: { n: 1 }, eventId: 'a-1' },
+          { type: 'A2', data: 'two' },
+        ],
+        { expectedRevision: 'no_stream' },
+      );
       await appendTypes(store, b, ['B1', 'B2', 'B3']);
       await store.compact(b, snapshotOf(b, 2, { kept: true }));
       await store.restoreStream(c, snapshotOf(c, 5));
@@ -66,7 +73,13 @@ export function describeLifecycleRules(ctx: SuiteContext): void {
       const before = await observe(store, [a, b, c, gone]);
       store = await harness.reopen();
       expect(await observe(store, [a, b, c, gone])).toEqual(before);
-      expect(await store.getBlob(createHash('sha256').update(new Uint8Array([3])).digest('hex'))).toBeUndefined();
+      expect(
+        await store.getBlob(
+          createHash('sha256')
+            .update(new Uint8Array([3]))
+            .digest('hex'),
+        ),
+      ).toBeUndefined();
     });
 
     it('after a reopen, revisions and positions continue and expected revisions still hold [capability: reopen]', async (t) => {

@@ -27,7 +27,9 @@ export function describeSchemaVersionRules(ctx: SuiteContext): void {
       expect(versionsOf(await readFeed(harness.store))).toEqual(expected);
       expect(versionsOf((await readStream(harness.store, s, 2)).events)).toEqual(expected.slice(1));
       // An idempotent retry answers with the first append, whatever version the retry names.
-      expect(await harness.store.append(s, [{ type: 'Upgraded', data: { n: 2 }, schemaVersion: 9, eventId: 'v-3' }], { expectedRevision: 'any' })).toMatchObject({
+      expect(
+        await harness.store.append(s, [{ type: 'Upgraded', data: { n: 2 }, schemaVersion: 9, eventId: 'v-3' }], { expectedRevision: 'any' }),
+      ).toMatchObject({
         revision: 4,
       });
     });
@@ -66,7 +68,11 @@ export function describeSchemaVersionRules(ctx: SuiteContext): void {
       expect(versionsOf((await readStream(back, s)).events)).toEqual(expected);
       // The same events with another version are a different history: a second copy refuses to mix them.
       const other = memoryStore();
-      await other.append(s, versioned.map((event) => ({ ...event, schemaVersion: 2 })), { expectedRevision: 'no_stream' });
+      await other.append(
+        s,
+        versioned.map((event) => ({ ...event, schemaVersion: 2 })),
+        { expectedRevision: 'no_stream' },
+      );
       await expectInvalid(() => copyStore(other, store));
     });
 

@@ -10,7 +10,12 @@ export function describeStreamRules(ctx: SuiteContext): void {
       const { store } = await ctx.fresh();
       const base = `l${randomBytes(3).toString('hex')}`;
       const names = [`${base}-b`, `${base}.a`, `${base}_c`, `${base}-a`, `${base}Z`, `${base}0`];
-      for (const [index, name] of names.entries()) await appendTypes(store, name, Array.from({ length: index + 1 }, () => 'E'));
+      for (const [index, name] of names.entries())
+        await appendTypes(
+          store,
+          name,
+          Array.from({ length: index + 1 }, () => 'E'),
+        );
       const listed = await listStreams(store);
       const expected = names.map((stream, index) => ({ stream, revision: index + 1 })).sort((x, y) => (x.stream < y.stream ? -1 : 1));
       expect(listed).toEqual(expected);

@@ -16,10 +16,7 @@ export class ConcurrencyError extends SessionfoldError {
   readonly expected: ExpectedRevision;
   readonly actual: number;
   constructor(stream: string, expected: ExpectedRevision, actual: number, options?: { cause?: unknown }) {
-    super(
-      `Stream ${stream}: expected ${describeExpected(expected)}, found ${actual === 0 ? 'no stream' : `revision ${actual}`}.`,
-      options,
-    );
+    super(`Stream ${stream}: expected ${describeExpected(expected)}, found ${actual === 0 ? 'no stream' : `revision ${actual}`}.`, options);
     this.stream = stream;
     this.expected = expected;
     this.actual = actual;
@@ -106,8 +103,7 @@ export class UnsupportedFormatError extends SessionfoldError {
   readonly supported: number;
   constructor(file: string, version: number, supported: number, options?: { cause?: unknown }) {
     super(
-      `${file}: format version ${version} is newer than this release reads (up to ${supported}); ` +
-        'open it with the release that wrote it or a newer one.',
+      `${file}: format version ${version} is newer than this release reads (up to ${supported}); open it with the release that wrote it or a newer one.`,
       options,
     );
     this.file = file;
@@ -136,7 +132,8 @@ abstract class VersionedDataError extends SessionfoldError {
   readonly eventType: string | undefined;
   readonly revision: number;
   constructor(at: VersionedLocation, message: string, options?: { cause?: unknown }) {
-    const where = at.subject === 'snapshot' ? `The snapshot of ${at.stream} at revision ${at.revision}` : `Event ${at.revision} of ${at.stream} (${at.eventType})`;
+    const where =
+      at.subject === 'snapshot' ? `The snapshot of ${at.stream} at revision ${at.revision}` : `Event ${at.revision} of ${at.stream} (${at.eventType})`;
     super(`${where} ${message}`, options);
     this.stream = at.stream;
     this.subject = at.subject;
@@ -156,7 +153,11 @@ export class SchemaVersionTooNewError extends VersionedDataError {
   /** The newest version the code knows (of the state, or of this event type's data). */
   readonly supported: number;
   constructor(at: VersionedLocation, found: number, supported: number, options?: { cause?: unknown }) {
-    super(at, `has schema version ${found}, newer than the ${supported} this code knows; fold it with the code that wrote it or a newer one (nothing was applied).`, options);
+    super(
+      at,
+      `has schema version ${found}, newer than the ${supported} this code knows; fold it with the code that wrote it or a newer one (nothing was applied).`,
+      options,
+    );
     this.found = found;
     this.supported = supported;
   }

@@ -115,7 +115,11 @@ export async function compactStreamKeeping<S>(store: EventStore, stream: StreamI
     return { revision: stored, droppedEvents: 0 };
   }
   const folded = await foldRead(stream, read, reducer, target);
-  await store.compact(stream, { revision: folded.revision, state: reducer.toSnapshot(folded.state), identity: { stream, schemaVersion: reducer.schemaVersion } });
+  await store.compact(stream, {
+    revision: folded.revision,
+    state: reducer.toSnapshot(folded.state),
+    identity: { stream, schemaVersion: reducer.schemaVersion },
+  });
   return { revision: folded.revision, droppedEvents: folded.revision - stored };
 }
 
@@ -198,9 +202,7 @@ export async function copyStore(
 
 /** A comparable digest of the event (or snapshot) at a stream's revision. */
 function fingerprint(item: RecordedEvent | Snapshot): string {
-  return 'type' in item
-    ? JSON.stringify([item.type, item.eventId ?? null, item.schemaVersion, item.data])
-    : JSON.stringify(['$snapshot', item.state]);
+  return 'type' in item ? JSON.stringify([item.type, item.eventId ?? null, item.schemaVersion, item.data]) : JSON.stringify(['$snapshot', item.state]);
 }
 
 /** The fingerprint of what `store` holds at exactly `revision` of `stream`, if it holds an event or snapshot there. */

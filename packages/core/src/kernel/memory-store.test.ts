@@ -20,7 +20,12 @@ describe('memoryStore', () => {
   it.each([
     ['an invalid Date', () => new Date(Number.NaN)],
     ['something that is not a Date', () => '2026-01-01' as unknown as Date],
-    ['a throw', (): Date => { throw new Error('no time'); }],
+    [
+      'a throw',
+      (): Date => {
+        throw new Error('no time');
+      },
+    ],
   ])('a clock answering %s makes every write InvalidInputError (field clock) and changes nothing', async (_label, broken) => {
     let clock: () => Date = () => new Date(0);
     const store = memoryStore({ clock: () => clock() });

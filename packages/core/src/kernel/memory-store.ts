@@ -98,16 +98,18 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       if (!revisionMatches(expected, actual)) throw new ConcurrencyError(stream, expected, actual);
       const target: StreamState = state ?? { revision: 0, snapshot: undefined, events: [], eventIds: new Map() };
       const recordedAt = readClock(clock);
-      const recorded = batch.events.map((event, index): RecordedEvent => ({
-        streamId: stream,
-        type: event.type,
-        data: JSON.parse(event.dataJson) as JsonValue,
-        ...(event.eventId === undefined ? {} : { eventId: event.eventId }),
-        schemaVersion: event.schemaVersion,
-        revision: actual + index + 1,
-        position: lastPosition + index + 1,
-        recordedAt,
-      }));
+      const recorded = batch.events.map(
+        (event, index): RecordedEvent => ({
+          streamId: stream,
+          type: event.type,
+          data: JSON.parse(event.dataJson) as JsonValue,
+          ...(event.eventId === undefined ? {} : { eventId: event.eventId }),
+          schemaVersion: event.schemaVersion,
+          revision: actual + index + 1,
+          position: lastPosition + index + 1,
+          recordedAt,
+        }),
+      );
       const last = recorded[recorded.length - 1] as RecordedEvent;
       const result = { revision: last.revision, position: last.position };
       lastPosition = last.position;
@@ -229,7 +231,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
     async *blobs(stream) {
       open();
       validateStreamId(stream);
-      const owned = [...owners].filter(([, set]) => set.has(stream)).map(([sha]) => sha).sort();
+      const owned = [...owners]
+        .filter(([, set]) => set.has(stream))
+        .map(([sha]) => sha)
+        .sort();
       yield* owned;
     },
 

@@ -137,7 +137,10 @@ export function validateAppend(stream: unknown, events: unknown, options: unknow
       }
       // Nearly every event leaves the version out: only a given one pays for the check.
       if (schemaVersion !== undefined && !isEventSchemaVersion(schemaVersion)) {
-        throw new InvalidInputError(`events[${index}].schemaVersion`, `expected an integer from 1 to ${MAX_EVENT_SCHEMA_VERSION}, got ${describeValue(schemaVersion)}`);
+        throw new InvalidInputError(
+          `events[${index}].schemaVersion`,
+          `expected an integer from 1 to ${MAX_EVENT_SCHEMA_VERSION}, got ${describeValue(schemaVersion)}`,
+        );
       }
       validated[index] = { type, eventId, dataJson: serializeData(data, type, index, maxEventBytes), schemaVersion: schemaVersion ?? 1 };
     }
@@ -295,7 +298,8 @@ export function readClock(clock: () => Date): string {
   } catch (error) {
     throw new InvalidInputError('clock', `the clock threw: ${messageOf(error)}`, { cause: error });
   }
-  if (!(now instanceof Date) || Number.isNaN(now.getTime())) throw new InvalidInputError('clock', `expected a valid Date from the clock, got ${describeValue(now)}`);
+  if (!(now instanceof Date) || Number.isNaN(now.getTime()))
+    throw new InvalidInputError('clock', `expected a valid Date from the clock, got ${describeValue(now)}`);
   return now.toISOString();
 }
 

@@ -16,7 +16,14 @@ it('the README example of a versioned reducer folds a migrated snapshot and an u
   };
   const store = memoryStore();
   // What version 1 left behind: an event of data version 1, compacted into a snapshot of state version 1 …
-  await store.append('counter-1', [{ type: 'Added', data: 2 }, { type: 'Added', data: 3 }], { expectedRevision: 'no_stream' });
+  await store.append(
+    'counter-1',
+    [
+      { type: 'Added', data: 2 },
+      { type: 'Added', data: 3 },
+    ],
+    { expectedRevision: 'no_stream' },
+  );
   await store.compact('counter-1', { revision: 1, state: { n: 2 }, identity: { stream: 'counter-1', schemaVersion: 1 } });
   // … and what version 2 appends: its events name their data version.
   await store.append('counter-1', [{ type: 'Added', data: { amount: 5 }, schemaVersion: 2 }], { expectedRevision: 2 });

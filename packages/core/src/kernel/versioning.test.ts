@@ -60,7 +60,8 @@ function tally(overrides: Partial<StreamReducer<Tally>> = {}): StreamReducer<Tal
 async function storeWith(stream: string, events: NewEvent[], snapshot?: { revision: number; state: JsonValue; schemaVersion: number }): Promise<EventStore> {
   const store = memoryStore();
   await store.append(stream, events, { expectedRevision: 'no_stream' });
-  if (snapshot) await store.compact(stream, { revision: snapshot.revision, state: snapshot.state, identity: { stream, schemaVersion: snapshot.schemaVersion } });
+  if (snapshot)
+    await store.compact(stream, { revision: snapshot.revision, state: snapshot.state, identity: { stream, schemaVersion: snapshot.schemaVersion } });
   return store;
 }
 
@@ -195,7 +196,12 @@ describe('declarations', () => {
     ['a migration past the reducer version', { migrations: [{ from: 2, to: 4, migrate: (s: JsonValue) => s }] }, 'reducer.migrations[0]'],
     [
       'two migrations from one version',
-      { migrations: [{ from: 1, to: 2, migrate: (s: JsonValue) => s }, { from: 1, to: 3, migrate: (s: JsonValue) => s }] },
+      {
+        migrations: [
+          { from: 1, to: 2, migrate: (s: JsonValue) => s },
+          { from: 1, to: 3, migrate: (s: JsonValue) => s },
+        ],
+      },
       'reducer.migrations[1]',
     ],
     ['an upcaster from version 0', { upcasters: { Added: [{ from: 0, to: 1, upcast: (d: JsonValue) => d }] } }, 'reducer.upcasters["Added"][0]'],

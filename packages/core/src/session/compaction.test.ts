@@ -17,7 +17,11 @@ async function layout(store: EventStore, stream: string): Promise<{ snapshot: nu
 const upTo = (count: number, from = 1) => Array.from({ length: count }, (_, index) => index + from);
 
 /** A memory store whose `compact` first runs `before` (another process's compaction, a failure, a delay). */
-function compactingStore(before: (store: EventStore, stream: string) => Promise<void>): { store: EventStore; compactions: () => number; overlapping: () => number } {
+function compactingStore(before: (store: EventStore, stream: string) => Promise<void>): {
+  store: EventStore;
+  compactions: () => number;
+  overlapping: () => number;
+} {
   const inner = memoryStore();
   let count = 0;
   let running = 0;
@@ -83,7 +87,8 @@ describe('compaction on its own', () => {
     });
     const { history } = await openTestHistory({ store, compaction: { everyEvents: 2, keepEvents: 0 } });
     const session = await startConversation(history, 'failing');
-    for (let line = 1; line <= 6; line++) await expect(history.appendTranscript(session.id, { role: 'user-message', text: `${line}` })).resolves.toMatchObject({ boxId: line });
+    for (let line = 1; line <= 6; line++)
+      await expect(history.appendTranscript(session.id, { role: 'user-message', text: `${line}` })).resolves.toMatchObject({ boxId: line });
     fail = false;
     for (let line = 7; line <= 9; line++) await history.appendTranscript(session.id, { role: 'user-message', text: `${line}` });
     await history.close();

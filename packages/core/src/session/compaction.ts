@@ -36,7 +36,12 @@ export function compactionPolicy(option: unknown): CompactionPolicy | false {
   if (option === undefined) return DEFAULT_COMPACTION_POLICY;
   if (option === false) return false;
   const wholeNumber = (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0;
-  if (typeof option !== 'object' || option === null || !wholeNumber((option as CompactionPolicy).everyEvents) || !wholeNumber((option as CompactionPolicy).keepEvents)) {
+  if (
+    typeof option !== 'object' ||
+    option === null ||
+    !wholeNumber((option as CompactionPolicy).everyEvents) ||
+    !wholeNumber((option as CompactionPolicy).keepEvents)
+  ) {
     throw SessionHistoryError.invalid('compaction: expected false or { everyEvents, keepEvents } as whole numbers ≥ 0', 'compaction');
   }
   const { everyEvents, keepEvents } = option as CompactionPolicy;

@@ -129,7 +129,13 @@ describe('SessionHistory across processes', () => {
     const { history } = await openTestHistory();
     const id = '9078bb6e-0931-4477-9ce9-b1430d0335a2';
     const registered = await history.register({ id: id.toUpperCase(), startedAt: '2026-07-24T00:00:00Z', state: { sessionType: 'conversation', boxes: {} } });
-    expect(registered).toMatchObject({ id, phase: 'active', version: 1, updatedAt: '2026-07-24T00:00:00Z', state: { sessionType: 'conversation', sessionId: id } });
+    expect(registered).toMatchObject({
+      id,
+      phase: 'active',
+      version: 1,
+      updatedAt: '2026-07-24T00:00:00Z',
+      state: { sessionType: 'conversation', sessionId: id },
+    });
     expect(registered.state.boxes).toBeUndefined();
     await expect(history.register({ id, startedAt: '2026-07-24T00:00:00Z', state: {} })).rejects.toMatchObject({
       code: 'state_conflict',

@@ -19,7 +19,8 @@ function given(...decisions: ((state: SessionStreamState) => Decision)[]): Sessi
   return state;
 }
 
-const started = (state: SessionStreamState) => decideStart(state, { idempotencyId: 'decisions', startedAt: '2026-07-23T00:00:00Z', sessionType: 'free-time', durationMinutes: 30 }, NOW);
+const started = (state: SessionStreamState) =>
+  decideStart(state, { idempotencyId: 'decisions', startedAt: '2026-07-23T00:00:00Z', sessionType: 'free-time', durationMinutes: 30 }, NOW);
 
 describe('decisions (pure, no store)', () => {
   it('a free-time start records its intent and the start key', () => {
@@ -52,13 +53,19 @@ describe('decisions (pure, no store)', () => {
   it('enqueue derives the command id from the session and the idempotency id, and numbers commands in order', () => {
     const state = given(started, (s) => decideEnqueue(s, { idempotencyId: 'a', kind: 'k', payload: {} }, NOW));
     const next = decideEnqueue(state, { idempotencyId: 'b', kind: 'k', payload: {} }, NOW);
-    expect(next).toEqual([{ type: 'CommandEnqueued', data: { command: expect.objectContaining({ id: commandIdFor(SESSION, 'b'), sequence: 2, createdAt: NOW.toISOString() }) } }]);
+    expect(next).toEqual([
+      { type: 'CommandEnqueued', data: { command: expect.objectContaining({ id: commandIdFor(SESSION, 'b'), sequence: 2, createdAt: NOW.toISOString() }) } },
+    ]);
     expect(decideEnqueue(state, { idempotencyId: 'a', kind: 'other', payload: {} }, NOW)).toEqual([]);
   });
 
   it('completion stamps the receipt with the session and keeps the raw receipt in the state', () => {
     const state = given(started);
-    const events = decideComplete(state, { expectedVersion: 1, state: { sessionType: 'free-time', sessionObjectId: 'O1', commitReceipt: { sessionObjectId: 'O1', transactionId: 'T' } } }, NOW);
+    const events = decideComplete(
+      state,
+      { expectedVersion: 1, state: { sessionType: 'free-time', sessionObjectId: 'O1', commitReceipt: { sessionObjectId: 'O1', transactionId: 'T' } } },
+      NOW,
+    );
     expect(events).toEqual([
       {
         type: 'SessionCompleted',

@@ -252,7 +252,12 @@ export function decideFailIngress(state: SessionStreamState, input: IngressFailu
 }
 
 /** Sends a failed ingress back to ingress_pending with a new control state and a fresh failure count. */
-export function decideRetryIngress(state: SessionStreamState, input: { expectedVersion: number; state: JsonObject }, now: Date, options?: DecisionOptions): Decision {
+export function decideRetryIngress(
+  state: SessionStreamState,
+  input: { expectedVersion: number; state: JsonObject },
+  now: Date,
+  options?: DecisionOptions,
+): Decision {
   const record = versioned(state, input.expectedVersion);
   if (record instanceof SessionHistoryError) return record;
   if (record.phase !== 'ingress_failed') return SessionHistoryError.conflict(messages.ingressNotFailed);
@@ -266,7 +271,7 @@ export function decideRetryIngress(state: SessionStreamState, input: { expectedV
  */
 export function decideReleaseInterruptedIngress(state: SessionStreamState, now: Date): Decision {
   const record = state.record;
-  if (!record || record.phase !== 'ingress_in_progress') return [];
+  if (record?.phase !== 'ingress_in_progress') return [];
   return [
     sessionEvent('IngressReleased', {
       at: iso(now),
@@ -281,7 +286,12 @@ export function decideReleaseInterruptedIngress(state: SessionStreamState, now: 
  * names one, else from the state itself; its commit receipt (or a bare one) is stamped with the
  * session's id, type, start and the completion time.
  */
-export function decideComplete(state: SessionStreamState, input: { expectedVersion: number; state: JsonObject }, now: Date, options?: DecisionOptions): Decision {
+export function decideComplete(
+  state: SessionStreamState,
+  input: { expectedVersion: number; state: JsonObject },
+  now: Date,
+  options?: DecisionOptions,
+): Decision {
   const record = versioned(state, input.expectedVersion);
   if (record instanceof SessionHistoryError) return record;
   const nested = input.state.historyIngress;
@@ -301,7 +311,13 @@ export function decideComplete(state: SessionStreamState, input: { expectedVersi
   if (receipt.sessionObjectId !== objectId) return SessionHistoryError.conflict(messages.receiptNamesOtherObject);
   const at = iso(now);
   const sessionType = next.sessionType;
-  receipt = { ...receipt, sessionId: record.id, sessionType: typeof sessionType === 'string' ? sessionType : null, createdAt: record.startedAt, committedAt: at };
+  receipt = {
+    ...receipt,
+    sessionId: record.id,
+    sessionType: typeof sessionType === 'string' ? sessionType : null,
+    createdAt: record.startedAt,
+    committedAt: at,
+  };
   next.sessionObjectId = objectId;
   next.commitReceipt = rawReceipt === undefined ? null : structuredClone(rawReceipt);
   return [sessionEvent('SessionCompleted', { at, state: next, receipt })];

@@ -1,14 +1,7 @@
 import { z } from 'zod';
 import type { JsonValue } from '../kernel/json.js';
 import { jsonObjectSchema, jsonValueSchema } from './json-schema.js';
-import {
-  completionReceiptSchema,
-  ingressFailureEntrySchema,
-  lifecycleRecordSchema,
-  logRoleSchema,
-  sessionCommandSchema,
-  stagedObjectSchema,
-} from './model.js';
+import { completionReceiptSchema, ingressFailureEntrySchema, lifecycleRecordSchema, logRoleSchema, sessionCommandSchema, stagedObjectSchema } from './model.js';
 
 // Every event carries `at`, the service clock's time of the decision, so a replay never consults a clock.
 const at = z.string();

@@ -17,7 +17,11 @@ export function isUuid(value: string): boolean {
  */
 export function uuidV5(name: string, namespace: string): string {
   if (!isUuid(namespace)) throw new TypeError(`namespace ${JSON.stringify(namespace)} is not a UUID`);
-  const bytes = createHash('sha1').update(Buffer.from(namespace.replace(/-/g, ''), 'hex')).update(name, 'utf8').digest().subarray(0, 16);
+  const bytes = createHash('sha1')
+    .update(Buffer.from(namespace.replace(/-/g, ''), 'hex'))
+    .update(name, 'utf8')
+    .digest()
+    .subarray(0, 16);
   bytes[6] = ((bytes[6] as number) & 0x0f) | 0x50;
   bytes[8] = ((bytes[8] as number) & 0x3f) | 0x80;
   const hex = bytes.toString('hex');

@@ -9,7 +9,13 @@ const id = '9078bb6e-0931-4477-9ce9-b1430d0335a2';
 
 function importedRecord(overrides: Partial<LifecycleRecord> = {}): LifecycleRecord {
   return {
-    ...newLifecycleRecord({ id, phase: 'active', startedAt: '2026-07-24T00:00:00Z', updatedAt: '2026-07-24T00:00:02Z', state: { startIdempotencyId: 'start-1', sessionType: 'conversation' } }),
+    ...newLifecycleRecord({
+      id,
+      phase: 'active',
+      startedAt: '2026-07-24T00:00:00Z',
+      updatedAt: '2026-07-24T00:00:02Z',
+      state: { startIdempotencyId: 'start-1', sessionType: 'conversation' },
+    }),
     version: 7,
     ...overrides,
   };
@@ -42,9 +48,13 @@ async function storeWithImport(record = importedRecord()) {
     ],
     { expectedRevision: 'no_stream' },
   );
-  await store.append(startKeyStream('start-1'), [{ type: 'StartKeyBound', data: { at: '2026-07-25T00:00:00Z', idempotencyId: 'start-1', incarnation: 1, sessionId: id } }], {
-    expectedRevision: 'no_stream',
-  });
+  await store.append(
+    startKeyStream('start-1'),
+    [{ type: 'StartKeyBound', data: { at: '2026-07-25T00:00:00Z', idempotencyId: 'start-1', incarnation: 1, sessionId: id } }],
+    {
+      expectedRevision: 'no_stream',
+    },
+  );
   return store;
 }
 
@@ -69,7 +79,16 @@ describe('an imported session', () => {
   });
 
   it('carries its failures on: one more failure after four is terminal', async () => {
-    const failure = { attempt: 4, at: '2026-07-24T00:00:03Z', stage: 'model_loop', code: 'ingress_error', message: 'transient', roundsUsed: null, contextTokens: null, contextWindowTokens: null };
+    const failure = {
+      attempt: 4,
+      at: '2026-07-24T00:00:03Z',
+      stage: 'model_loop',
+      code: 'ingress_error',
+      message: 'transient',
+      roundsUsed: null,
+      contextTokens: null,
+      contextWindowTokens: null,
+    };
     const store = await storeWithImport(importedRecord({ phase: 'ingress_in_progress', ingressFailureCount: 4, ingressFailures: [failure] }));
     const history = await openSessionHistory({ store, clock: steppingClock('2026-07-26T00:00:00.000Z') });
     const failed = await history.failIngress(id, { expectedVersion: 7, stage: 'model_loop', message: 'again' });
@@ -79,9 +98,13 @@ describe('an imported session', () => {
 
   it('a second import of the same session changes nothing', async () => {
     const store = await storeWithImport();
-    await store.append(sessionStream(id), [{ type: 'SessionImported', data: { at: '2026-07-27T00:00:00Z', source: 'legacy', record: importedRecord({ version: 9 }) } }], {
-      expectedRevision: 'any',
-    });
+    await store.append(
+      sessionStream(id),
+      [{ type: 'SessionImported', data: { at: '2026-07-27T00:00:00Z', source: 'legacy', record: importedRecord({ version: 9 }) } }],
+      {
+        expectedRevision: 'any',
+      },
+    );
     const history = await openSessionHistory({ store });
     expect((await history.get(id)).version).toBe(7);
   });

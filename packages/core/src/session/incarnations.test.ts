@@ -127,7 +127,9 @@ describe('SessionHistory: a start key’s successive sessions', () => {
     const unbound = async (key: string): Promise<string> => {
       const id = sessionIdForStart(key, 1);
       const state = { sessionId: id, sessionType: 'conversation', startIdempotencyId: key };
-      await store.append(sessionStream(id), [{ type: 'SessionStarted', data: { at: '2026-07-01T00:00:00.000Z', startedAt: '2026-07-01T00:00:00Z', state } }], { expectedRevision: 'no_stream' });
+      await store.append(sessionStream(id), [{ type: 'SessionStarted', data: { at: '2026-07-01T00:00:00.000Z', startedAt: '2026-07-01T00:00:00Z', state } }], {
+        expectedRevision: 'no_stream',
+      });
       return id;
     };
     const resumed = await unbound('resumed');
@@ -155,7 +157,16 @@ describe('SessionHistory: a start key’s successive sessions', () => {
     const legacyId = legacySessionIdForStart('legacy');
     await store.append(
       sessionStream(legacyId),
-      [{ type: 'SessionStarted', data: { at: '2026-07-01T00:00:00.000Z', startedAt: '2026-07-01T00:00:00Z', state: { sessionId: legacyId, sessionType: 'conversation', startIdempotencyId: 'legacy' } } }],
+      [
+        {
+          type: 'SessionStarted',
+          data: {
+            at: '2026-07-01T00:00:00.000Z',
+            startedAt: '2026-07-01T00:00:00Z',
+            state: { sessionId: legacyId, sessionType: 'conversation', startIdempotencyId: 'legacy' },
+          },
+        },
+      ],
       { expectedRevision: 'no_stream' },
     );
     const { history } = await openTestHistory({ store });

@@ -37,12 +37,25 @@ describe('bad input is refused with invalid_request naming the field, and nothin
     ['an unknown phase', (h: SessionHistory) => h.list({ phase: 'paused' as never }), /^options\.phase: /],
     ['an unknown transcript role', (h: SessionHistory, id: string) => h.appendTranscript(id, { role: 'pending-object' as never, text: 'x' }), /^role: /],
     ['a non-integer version', (h: SessionHistory, id: string) => h.startIngress(id, { expectedVersion: 1.5, provenanceId: 'p' }), /^expectedVersion: /],
-    ['a state that is not an object', (h: SessionHistory, id: string) => h.checkpoint(id, { expectedVersion: 1, state: [] as never }), /^state: expected a JSON object/],
-    ['a state holding a function', (h: SessionHistory, id: string) => h.checkpoint(id, { expectedVersion: 1, state: { channel: { send: () => 1 } } as never }), /^state\.channel\.send: /],
-    ['a state holding NaN', (h: SessionHistory, id: string) => h.requestIngress(id, { expectedVersion: 1, state: { roundsUsed: Number.NaN } }), /^state\.roundsUsed: /],
+    [
+      'a state that is not an object',
+      (h: SessionHistory, id: string) => h.checkpoint(id, { expectedVersion: 1, state: [] as never }),
+      /^state: expected a JSON object/,
+    ],
+    [
+      'a state holding a function',
+      (h: SessionHistory, id: string) => h.checkpoint(id, { expectedVersion: 1, state: { channel: { send: () => 1 } } as never }),
+      /^state\.channel\.send: /,
+    ],
+    [
+      'a state holding NaN',
+      (h: SessionHistory, id: string) => h.requestIngress(id, { expectedVersion: 1, state: { roundsUsed: Number.NaN } }),
+      /^state\.roundsUsed: /,
+    ],
     [
       'a nested __proto__ key in a state',
-      (h: SessionHistory, id: string) => h.complete(id, { expectedVersion: 1, state: JSON.parse('{"sessionObjectId":"A","historyIngress":{"x":[{"__proto__":{"polluted":true}}]}}') }),
+      (h: SessionHistory, id: string) =>
+        h.complete(id, { expectedVersion: 1, state: JSON.parse('{"sessionObjectId":"A","historyIngress":{"x":[{"__proto__":{"polluted":true}}]}}') }),
       'state.historyIngress.x.0.__proto__: the key "__proto__" is not allowed',
     ],
     [
@@ -52,13 +65,34 @@ describe('bad input is refused with invalid_request naming the field, and nothin
     ],
     ['object bytes that are not bytes', (h: SessionHistory, id: string) => h.stageObject(id, { mediaType: 'image/png', bytes: [1, 2] as never }), /^bytes: /],
     ['a command id that is not a string', (h: SessionHistory) => h.claimCommand(42 as never), /^commandId: /],
-    ['a receipt without its object id', (h: SessionHistory) => h.recordCompletion({ sessionObjectId: 'A', commitReceipt: {} as never }), /^commitReceipt\.sessionObjectId: /],
+    [
+      'a receipt without its object id',
+      (h: SessionHistory) => h.recordCompletion({ sessionObjectId: 'A', commitReceipt: {} as never }),
+      /^commitReceipt\.sessionObjectId: /,
+    ],
     ['an empty session object id', (h: SessionHistory) => h.recordCompletion({ sessionObjectId: '' }), /^sessionObjectId: /],
-    ['a payload nested 10,000 levels deep', (h: SessionHistory, id: string) => h.enqueue(id, { idempotencyId: 'm', kind: 'message', payload: nested(10_000) as never }), /^payload: .*deeper than 256 levels/],
-    ['a state nested past the limit', (h: SessionHistory, id: string) => h.checkpoint(id, { expectedVersion: 1, state: { channel: nested(300) as never } }), /^state: .*deeper than 256 levels/],
+    [
+      'a payload nested 10,000 levels deep',
+      (h: SessionHistory, id: string) => h.enqueue(id, { idempotencyId: 'm', kind: 'message', payload: nested(10_000) as never }),
+      /^payload: .*deeper than 256 levels/,
+    ],
+    [
+      'a state nested past the limit',
+      (h: SessionHistory, id: string) => h.checkpoint(id, { expectedVersion: 1, state: { channel: nested(300) as never } }),
+      /^state: .*deeper than 256 levels/,
+    ],
     [
       'a payload whose getter throws',
-      (h: SessionHistory, id: string) => h.enqueue(id, { idempotencyId: 'm', kind: 'message', payload: { get text(): string { throw new Error('no text'); } } as never }),
+      (h: SessionHistory, id: string) =>
+        h.enqueue(id, {
+          idempotencyId: 'm',
+          kind: 'message',
+          payload: {
+            get text(): string {
+              throw new Error('no text');
+            },
+          } as never,
+        }),
       /^payload: .*no text/,
     ],
   ])('%s', async (_name, call, message) => {

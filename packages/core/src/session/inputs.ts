@@ -50,9 +50,7 @@ export function isRfc3339(value: string): boolean {
   return true;
 }
 
-const idempotencyId = z
-  .string()
-  .refine((value) => value.length > 0 && Buffer.byteLength(value, 'utf8') <= 255, { message: messages.idempotencyId });
+const idempotencyId = z.string().refine((value) => value.length > 0 && Buffer.byteLength(value, 'utf8') <= 255, { message: messages.idempotencyId });
 const startedAt = z.string().refine(isRfc3339, { message: messages.startedAt });
 const expectedVersion = z.number().int().min(0);
 const count = z.number().int().min(0).nullable().optional();

@@ -54,21 +54,25 @@ export function isJsonObject(value: unknown): value is JsonObject {
 }
 
 /** Any plain JSON value without `__proto__` keys. */
-export const jsonValueSchema = z.custom<JsonValue>(() => true).superRefine((value, ctx) => {
-  if (value === undefined) {
-    ctx.addIssue({ code: 'custom', message: 'expected a JSON value, received undefined' });
-    return;
-  }
-  const problem = findJsonProblem(value);
-  if (problem) ctx.addIssue({ code: 'custom', message: problem.message, path: problem.path });
-});
+export const jsonValueSchema = z
+  .custom<JsonValue>(() => true)
+  .superRefine((value, ctx) => {
+    if (value === undefined) {
+      ctx.addIssue({ code: 'custom', message: 'expected a JSON value, received undefined' });
+      return;
+    }
+    const problem = findJsonProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem.message, path: problem.path });
+  });
 
 /** A plain JSON object without `__proto__` keys. */
-export const jsonObjectSchema = z.custom<JsonObject>(() => true).superRefine((value, ctx) => {
-  if (!isJsonObject(value)) {
-    ctx.addIssue({ code: 'custom', message: `expected a JSON object, received ${value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value}` });
-    return;
-  }
-  const problem = findJsonProblem(value);
-  if (problem) ctx.addIssue({ code: 'custom', message: problem.message, path: problem.path });
-});
+export const jsonObjectSchema = z
+  .custom<JsonObject>(() => true)
+  .superRefine((value, ctx) => {
+    if (!isJsonObject(value)) {
+      ctx.addIssue({ code: 'custom', message: `expected a JSON object, received ${value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value}` });
+      return;
+    }
+    const problem = findJsonProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem.message, path: problem.path });
+  });

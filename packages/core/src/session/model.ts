@@ -1,16 +1,7 @@
 import { z } from 'zod';
 import { jsonObjectSchema, jsonValueSchema } from './json-schema.js';
 import type { Agree, Assert } from './type-agreement.js';
-import type {
-  CompletionReceipt,
-  IngressFailureEntry,
-  LifecycleRecord,
-  LogEntry,
-  LogRole,
-  Phase,
-  SessionCommand,
-  StagedObject,
-} from './types.js';
+import type { CompletionReceipt, IngressFailureEntry, LifecycleRecord, LogEntry, LogRole, Phase, SessionCommand, StagedObject } from './types.js';
 
 export type {
   CommandStatus,
@@ -129,9 +120,7 @@ export const lifecycleRecordSchema = z.object({
 });
 
 /** A record at version 1 with no provenance, no failures and nothing pending: where every session starts. */
-export function newLifecycleRecord(
-  fields: Pick<LifecycleRecord, 'id' | 'phase' | 'startedAt' | 'updatedAt' | 'state'>,
-): LifecycleRecord {
+export function newLifecycleRecord(fields: Pick<LifecycleRecord, 'id' | 'phase' | 'startedAt' | 'updatedAt' | 'state'>): LifecycleRecord {
   return {
     ...fields,
     provenanceId: null,
@@ -172,7 +161,6 @@ export type StartKeyBinding = z.infer<typeof startKeyBindingSchema>;
 /** The folded start-key stream: the sessions the key started, in incarnation order. */
 export const startKeyStateSchema = z.object({ bindings: z.array(startKeyBindingSchema) });
 export type StartKeyState = z.infer<typeof startKeyStateSchema>;
-
 
 /** Policies of the ingress retry loop. */
 export const INGRESS_FAILURE_LIMIT = 5;

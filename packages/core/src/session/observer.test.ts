@@ -77,12 +77,14 @@ describe('the service observer', () => {
     for (let line = 0; line < 4; line++) await failing.appendTranscript(session.id, { role: 'user-message', text: `${line}` });
     await failing.close();
     // Due at revision 6 (this service never saw the stream's snapshot), failed, and not due again by revision 9.
-    expect(of(calls, 'compaction').slice(1)).toMatchObject([{
-      stream,
-      revision: 6,
-      droppedEvents: 0,
-      error: { code: 'internal_error', cause: expect.any(StorageError) },
-    }]);
+    expect(of(calls, 'compaction').slice(1)).toMatchObject([
+      {
+        stream,
+        revision: 6,
+        droppedEvents: 0,
+        error: { code: 'internal_error', cause: expect.any(StorageError) },
+      },
+    ]);
   });
 
   it('a throwing observer, or one whose promise rejects, never breaks a call', async () => {

@@ -21,9 +21,15 @@ export interface SessionHistoryObserver {
 const HOOKS = ['appendCommitted', 'compaction', 'conflictRetried', 'projectionCaughtUp'] as const;
 
 /** Checks the `observer` option and returns a caller of its hooks that never throws. */
-export function observerOf(option: unknown): <K extends keyof SessionHistoryObserver>(hook: K, value: Parameters<NonNullable<SessionHistoryObserver[K]>>[0]) => void {
+export function observerOf(
+  option: unknown,
+): <K extends keyof SessionHistoryObserver>(hook: K, value: Parameters<NonNullable<SessionHistoryObserver[K]>>[0]) => void {
   if (option === undefined) return () => undefined;
-  if (typeof option !== 'object' || option === null || HOOKS.some((hook) => (option as Record<string, unknown>)[hook] !== undefined && typeof (option as Record<string, unknown>)[hook] !== 'function')) {
+  if (
+    typeof option !== 'object' ||
+    option === null ||
+    HOOKS.some((hook) => (option as Record<string, unknown>)[hook] !== undefined && typeof (option as Record<string, unknown>)[hook] !== 'function')
+  ) {
     throw SessionHistoryError.invalid(`observer: expected an object whose hooks (${HOOKS.join(', ')}) are functions`, 'observer');
   }
   const observer = option as SessionHistoryObserver;

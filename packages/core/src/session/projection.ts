@@ -110,10 +110,7 @@ export class SessionProjection {
       }
       if (head) heads.push(structuredClone(head));
     }
-    return heads.sort(
-      (a, b) =>
-        compareText(a.createdAt, b.createdAt) || a.enqueueOrder - b.enqueueOrder || compareText(a.sessionId, b.sessionId),
-    );
+    return heads.sort((a, b) => compareText(a.createdAt, b.createdAt) || a.enqueueOrder - b.enqueueOrder || compareText(a.sessionId, b.sessionId));
   }
 
   /** The stream of the session holding command `commandId`, if known (from the feed, or noted by `noteCommand`). */

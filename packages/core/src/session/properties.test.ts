@@ -48,7 +48,13 @@ const anyEvent: fc.Arbitrary<SessionEvent> = fc.oneof(
     .map(({ state: s, ...data }) => sessionEvent('IngressRequested', s === undefined ? data : { ...data, state: s })),
   fc.record({ at, provenanceId: fc.constant('p') }).map((data) => sessionEvent('IngressStarted', data)),
   fc
-    .record({ at, attempt: fc.integer({ min: 1, max: 8 }), terminal: fc.boolean(), nextAttemptAt: nullableAt, retainedFailures: fc.integer({ min: 1, max: 6 }) })
+    .record({
+      at,
+      attempt: fc.integer({ min: 1, max: 8 }),
+      terminal: fc.boolean(),
+      nextAttemptAt: nullableAt,
+      retainedFailures: fc.integer({ min: 1, max: 6 }),
+    })
     .map((data) =>
       sessionEvent('IngressFailed', {
         ...data,
@@ -58,18 +64,36 @@ const anyEvent: fc.Arbitrary<SessionEvent> = fc.oneof(
   fc.record({ at, state }).map((data) => sessionEvent('IngressRetried', data)),
   fc.record({ at, resetFailureCount: fc.boolean(), retainedFailures: fc.integer({ min: 1, max: 6 }) }).map((data) => sessionEvent('IngressReleased', data)),
   fc.record({ at, state, receipt }).map((data) => sessionEvent('SessionCompleted', data)),
-  fc.record({ id: commandId, sequence: fc.integer({ min: 1, max: 5 }), enqueueOrder: fc.nat(9), createdAt: at }).map(({ id, sequence, enqueueOrder, createdAt }) =>
-    sessionEvent('CommandEnqueued', {
-      command: { id, sessionId: SESSION, sequence, enqueueOrder, kind: 'message', payload: {}, status: 'pending', cancelRequested: false, outcome: null, createdAt, processingStartedAt: null, completedAt: null, idempotencyId: id },
-    }),
-  ),
+  fc
+    .record({ id: commandId, sequence: fc.integer({ min: 1, max: 5 }), enqueueOrder: fc.nat(9), createdAt: at })
+    .map(({ id, sequence, enqueueOrder, createdAt }) =>
+      sessionEvent('CommandEnqueued', {
+        command: {
+          id,
+          sessionId: SESSION,
+          sequence,
+          enqueueOrder,
+          kind: 'message',
+          payload: {},
+          status: 'pending',
+          cancelRequested: false,
+          outcome: null,
+          createdAt,
+          processingStartedAt: null,
+          completedAt: null,
+          idempotencyId: id,
+        },
+      }),
+    ),
   fc.record({ at, commandId }).map((data) => sessionEvent('CommandClaimed', data)),
   fc.record({ at, commandId, outcome: outcome }).map((data) => sessionEvent('CommandCompleted', data)),
   fc.record({ at, commandId }).map((data) => sessionEvent('CommandCancelRequested', data)),
-  fc.record({ at, role: fc.constantFrom(...LOG_ROLES.filter((role) => role !== 'pending-object')), text: fc.string({ maxLength: 8 }) }).map((data) => sessionEvent('TranscriptAppended', data)),
-  fc.record({ at, fileName: fc.string({ maxLength: 6 }), mediaType: fc.constantFrom('image/png', 'bad type'), size: fc.nat(9) }).map((data) =>
-    sessionEvent('ObjectStaged', { ...data, pendingId: 'pending:1', sha256: '0'.repeat(64) }),
-  ),
+  fc
+    .record({ at, role: fc.constantFrom(...LOG_ROLES.filter((role) => role !== 'pending-object')), text: fc.string({ maxLength: 8 }) })
+    .map((data) => sessionEvent('TranscriptAppended', data)),
+  fc
+    .record({ at, fileName: fc.string({ maxLength: 6 }), mediaType: fc.constantFrom('image/png', 'bad type'), size: fc.nat(9) })
+    .map((data) => sessionEvent('ObjectStaged', { ...data, pendingId: 'pending:1', sha256: '0'.repeat(64) })),
 );
 
 async function appendEach(store: EventStore, events: readonly SessionEvent[]): Promise<void> {
@@ -134,9 +158,33 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constant('enqueue' as const), s, key: fc.integer({ min: 0, max: 3 }) }), weight: 3 },
   fc.record({ kind: fc.constantFrom('claimHead' as const, 'completeHead' as const, 'release' as const) }),
   fc.record({ kind: fc.constant('checkpoint' as const), s, stale: fc.boolean(), userActivity: fc.boolean() }),
-  { arbitrary: fc.record({ kind: fc.constantFrom('requestIngress' as const, 'startIngress' as const, 'retryIngress' as const, 'stop' as const, 'stage' as const, 'completeIngress' as const), s }), weight: 4 },
-  { arbitrary: fc.record({ kind: fc.constantFrom('failIngress' as const, 'failedAttempt' as const), s, tooLarge: fc.integer({ min: 0, max: 4 }).map((n) => n === 0) }), weight: 4 },
-  fc.record({ kind: fc.constant('transcript' as const), s, role: fc.constantFrom('user-message' as const, 'assistant-message' as const, 'system-error' as const) }),
+  {
+    arbitrary: fc.record({
+      kind: fc.constantFrom(
+        'requestIngress' as const,
+        'startIngress' as const,
+        'retryIngress' as const,
+        'stop' as const,
+        'stage' as const,
+        'completeIngress' as const,
+      ),
+      s,
+    }),
+    weight: 4,
+  },
+  {
+    arbitrary: fc.record({
+      kind: fc.constantFrom('failIngress' as const, 'failedAttempt' as const),
+      s,
+      tooLarge: fc.integer({ min: 0, max: 4 }).map((n) => n === 0),
+    }),
+    weight: 4,
+  },
+  fc.record({
+    kind: fc.constant('transcript' as const),
+    s,
+    role: fc.constantFrom('user-message' as const, 'assistant-message' as const, 'system-error' as const),
+  }),
   fc.record({ kind: fc.constantFrom('complete' as const, 'recordCompletion' as const), s, object: fc.constantFrom('O1', 'O2') }),
 );
 
@@ -168,7 +216,11 @@ async function runStep(history: SessionHistory, step: Op): Promise<void> {
         break;
       case 'checkpoint': {
         const version = await versionOf(idOf(step.s));
-        await history.checkpoint(idOf(step.s), { expectedVersion: step.stale ? version - 1 : version, state: { pendingTurn: step.userActivity }, userActivity: step.userActivity });
+        await history.checkpoint(idOf(step.s), {
+          expectedVersion: step.stale ? version - 1 : version,
+          state: { pendingTurn: step.userActivity },
+          userActivity: step.userActivity,
+        });
         break;
       }
       case 'requestIngress':
@@ -190,7 +242,12 @@ async function runStep(history: SessionHistory, step: Op): Promise<void> {
         await history.stageObject(idOf(step.s), { fileName: 'f.bin', mediaType: 'application/x', bytes: new Uint8Array([step.s]) });
         break;
       case 'failIngress':
-        await history.failIngress(idOf(step.s), { expectedVersion: await versionOf(idOf(step.s)), stage: 'loop', code: step.tooLarge ? 'input_too_large' : null, message: 'm' });
+        await history.failIngress(idOf(step.s), {
+          expectedVersion: await versionOf(idOf(step.s)),
+          stage: 'loop',
+          code: step.tooLarge ? 'input_too_large' : null,
+          message: 'm',
+        });
         break;
       case 'failedAttempt': {
         const id = idOf(step.s);

@@ -12,7 +12,10 @@ it('the README example runs and ends with the session archived', async () => {
   await history.completeCommand(command.id, { outcome: { replied: true } });
   const saved = await history.checkpoint(session.id, { expectedVersion: session.version, state: { sessionType: 'conversation', pendingTurn: false } });
   const done = await history.complete(session.id, { expectedVersion: saved.version, state: { ...saved.state, sessionObjectId: 'archive-1' } });
-  console.log(done.phase, (await history.list()).map((record) => record.id)); // complete [ 'archive-1' ]
+  console.log(
+    done.phase,
+    (await history.list()).map((record) => record.id),
+  ); // complete [ 'archive-1' ]
   // #endregion readme-example
   expect(log).toHaveBeenCalledWith('complete', ['archive-1']);
   log.mockRestore();
@@ -25,10 +28,13 @@ it('the README’s observer example logs appends, catch-ups and compactions to t
     store: memoryStore(),
     compaction: { everyEvents: 2, keepEvents: 1 },
     observer: {
-      appendCommitted: ({ stream, events, calls, durationMs }) => console.log(`append ${stream}: ${events} events of ${calls} calls, ${durationMs.toFixed(1)} ms`),
+      appendCommitted: ({ stream, events, calls, durationMs }) =>
+        console.log(`append ${stream}: ${events} events of ${calls} calls, ${durationMs.toFixed(1)} ms`),
       conflictRetried: ({ stream, attempt }) => console.warn(`${stream} changed concurrently (attempt ${attempt})`),
       compaction: ({ stream, revision, droppedEvents, error }) =>
-        error ? console.error(`compaction of ${stream} failed`, error.cause) : console.log(`compacted ${stream} at ${revision}: ${droppedEvents} events dropped`),
+        error
+          ? console.error(`compaction of ${stream} failed`, error.cause)
+          : console.log(`compacted ${stream} at ${revision}: ${droppedEvents} events dropped`),
       projectionCaughtUp: ({ changes, durationMs }) => console.log(`projection applied ${changes} changes, ${durationMs.toFixed(1)} ms`),
     },
   });

@@ -11,7 +11,15 @@ const SESSION = '9078bb6e-0931-4477-9ce9-b1430d0335a2';
 const AT = '2026-07-24T00:00:00.000Z';
 
 function recorded(event: SessionEvent, revision: number): RecordedEvent {
-  return { streamId: sessionStream(SESSION), type: event.type, data: event.data as RecordedEvent['data'], revision, position: revision, recordedAt: AT, schemaVersion: 1 };
+  return {
+    streamId: sessionStream(SESSION),
+    type: event.type,
+    data: event.data as RecordedEvent['data'],
+    revision,
+    position: revision,
+    recordedAt: AT,
+    schemaVersion: 1,
+  };
 }
 
 describe('sessionReducer', () => {
@@ -23,7 +31,12 @@ describe('sessionReducer', () => {
     const stream = sessionStream(id);
     await history.checkpoint(id, {
       expectedVersion: 1,
-      state: { sessionType: 'conversation', boxes: { '1': { text: 'x'.repeat(20_000) } }, events: [{ kind: 'old presentation' }], transcriptText: 'x'.repeat(20_000) },
+      state: {
+        sessionType: 'conversation',
+        boxes: { '1': { text: 'x'.repeat(20_000) } },
+        events: [{ kind: 'old presentation' }],
+        transcriptText: 'x'.repeat(20_000),
+      },
     });
     const command = (await history.enqueue(id, { idempotencyId: 'message-1', kind: 'message', payload: { text: 'hello' } })).value;
     await history.claimCommand(command.id);
@@ -59,7 +72,12 @@ describe('sessionReducer', () => {
     expect(restored?.version).toBe(3);
     expect(restored?.state.pendingTurn).toBe(true);
     for (const field of ['boxes', 'events', 'context', 'transcriptText']) expect(restored?.state).not.toHaveProperty(field);
-    expect(restored?.state.historyIngress).toEqual({ format: 'session-file', sessionType: 'history-ingress', completed: true, commitReceipt: { sessionObjectId: 'A1234567' } });
+    expect(restored?.state.historyIngress).toEqual({
+      format: 'session-file',
+      sessionType: 'history-ingress',
+      completed: true,
+      commitReceipt: { sessionObjectId: 'A1234567' },
+    });
     expect(after.state.commands).toHaveLength(1);
     expect(after.state.commands[0]).toMatchObject({ id: command.id, status: 'complete', outcome: { accepted: true } });
     expect(await history.get(id)).toEqual(viewBefore);
@@ -99,9 +117,13 @@ describe('sessionReducer', () => {
   it('reports a stored event that is not a session event as corruption naming the stream and revision', () => {
     const state = initialSessionState(SESSION);
     const unknown = { ...recorded(sessionEvent('IngressStarted', { at: AT, provenanceId: 'p' }), 3), type: 'SessionPaused' };
-    expect(() => sessionReducer.apply(state, unknown)).toThrow(expect.objectContaining({ code: 'corruption', line: 3, message: expect.stringContaining('SessionPaused') }));
+    expect(() => sessionReducer.apply(state, unknown)).toThrow(
+      expect.objectContaining({ code: 'corruption', line: 3, message: expect.stringContaining('SessionPaused') }),
+    );
     const malformed = { ...recorded(sessionEvent('IngressStarted', { at: AT, provenanceId: 'p' }), 4), data: { at: AT } };
-    expect(() => sessionReducer.apply(state, malformed)).toThrow(expect.objectContaining({ code: 'corruption', message: expect.stringContaining('provenanceId') }));
+    expect(() => sessionReducer.apply(state, malformed)).toThrow(
+      expect.objectContaining({ code: 'corruption', message: expect.stringContaining('provenanceId') }),
+    );
   });
 
   it('refuses a snapshot whose state does not match the session state schema', () => {
@@ -119,7 +141,11 @@ describe('replaySession', () => {
     const record = await startConversation(history, 'replayed');
     await history.appendTranscript(record.id, { role: 'user-message', text: 'hello' });
     await history.enqueue(record.id, { idempotencyId: 'm', kind: 'message' });
-    const checkpointed = await history.checkpoint(record.id, { expectedVersion: 1, state: { sessionType: 'conversation', pendingTurn: true }, userActivity: true });
+    const checkpointed = await history.checkpoint(record.id, {
+      expectedVersion: 1,
+      state: { sessionType: 'conversation', pendingTurn: true },
+      userActivity: true,
+    });
 
     expect(await replaySession(store, record.id)).toEqual(checkpointed);
     expect(await replaySession(store, '00000000-0000-4000-8000-000000000000')).toBeUndefined();

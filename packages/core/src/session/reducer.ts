@@ -225,7 +225,11 @@ function parseOrCorrupt<E>(parse: (type: string, data: JsonValue) => E | string,
   return parsed;
 }
 
-function fromSnapshotWith<S>(schema: { safeParse(value: unknown): { success: true; data: S } | { success: false; error: unknown } }, state: JsonValue, what: string): S {
+function fromSnapshotWith<S>(
+  schema: { safeParse(value: unknown): { success: true; data: S } | { success: false; error: unknown } },
+  state: JsonValue,
+  what: string,
+): S {
   const parsed = schema.safeParse(state);
   if (!parsed.success) throw new CorruptionError(what, undefined, 'snapshot state does not match the session state schema', { cause: parsed.error });
   return parsed.data;

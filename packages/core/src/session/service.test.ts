@@ -94,7 +94,11 @@ describe('SessionHistory: transcript and commands', () => {
     const { history } = await openTestHistory();
     const { id } = await startConversation(history, 'object-names');
     await history.appendTranscript(id, { role: 'user-message', text: 'first' });
-    const pendingId = await history.stageObject(id, { fileName: 'my "report"/v2;final é.txt', mediaType: 'text/plain; charset=utf-8', bytes: new Uint8Array([1]) });
+    const pendingId = await history.stageObject(id, {
+      fileName: 'my "report"/v2;final é.txt',
+      mediaType: 'text/plain; charset=utf-8',
+      bytes: new Uint8Array([1]),
+    });
     const unnamed = await history.stageObject(id, { mediaType: 'png', bytes: new Uint8Array([2]) });
 
     expect([pendingId, unnamed]).toEqual(['pending:2', 'pending:3']);
@@ -191,7 +195,13 @@ describe('SessionHistory: ingress', () => {
     const { history } = await openTestHistory();
     const created = await startConversation(history, 'too-large');
     const pending = await history.requestIngress(created.id, { expectedVersion: 1, state: created.state });
-    const failed = await history.failIngress(created.id, { expectedVersion: pending.version, stage: 'prepare', code: 'input_too_large', message: 'too big', contextTokens: 9 });
+    const failed = await history.failIngress(created.id, {
+      expectedVersion: pending.version,
+      stage: 'prepare',
+      code: 'input_too_large',
+      message: 'too big',
+      contextTokens: 9,
+    });
     expect(failed).toMatchObject({ phase: 'ingress_failed', ingressFailureCount: 1, ingressNextAttemptAt: null });
     expect(failed.ingressFailures[0]).toMatchObject({ contextTokens: 9 });
   });
@@ -246,7 +256,9 @@ describe('SessionHistory: ingress', () => {
     expect(repaired.ingressFailureCount).toBe(0);
     expect(repaired.ingressFailures).toHaveLength(RETAINED_INGRESS_FAILURES);
     expect(repaired.version).toBe(legacy.version + 1);
-    expect((repaired.state as { historyIngress: { archivePlan: { creates: { pendingId: string }[] } } }).historyIngress.archivePlan.creates[0]?.pendingId).toBe('pending:9');
+    expect((repaired.state as { historyIngress: { archivePlan: { creates: { pendingId: string }[] } } }).historyIngress.archivePlan.creates[0]?.pendingId).toBe(
+      'pending:9',
+    );
     expect(await history.releaseInterruptedIngress()).toEqual([]);
   });
 
@@ -362,7 +374,16 @@ describe('SessionHistory: completion', () => {
     const store = memoryStore();
     const { history } = await openTestHistory({ store });
     const record = await startConversation(history, 'crash-before-receipt');
-    const receipt = { transactionId: null, sessionObjectId: 'R1', sessionId: record.id, sessionType: 'conversation', createdAt: record.startedAt, committedAt: '2026-07-23T01:00:00.000Z', nodeIds: {}, objectIds: {} };
+    const receipt = {
+      transactionId: null,
+      sessionObjectId: 'R1',
+      sessionId: record.id,
+      sessionType: 'conversation',
+      createdAt: record.startedAt,
+      committedAt: '2026-07-23T01:00:00.000Z',
+      nodeIds: {},
+      objectIds: {},
+    };
     await store.append(
       sessionStream(record.id),
       [{ type: 'SessionCompleted', data: { at: '2026-07-23T01:00:00.000Z', state: { sessionObjectId: 'R1', commitReceipt: null }, receipt } }],

@@ -171,8 +171,10 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   if (typeof options !== 'object' || options === null || typeof options.store?.append !== 'function') {
     throw SessionHistoryError.invalid('store: expected an EventStore', 'store');
   }
-  if (options.clock !== undefined && typeof options.clock !== 'function') throw SessionHistoryError.invalid('clock: expected a function returning a Date', 'clock');
-  if (options.random !== undefined && typeof options.random !== 'function') throw SessionHistoryError.invalid('random: expected a function returning a number in [0, 1)', 'random');
+  if (options.clock !== undefined && typeof options.clock !== 'function')
+    throw SessionHistoryError.invalid('clock: expected a function returning a Date', 'clock');
+  if (options.random !== undefined && typeof options.random !== 'function')
+    throw SessionHistoryError.invalid('random: expected a function returning a number in [0, 1)', 'random');
   const keyList: unknown = options.controlStateKeys;
   if (keyList !== undefined && (!Array.isArray(keyList) || keyList.some((key) => typeof key !== 'string' || key === '__proto__'))) {
     throw SessionHistoryError.invalid('controlStateKeys: expected an array of key names', 'controlStateKeys');
@@ -230,7 +232,15 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   });
   if (compaction) compactor = new BackgroundCompaction(store, { sessions, projection }, compaction, (done) => observe('compaction', done));
   const startKeys = new StreamWriter<StartKeyState, StartKeyEvent>({ store, reducer: startKeyReducer, evolve: applyStartKeyEvent, now, backOff, hooks });
-  const catalog = new StreamWriter<CatalogState, CatalogEvent>({ store, reducer: catalogReducer, evolve: applyCatalogEvent, now, backOff, cacheSize: 1, hooks });
+  const catalog = new StreamWriter<CatalogState, CatalogEvent>({
+    store,
+    reducer: catalogReducer,
+    evolve: applyCatalogEvent,
+    now,
+    backOff,
+    cacheSize: 1,
+    hooks,
+  });
   const completions = new CompletionSteps(store, { sessions, keys: startKeys, catalog });
   const starts = new SessionStarts(store, sessions, startKeys, backOff.attempts);
   const objects = new SessionObjects(store, sessions);
@@ -375,9 +385,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       sync(() => parseInput(checkpointSchema, input, '')).then((parsed) => change(id, (state, at) => decideCheckpoint(state, parsed, at, decisionOptions))),
 
     requestIngress: (id, input) =>
-      sync(() => parseInput(checkpointSchema, input, '')).then((parsed) =>
-        change(id, (state, at) => decideRequestIngress(state, parsed, at, decisionOptions)),
-      ),
+      sync(() => parseInput(checkpointSchema, input, '')).then((parsed) => change(id, (state, at) => decideRequestIngress(state, parsed, at, decisionOptions))),
 
     startIngress: (id, input) =>
       sync(() => parseInput(startIngressSchema, input, '')).then((parsed) => change(id, (state, at) => decideStartIngress(state, parsed, at))),
@@ -391,9 +399,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       sync(() => parseInput(ingressFailureSchema, input, '')).then((parsed) => change(id, (state, at) => decideFailIngress(state, parsed, at))),
 
     retryIngress: (id, input) =>
-      sync(() => parseInput(retryIngressSchema, input, '')).then((parsed) =>
-        change(id, (state, at) => decideRetryIngress(state, parsed, at, decisionOptions)),
-      ),
+      sync(() => parseInput(retryIngressSchema, input, '')).then((parsed) => change(id, (state, at) => decideRetryIngress(state, parsed, at, decisionOptions))),
 
     releaseInterruptedIngress: () =>
       run(async () => {

@@ -32,7 +32,11 @@ function countingStore(inner: EventStore): { store: EventStore; delivered: () =>
 describe('StateCache', () => {
   it('reads only the events after the cached revision (plus the one it checks)', async () => {
     const { store, delivered } = countingStore(memoryStore());
-    await store.append(STREAM, Array.from({ length: 50 }, (_, i) => line(`${i}`)), { expectedRevision: 'no_stream' });
+    await store.append(
+      STREAM,
+      Array.from({ length: 50 }, (_, i) => line(`${i}`)),
+      { expectedRevision: 'no_stream' },
+    );
     const cache = new StateCache(store, sessionReducer);
     await cache.load(STREAM);
     const before = delivered();
@@ -92,7 +96,14 @@ describe('StateCache with a versioned reducer', () => {
     const store = memoryStore();
     await store.append('c-1', [{ type: 'Add', data: 1 }], { expectedRevision: 'no_stream' });
     await store.compact('c-1', { revision: 1, state: { n: 1 }, identity: { stream: 'c-1', schemaVersion: 1 } });
-    await store.append('c-1', [{ type: 'Add', data: 2 }, { type: 'Add', data: { amount: 4 }, schemaVersion: 2 }], { expectedRevision: 1 });
+    await store.append(
+      'c-1',
+      [
+        { type: 'Add', data: 2 },
+        { type: 'Add', data: { amount: 4 }, schemaVersion: 2 },
+      ],
+      { expectedRevision: 1 },
+    );
     const cache = new StateCache(store, counter);
     expect((await cache.load('c-1')).state).toEqual({ total: 7 });
     await store.append('c-1', [{ type: 'Add', data: 8 }], { expectedRevision: 3 });

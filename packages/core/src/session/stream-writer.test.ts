@@ -73,7 +73,10 @@ describe('StreamWriter', () => {
   it('gives up with state_conflict after its attempts, and refuses a random source out of range', async () => {
     const inner = memoryStore();
     const store: EventStore = { ...inner, append: async (stream) => Promise.reject(new ConcurrencyError(stream, 1, 2)) };
-    await expect(writerOn(store).mutate('s', next)).rejects.toMatchObject({ code: 'state_conflict', message: 'Session changed concurrently too many times; try again.' });
+    await expect(writerOn(store).mutate('s', next)).rejects.toMatchObject({
+      code: 'state_conflict',
+      message: 'Session changed concurrently too many times; try again.',
+    });
     await expect(writerOn(store, () => 1).mutate('s', next)).rejects.toThrow(TypeError);
   });
 

@@ -218,11 +218,13 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
         // A batch whose first event id is stored already is answered as a retry of that earlier append, so
         // a decision carrying an id is always appended on its own (see `takeBatch`).
         const eventId = batch.length === 1 ? batch[0]?.eventId : undefined;
-        const newEvents = events.map((event, index): NewEvent => ({
-          type: event.type,
-          data: event.data as NewEvent['data'],
-          ...(index === 0 && eventId !== undefined ? { eventId } : {}),
-        }));
+        const newEvents = events.map(
+          (event, index): NewEvent => ({
+            type: event.type,
+            data: event.data as NewEvent['data'],
+            ...(index === 0 && eventId !== undefined ? { eventId } : {}),
+          }),
+        );
         let result: AppendResult;
         const started = performance.now();
         try {

@@ -4,7 +4,15 @@ import { ConcurrencyError, type EventStore } from '@sessionfold/core/kernel';
 import { sqliteStore } from '../index.js';
 import { barrier } from './barrier.js';
 
-const [path, worker, queueList, jobsText, totalText, barrierStream, workersText] = process.argv.slice(2) as [string, string, string, string, string, string, string];
+const [path, worker, queueList, jobsText, totalText, barrierStream, workersText] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+];
 const queues = queueList.split(',');
 const total = Number(totalText);
 const store = sqliteStore({ path, busyTimeoutMs: 30_000 });

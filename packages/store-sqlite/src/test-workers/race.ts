@@ -3,7 +3,15 @@ import { ConcurrencyError } from '@sessionfold/core/kernel';
 import { sqliteStore } from '../index.js';
 import { barrier } from './barrier.js';
 
-const [path, worker, streamList, roundsText, startStream, barrierStream, workersText] = process.argv.slice(2) as [string, string, string, string, string, string, string];
+const [path, worker, streamList, roundsText, startStream, barrierStream, workersText] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+];
 const streams = streamList.split(',');
 const store = sqliteStore({ path, busyTimeoutMs: 30_000 });
 const say = (line: object) => process.stdout.write(`${JSON.stringify({ worker, ...line })}\n`);
