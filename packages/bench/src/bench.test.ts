@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { parseArgs } from './cli-args.js';
 import { QUICK, TINY } from './config.js';
@@ -134,6 +135,42 @@ describe('a tiny run', () => {
       expect(r.rate).toBeGreaterThan(0);
       expect(r.ratio).toBeGreaterThan(0);
       expect(r.limit.length).toBeGreaterThan(0);
+    }
+  });
+});
+
+// The peer runs only where it is installed (npm run bench:peers) and a server is named; elsewhere one line says why.
+const emmettPostgres = SUBJECTS.find((entry) => entry.name === 'emmett-postgresql') as SubjectEntry;
+const emmettPostgresLoaded = await emmettPostgres.load();
+const emmettPostgresSkipped = 'unavailable' in emmettPostgresLoaded ? emmettPostgresLoaded.unavailable : undefined;
+if (emmettPostgresSkipped !== undefined) console.log(`bench: the emmett-postgresql tests are skipped: ${emmettPostgresSkipped}`);
+
+describe.skipIf(emmettPostgresSkipped !== undefined)('the Emmett PostgreSQL peer', () => {
+  it('appends and reads through our port on a database of its own, dropped at the end', async () => {
+    const report = await runBench({
+      mode: 'tiny',
+      volumes: TINY,
+      isolate: false,
+      subjects: [emmettPostgres],
+      scenarios: ['append-1', 'append-64-one-stream', 'append-64-streams', 'append-100', 'replay'],
+    });
+    const status = Object.fromEntries(report.rows.map((r) => [r.scenario, r.status === 'ok' ? r.status : `${r.status}: ${r.note}`]));
+    expect(status).toEqual({
+      'append-1': 'ok',
+      'append-64-one-stream': "n/a: n/a (concurrent appends to one stream fail even expecting 'any' (ExpectedVersionConflictError))",
+      'append-64-streams': 'ok',
+      'append-100': 'ok',
+      replay: 'ok',
+    });
+    expect(report.rows.find((r) => r.scenario === 'replay')?.note).toBeUndefined();
+
+    const client = new pg.Client({ connectionString: process.env['SESSIONFOLD_PG_URL'] });
+    await client.connect();
+    try {
+      const { rows } = await client.query("SELECT datname FROM pg_database WHERE datname LIKE 'sf\\_bench\\_emmett\\_%'");
+      expect(rows).toEqual([]);
+    } finally {
+      await client.end();
     }
   });
 });

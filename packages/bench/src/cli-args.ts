@@ -15,7 +15,7 @@ export interface CliOptions {
 export const USAGE = `usage: npm run bench -- [--quick] [--json <file>] [--stores a,b] [--scenarios x,y] [--no-isolate]
   --quick        small volumes (under a minute); default is the full run
   --json <file>  also write the report as JSON
-  --stores       only these stores (memory,file,sqlite,emmett-sqlite)
+  --stores       only these stores (memory,file,sqlite,postgres,emmett-sqlite,emmett-postgresql)
   --scenarios    only these scenario ids
   --no-isolate   measure reads in this process instead of a child process`;
 

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 const PEERS_DIR = fileURLToPath(new URL('../peers/', import.meta.url));
 
 /** Peers the benchmark compares with; each one's folder is `peers/<name>`. */
-export const PEER_NAMES = ['emmett-sqlite'] as const;
+export const PEER_NAMES = ['emmett-sqlite', 'emmett-postgresql'] as const;
 export type PeerName = (typeof PEER_NAMES)[number];
 
 /** The folder of `peer`. */

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Volumes } from './config.js';
 import { rawFile } from './raw/file.js';
 import { rawMemory } from './raw/memory.js';
-import { dropBenchSchemas, rawPostgres } from './raw/postgres.js';
+import { dropBenchData, rawPostgres } from './raw/postgres.js';
 import { rawSqlite } from './raw/sqlite.js';
 import { RawLimits, type RawFamily } from './raw-limits.js';
 import type { BenchReport, Machine, Row } from './report.js';
@@ -146,7 +146,7 @@ export async function runBench(options: BenchOptions): Promise<BenchReport> {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await rm(root, { recursive: true, force: true });
-    await dropBenchSchemas();
+    await dropBenchData();
   }
   return {
     mode: options.mode,

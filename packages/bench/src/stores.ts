@@ -2,8 +2,12 @@ import { memoryStore, type EventStore } from '@sessionfold/core';
 import { loadPeer } from './peers.js';
 import type { RawFamilyName } from './raw-limits.js';
 
-/** Abilities a scenario may need; a store that lacks one gets "n/a" with the reason, never a crash. */
-export type Capability = 'concurrentAppends' | 'compact' | 'readAll' | 'reopen' | 'service' | 'storeUrl';
+/**
+ * Abilities a scenario may need; a store that lacks one gets "n/a" with the reason, never a crash.
+ * `concurrentAppends`: appends in flight on one store instance, to different streams;
+ * `concurrentAppendsToOneStream`: appends in flight to the same stream, each expecting `'any'`.
+ */
+export type Capability = 'concurrentAppends' | 'concurrentAppendsToOneStream' | 'compact' | 'readAll' | 'reopen' | 'service' | 'storeUrl';
 
 /** A store under test, loaded and ready to open. */
 export interface StoreSubject {
@@ -45,6 +49,11 @@ async function factory(specifier: string, exportName: string): Promise<Factory |
 /** What the Emmett SQLite peer's adapter module exports. */
 interface EmmettPeer {
   emmettSqliteStore(dir: string, counters: { busyRetries: number }): EventStore;
+}
+
+/** What the Emmett PostgreSQL peer's adapter module exports. */
+interface EmmettPostgresPeer {
+  emmettPostgresStore(connectionString: string, database: string): Promise<EventStore>;
 }
 
 /** Whether loading a peer that is not installed installs it (the benchmark's own run) or skips its rows (tests). */
@@ -122,6 +131,28 @@ export const SUBJECTS: readonly SubjectEntry[] = [
           counters.busyRetries = 0;
           return retries === 0 ? undefined : `${retries} append(s) retried after SQLITE_BUSY`;
         },
+      };
+    },
+  },
+  {
+    name: 'emmett-postgresql',
+    async load() {
+      const { PG_URL, benchDatabase } = await import('./raw/postgres.js');
+      if (PG_URL === undefined) return { unavailable: 'n/a (set SESSIONFOLD_PG_URL)' };
+      const peer = await loadPeer<EmmettPostgresPeer>('emmett-postgresql', 'store.ts', peersInstallOnLoad);
+      if ('unavailable' in peer) return peer;
+      return {
+        name: 'emmett-postgresql',
+        raw: 'postgres',
+        lacks: {
+          concurrentAppendsToOneStream: "concurrent appends to one stream fail even expecting 'any' (ExpectedVersionConflictError)",
+          compact: 'no compaction',
+          service: 'not a sessionfold store',
+          storeUrl: 'not a sessionfold store',
+        },
+        // Emmett keeps one store per database (it looks its functions up database-wide, whatever the schema), so each
+        // directory maps to a database of its own, dropped with the bench's schemas at the end: every store starts empty.
+        open: (dir) => peer.emmettPostgresStore(PG_URL, benchDatabase(dir, 'emmett')),
       };
     },
   },

@@ -100,6 +100,7 @@ export const TARGETS: readonly Target[] = [
   flatCost('claim'),
   aheadOf('sqlite', 'emmett-sqlite'),
   aheadOf('file', 'emmett-sqlite'),
+  aheadOf('postgres', 'emmett-postgresql'),
 ];
 
 /** Checks every target against `rows`. */

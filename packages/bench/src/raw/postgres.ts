@@ -11,22 +11,41 @@ const NOW = new Date().toISOString();
 const PAGE = 4096;
 
 const made = new Set<string>();
+const madeDatabases = new Set<string>();
+
+/** The name a bench directory's data has on the server (the same directory always maps to the same one). */
+function benchName(dir: string, label: string): string {
+  return `sf_bench_${label}_${createHash('sha256').update(dir).digest('hex').slice(0, 12)}`;
+}
 
 /** The schema a bench directory's data lives in on the server (the same directory always maps to the same one). */
 export function benchSchema(dir: string, label = 'store'): string {
-  const schema = `sf_bench_${label}_${createHash('sha256').update(dir).digest('hex').slice(0, 12)}`;
+  const schema = benchName(dir, label);
   made.add(schema);
   return schema;
 }
 
-/** Drops every schema this run made (the bench calls it when it removes its directories). */
-export async function dropBenchSchemas(): Promise<void> {
-  if (PG_URL === undefined || made.size === 0) return;
+/**
+ * The database a bench directory's data lives in, for a store that can keep only one instance per database
+ * (the same directory always maps to the same one; the store creates it, the bench drops it at the end).
+ */
+export function benchDatabase(dir: string, label: string): string {
+  const database = benchName(dir, label);
+  madeDatabases.add(database);
+  return database;
+}
+
+/** Drops every schema and database this run made (the bench calls it when it removes its directories). */
+export async function dropBenchData(): Promise<void> {
+  if (PG_URL === undefined || made.size + madeDatabases.size === 0) return;
   const client = new pg.Client({ connectionString: PG_URL });
   await client.connect();
   try {
     for (const schema of made) await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     made.clear();
+    // FORCE: a pool a failed scenario left open must not keep its database alive.
+    for (const database of madeDatabases) await client.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+    madeDatabases.clear();
   } finally {
     await client.end();
   }

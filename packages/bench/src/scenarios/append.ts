@@ -108,7 +108,7 @@ export const appendInFlightOneStream: Scenario = {
   id: 'append-64-one-stream',
   title: '64 in flight, 1 stream',
   unit: 'events/s',
-  requires: ['concurrentAppends'],
+  requires: ['concurrentAppends', 'concurrentAppendsToOneStream'],
   rawOperation: 'appendBatches',
   run(context, subject) {
     const { concurrentEvents, inFlight } = context.volumes;
