@@ -107,7 +107,13 @@ export const SUBJECTS: readonly SubjectEntry[] = [
       if (PG_URL === undefined) return { unavailable: 'n/a (set SESSIONFOLD_PG_URL)' };
       const make = await factory('@sessionfold/store-postgres', 'postgresStore');
       if ('unavailable' in make) return make;
-      return { name: 'postgres', raw: 'postgres', lacks: {}, open: async (dir) => make({ connectionString: PG_URL, schema: benchSchema(dir) }) };
+      return {
+        name: 'postgres',
+        raw: 'postgres',
+        lacks: {},
+        open: async (dir) => make({ connectionString: PG_URL, schema: benchSchema(dir) }),
+        url: (dir) => `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}schema=${benchSchema(dir)}`,
+      };
     },
   },
   {
