@@ -14,10 +14,14 @@ import { sessionfold, sessionfoldJson } from './sessionfold-command.js';
 
 /** What `sessionfold copy --json` reports. */
 export interface CopySummary {
+  /** Streams in the source, each copied or found up to date. */
   streams: number;
+  /** Events and blobs the destination did not hold yet. */
   events: number;
   blobs: number;
+  /** Streams the destination already held in full. */
   unchanged: number;
+  /** Both stores fold every stream to identical state; `mismatches` names those that do not. */
   identical: boolean;
   mismatches: string[];
 }
@@ -71,12 +75,16 @@ export async function runMigration(directory: string, options: MigrationOptions 
   const fileRead = await fileStore({ directory: join(directory, 'file-store'), readOnly: true });
   const source = await withRecords(fileRead, objects);
   const live = source.list.filter((record) => record.phase !== 'complete').length;
-  say(`1. filled ${fileUrl} with the quick start and one session in flight: ${source.list.length} record(s), ${live} in flight, ${objects.length} staged object(s)`);
+  say(
+    `1. filled ${fileUrl} with the quick start and one session in flight: ${source.list.length} record(s), ${live} in flight, ${objects.length} staged object(s)`,
+  );
 
   const destinations: Destination[] = [];
   const sqliteUrl = 'sqlite:sessions.db';
   const sqlitePath = join(directory, 'sessions.db');
-  destinations.push(await moveTo('SQLite', fileUrl, sqliteUrl, async () => await sqliteStore({ path: sqlitePath }), { directory, source, objects, say, step: 2 }));
+  destinations.push(
+    await moveTo('SQLite', fileUrl, sqliteUrl, async () => await sqliteStore({ path: sqlitePath }), { directory, source, objects, say, step: 2 }),
+  );
 
   if (options.postgresUrl === undefined) say('3. PostgreSQL skipped: set SESSIONFOLD_PG_URL to a postgres:// URL to copy there too');
   else {
@@ -94,8 +102,15 @@ export async function runMigration(directory: string, options: MigrationOptions 
     }
   }
 
-  const ok = destinations.every((destination) => destination.identical && destination.feedUnchanged && destination.copyAgain.events === 0);
-  say(ok ? 'Done: every copy holds records identical to the file store\'s.' : 'FAILED: a copy does not hold the file store\'s records.');
+  const ok = destinations.every(
+    (destination) =>
+      destination.verifyExitCode === 0 &&
+      destination.identical &&
+      destination.feedUnchanged &&
+      destination.copyAgain.events === 0 &&
+      destination.copyAgain.blobs === 0,
+  );
+  say(ok ? "Done: every copy holds records identical to the file store's." : "FAILED: a copy does not hold the file store's records.");
   return { source, destinations, ok };
 }
 
