@@ -129,7 +129,8 @@ async function moveTo(name: Destination['name'], from: string, to: string, open:
   const shown = redact(to);
   const copy = await sessionfoldJson<CopySummary>(['copy', from, to], { cwd: directory });
   say(
-    `${context.step}. sessionfold copy ${from} ${shown}: ${copy.streams} stream(s), ${copy.events} event(s), ${copy.blobs} blob(s) copied; ` +
+    `${context.step}. sessionfold copy ${from} ${shown}: ${copy.streams} stream(s), ${copy.events} event(s) and ${copy.blobs} blob(s) copied, ` +
+      `${copy.unchanged} already up to date; ` +
       `${copy.identical ? 'both stores fold every stream to identical state' : 'the stores fold differently'}`,
   );
 
