@@ -29,7 +29,7 @@ export interface CopySummary {
 /** One backend the file store was moved to, and what was found there. */
 export interface Destination {
   name: 'SQLite' | 'PostgreSQL';
-  /** The store URL, relative to the migration's directory. */
+  /** The store URL the commands were given (a file or SQLite path is relative to the migration's directory). */
   url: string;
   copy: CopySummary;
   /** Exit code of `sessionfold verify` on the destination. */
@@ -53,7 +53,7 @@ export interface MigrationResult {
   ok: boolean;
 }
 
-/** Where the migration runs and what it says. */
+/** Whether it goes on to PostgreSQL, and where its lines go. */
 export interface MigrationOptions {
   /** A `postgres://` URL; without one, the PostgreSQL step is skipped with one printed line. */
   postgresUrl?: string | undefined;
