@@ -26,7 +26,8 @@ async function shutDown(signal: NodeJS.Signals): Promise<void> {
   console.log('closed the service and the store');
   process.exit(0);
 }
-for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, (received) => {
+for (const signal of ['SIGTERM', 'SIGINT'] as const)
+  process.on(signal, (received) => {
     shutDown(received).catch((error: unknown) => {
       console.error('shutdown failed:', error);
       process.exit(1);
