@@ -9,6 +9,7 @@ import { type EventStore, openSessionHistory, type SessionHistory } from '@sessi
 import { fileStore } from '@sessionfold/store-file';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type HttpApi, listen } from './http-api.js';
+import { openStore } from './open-store.js';
 
 const EXAMPLE_DIR = fileURLToPath(new URL('..', import.meta.url));
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -225,6 +226,45 @@ describe('the session history over HTTP', () => {
   });
 });
 
+describe('a storage failure', () => {
+  it('is a 500 with the fixed message, and the error goes to the server, not the client', async () => {
+    const store = await fileStore({ directory: tempDir() });
+    const history = await openSessionHistory({ store });
+    const seen: unknown[] = [];
+    const api = await listen(history, { onInternalError: (error) => seen.push(error) });
+    cleanups.push(async () => {
+      await api.close();
+      await history.close();
+    });
+    const { id } = (await call(`${api.url}/sessions`, 'POST', startBody())).json.session;
+    await store.close();
+    const answer = await call(`${api.url}/sessions/${id}/transcript`, 'POST', { role: 'user-message', text: 'lost' });
+    expect(answer).toMatchObject({
+      status: 500,
+      json: { error: { code: 'internal_error', message: 'An unexpected Session History storage error occurred.' } },
+    });
+    expect(seen).toHaveLength(1);
+    expect((seen[0] as Error).cause).toBeInstanceOf(Error);
+  });
+});
+
+describe('the store URL', () => {
+  it.each([
+    ['file:', (dir: string) => `file:${dir}`, (dir: string) => `file store in ${dir}`],
+    ['a plain directory', (dir: string) => dir, (dir: string) => `file store in ${dir}`],
+    ['sqlite:', (dir: string) => `sqlite:${join(dir, 'sessions.db')}`, (dir: string) => `SQLite store ${join(dir, 'sessions.db')}`],
+  ])('%s opens a store the service runs on', async (_, url, description) => {
+    const dir = tempDir();
+    const opened = await openStore(url(dir));
+    expect(opened.description).toBe(description(dir));
+    const history = await openSessionHistory({ store: opened.store });
+    const { created } = await history.start(startBody());
+    expect(created).toBe(true);
+    await history.close();
+    await opened.store.close();
+  });
+});
+
 describe('the server process', () => {
   it('on SIGTERM refuses new connections, finishes the request in flight, closes the store and exits 0', async () => {
     const dir = tempDir();
@@ -240,11 +280,11 @@ describe('the server process', () => {
     expect(first[2]).toBe(dir);
     const { id } = (await call(`${url}/sessions`, 'POST', startBody())).json.session;
 
-    // A request whose body is still on its way when the signal comes.
+    // A request whose body is still on its way when the signal comes: `100-continue` tells when the server has it.
     const body = JSON.stringify({ role: 'assistant-message', text: 'written during shutdown' });
     const slow = httpRequest(`${url}/sessions/${id}/transcript`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'content-length': body.length },
+      headers: { 'content-type': 'application/json', 'content-length': body.length, expect: '100-continue' },
     });
     const answered = new Promise<{ status: number; text: string }>((resolve, reject) => {
       slow.on('response', (response) => {
@@ -254,8 +294,10 @@ describe('the server process', () => {
       });
       slow.on('error', reject);
     });
+    const received = new Promise((resolve) => slow.once('continue', resolve));
+    slow.flushHeaders();
+    await received;
     slow.write(body.slice(0, 10));
-    await new Promise((resolve) => setTimeout(resolve, 500));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     expect((await output.line(/^SIGTERM: no new connections; finishing (\d+) request\(s\) in flight$/))[1]).toBe('1');
