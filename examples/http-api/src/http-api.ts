@@ -61,7 +61,6 @@ export async function listen(history: SessionHistory, options: HttpApiOptions = 
       // A keep-alive connection left idle by its last answer must not hold the shutdown open.
       if (stopping) server.closeIdleConnections();
     });
-    if (stopping) res.setHeader('connection', 'close');
     void answer(req, res);
   });
 
@@ -72,6 +71,8 @@ export async function listen(history: SessionHistory, options: HttpApiOptions = 
     } catch (error) {
       reply = errorReply(error);
     }
+    // Decided when the answer goes out: a request that arrived before the shutdown still ends its connection.
+    if (stopping) res.setHeader('connection', 'close');
     send(res, reply);
     // Whatever the handler left unread is discarded, so the connection can carry the next request.
     if (!req.complete) req.resume();
