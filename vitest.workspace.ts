@@ -17,6 +17,7 @@ export default [
   project('cross-store', 'packages/cross-store', 300_000),
   project('bench', 'packages/bench'),
   project('quickstart', 'examples/quickstart'),
+  project('example-resume', 'examples/resume', 120_000),
   project('example-custom-store', 'examples/custom-store', 120_000),
   project('install-check', 'packages/install-check', 600_000),
   // The CLI's tests spawn the built command; the run builds every package first (vitest.config.ts).
