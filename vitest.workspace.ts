@@ -20,6 +20,8 @@ export default [
   // Runs the built `sessionfold` command against file, SQLite and (with SESSIONFOLD_PG_URL) PostgreSQL stores.
   project('example-migrate', 'examples/migrate', 120_000),
   project('example-http-api', 'examples/http-api', 60_000),
+  project('example-resume', 'examples/resume', 120_000),
+  project('example-custom-store', 'examples/custom-store', 120_000),
   project('install-check', 'packages/install-check', 600_000),
   // The CLI's tests spawn the built command; the run builds every package first (vitest.config.ts).
   project('cli', 'packages/cli', 120_000),
