@@ -1,3 +1,4 @@
+import type { StoreUnderTest } from '@sessionfold/conformance';
 import { memoryStore, type EventStore } from '@sessionfold/core';
 import { loadPeer } from './peers.js';
 import type { RawFamilyName } from './raw-limits.js';
@@ -9,15 +10,15 @@ import type { RawFamilyName } from './raw-limits.js';
  */
 export type Capability = 'concurrentAppends' | 'concurrentAppendsToOneStream' | 'compact' | 'readAll' | 'reopen' | 'service' | 'storeUrl';
 
-/** A store under test, loaded and ready to open. */
-export interface StoreSubject {
-  readonly name: string;
+/**
+ * A store under test (`StoreUnderTest`: `open(dir)` opens, or when durable reopens, the store kept in `dir`),
+ * loaded and ready to open, with what the benchmark's table needs besides.
+ */
+export interface StoreSubject extends StoreUnderTest {
   /** Which raw limits its figures are compared with. */
   readonly raw: RawFamilyName;
   /** Capabilities it lacks, each with the reason shown in the table. */
   readonly lacks: Partial<Record<Capability, string>>;
-  /** Opens (or, when it can `reopen`, reopens) the store kept in `dir`. */
-  open(dir: string): Promise<EventStore>;
   /** The `sessionfold --store` URL of the store kept in `dir` (stores with the `storeUrl` capability). */
   url?(dir: string): string;
   /** Something the table should say about the last scenario (e.g. retries), cleared by reading it. */
@@ -71,6 +72,7 @@ export const SUBJECTS: readonly SubjectEntry[] = [
     async load() {
       return {
         name: 'memory',
+        durable: false,
         raw: 'memory',
         lacks: { reopen: 'nothing survives the process', storeUrl: 'nothing on disk for the command line to open' },
         open: async () => memoryStore(),
@@ -82,7 +84,7 @@ export const SUBJECTS: readonly SubjectEntry[] = [
     async load() {
       const make = await factory('@sessionfold/store-file', 'fileStore');
       if ('unavailable' in make) return make;
-      return { name: 'file', raw: 'file', lacks: {}, open: async (directory) => make({ directory }), url: (directory) => `file:${directory}` };
+      return { name: 'file', durable: true, raw: 'file', lacks: {}, open: async (directory) => make({ directory }), url: (directory) => `file:${directory}` };
     },
   },
   {
@@ -93,9 +95,10 @@ export const SUBJECTS: readonly SubjectEntry[] = [
       const { join } = await import('node:path');
       return {
         name: 'sqlite',
+        durable: true,
         raw: 'sqlite',
         lacks: {},
-        open: async (dir) => make({ path: join(dir, 'store.sqlite') }),
+        open: async (dir) => await make({ path: join(dir, 'store.sqlite') }),
         url: (dir) => `sqlite:${join(dir, 'store.sqlite')}`,
       };
     },
@@ -109,6 +112,7 @@ export const SUBJECTS: readonly SubjectEntry[] = [
       if ('unavailable' in make) return make;
       return {
         name: 'postgres',
+        durable: true,
         raw: 'postgres',
         lacks: {},
         open: async (dir) => make({ connectionString: PG_URL, schema: benchSchema(dir) }),
@@ -124,6 +128,7 @@ export const SUBJECTS: readonly SubjectEntry[] = [
       const counters = { busyRetries: 0 };
       return {
         name: 'emmett-sqlite',
+        durable: true,
         raw: 'sqlite',
         lacks: {
           concurrentAppends: 'concurrent appends on one store fail (SQLITE_MISUSE: Database is closed)',
@@ -149,6 +154,7 @@ export const SUBJECTS: readonly SubjectEntry[] = [
       if ('unavailable' in peer) return peer;
       return {
         name: 'emmett-postgresql',
+        durable: true,
         raw: 'postgres',
         lacks: {
           concurrentAppendsToOneStream: "concurrent appends to one stream fail even expecting 'any' (ExpectedVersionConflictError)",

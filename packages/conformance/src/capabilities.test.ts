@@ -36,17 +36,24 @@ describe('resolveCapabilities', () => {
         SESSIONFOLD_PROPERTY_RUNS: '500',
         SESSIONFOLD_PROPERTY_SEED: '-42',
         SESSIONFOLD_PROPERTY_PATH: '3:1:0',
-        SESSIONFOLD_PROPERTY_REPLAY: 'AB:C',
+        SESSIONFOLD_PROPERTY_REPLAY_PATH: 'AB:C',
       },
     );
     expect(caps.numRuns).toBe(500);
     expect(caps.replay).toEqual({ seed: -42, path: '3:1:0', replayPath: 'AB:C' });
   });
 
+  it('the older name of the replay variable is still read when the current one is not set', () => {
+    expect(resolveCapabilities({}, { SESSIONFOLD_PROPERTY_REPLAY: 'AB:C' }).replay).toEqual({ replayPath: 'AB:C' });
+    expect(resolveCapabilities({}, { SESSIONFOLD_PROPERTY_REPLAY: 'old', SESSIONFOLD_PROPERTY_REPLAY_PATH: 'new' }).replay).toEqual({ replayPath: 'new' });
+  });
+
   it.each([
     [{}, { SESSIONFOLD_PROPERTY_RUNS: 'many' }, /SESSIONFOLD_PROPERTY_RUNS/],
     [{}, { SESSIONFOLD_PROPERTY_RUNS: '0' }, /SESSIONFOLD_PROPERTY_RUNS/],
     [{}, { SESSIONFOLD_PROPERTY_SEED: '1.5' }, /SESSIONFOLD_PROPERTY_SEED/],
+    [{}, { SESSIONFOLD_PROPERTY_PATH: 'first' }, /SESSIONFOLD_PROPERTY_PATH/],
+    [{}, { SESSIONFOLD_PROPERTY_MAX_CALLS: '-3' }, /SESSIONFOLD_PROPERTY_MAX_CALLS/],
     [{ maxEventBytes: 10 }, {}, /maxEventBytes/],
     [{ numRuns: 0 }, {}, /numRuns/],
     [{ maxCommands: 2.5 }, {}, /maxCommands/],

@@ -1,4 +1,5 @@
 import { DEFAULT_MAX_EVENT_BYTES, type EventStore } from '@sessionfold/core/kernel';
+import { propertyTestEnv } from './property-env.js';
 
 /** What a store under test can do beyond the port; every field is optional and read-only. */
 export interface EventStoreCapabilities {
@@ -66,20 +67,13 @@ export const DEFAULT_CAPABILITIES = Object.freeze({
   status: false,
 });
 
-/** Fills in defaults and applies `SESSIONFOLD_PROPERTY_RUNS`, `_SEED`, `_PATH` and `_REPLAY` from `env`. */
+/** Fills in defaults and applies the property-test variables of `env` (`propertyTestEnv`: runs, seed, path, replay path). */
 export function resolveCapabilities(
   capabilities: EventStoreCapabilities = {},
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): ResolvedCapabilities {
-  const runs = positiveInteger('SESSIONFOLD_PROPERTY_RUNS', env.SESSIONFOLD_PROPERTY_RUNS);
-  const seed = env.SESSIONFOLD_PROPERTY_SEED;
-  if (seed !== undefined && seed !== '' && !/^-?\d+$/.test(seed)) {
-    throw new Error(`SESSIONFOLD_PROPERTY_SEED must be an integer, got ${JSON.stringify(seed)}`);
-  }
-  const replay: { seed?: number; path?: string; replayPath?: string } = {};
-  if (seed) replay.seed = Number(seed);
-  if (env.SESSIONFOLD_PROPERTY_PATH) replay.path = env.SESSIONFOLD_PROPERTY_PATH;
-  if (env.SESSIONFOLD_PROPERTY_REPLAY) replay.replayPath = env.SESSIONFOLD_PROPERTY_REPLAY;
+  const { runs, seed, path, replayPath } = propertyTestEnv(env);
+  const replay = { ...(seed === undefined ? {} : { seed }), ...(path === undefined ? {} : { path }), ...(replayPath === undefined ? {} : { replayPath }) };
   const resolved: ResolvedCapabilities = {
     reopen: capabilities.reopen,
     maxEventBytes: capabilities.maxEventBytes ?? DEFAULT_CAPABILITIES.maxEventBytes,
@@ -102,11 +96,4 @@ export function resolveCapabilities(
     if (!Number.isSafeInteger(resolved[key]) || resolved[key] < 1) throw new Error(`capabilities.${key} must be an integer ≥ 1`);
   }
   return Object.freeze(resolved);
-}
-
-function positiveInteger(name: string, value: string | undefined): number | undefined {
-  if (value === undefined || value === '') return undefined;
-  const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${name} must be an integer ≥ 1, got ${JSON.stringify(value)}`);
-  return n;
 }

@@ -20,11 +20,17 @@ export type { JsonObject, JsonValue } from './kernel/json.js';
 export {
   DELETED_RECORD,
   SNAPSHOT_RECORD,
+  typedEventStore,
   type AppendResult,
+  type DeletedRecord,
+  type EventShape,
   type EventStore,
   type ExpectedRevision,
+  type FeedRecord,
   type NewEvent,
   type RecordedEvent,
+  type RecordedMetadata,
+  type SnapshotRecord,
   type Snapshot,
   type SnapshotIdentity,
   type StreamId,
@@ -49,6 +55,7 @@ export { openSessionHistory, type Created, type SessionHistory, type SessionHist
 export { SessionHistoryError, type SessionHistoryErrorCode } from './session/errors.js';
 export { replaySession } from './session/replay.js';
 export { DEFAULT_COMPACTION_POLICY, type CompactionObservation, type CompactionPolicy } from './session/compaction.js';
+export { DEFAULT_INGRESS_POLICY, type IngressPolicy } from './session/ingress-policy.js';
 export type { SessionHistoryObserver } from './session/observer.js';
 export type { StoredObject, TranscriptEntry } from './session/view.js';
 export type {

@@ -1,28 +1,20 @@
 import fc from 'fast-check';
+import { propertyTestEnv } from '@sessionfold/conformance';
 import type { JsonObject, JsonValue, Phase } from '@sessionfold/core';
 import type { Call, CallRole, CommandRef, CommandTarget, SessionRef, VersionSkew } from './calls.js';
 
-/** The positive integer in environment variable `name`, else `fallback`. */
-function positiveInteger(name: string, fallback: number): number {
-  const raw = process.env[name];
-  const value = raw === undefined || raw === '' ? fallback : Number(raw);
-  if (!Number.isSafeInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, not ${JSON.stringify(raw)}`);
-  return value;
-}
-
 /** How many random sequences a property tries: `SESSIONFOLD_PROPERTY_RUNS`, else `fallback`. */
 export function propertyRuns(fallback: number): number {
-  return positiveInteger('SESSIONFOLD_PROPERTY_RUNS', fallback);
+  return propertyTestEnv().runs ?? fallback;
 }
 
 /** `fc.assert` parameters: the run count, plus the seed and path of a failure to replay when given. */
 export function propertyParameters(fallbackRuns: number): fc.Parameters<unknown> {
-  const seed = process.env.SESSIONFOLD_PROPERTY_SEED;
-  const path = process.env.SESSIONFOLD_PROPERTY_PATH;
+  const { runs, seed, path } = propertyTestEnv();
   return {
-    numRuns: propertyRuns(fallbackRuns),
-    ...(seed ? { seed: Number(seed) } : {}),
-    ...(path ? { path, endOnFailure: true } : {}),
+    numRuns: runs ?? fallbackRuns,
+    ...(seed === undefined ? {} : { seed }),
+    ...(path === undefined ? {} : { path, endOnFailure: true }),
   };
 }
 
@@ -31,8 +23,8 @@ export function propertyParameters(fallbackRuns: number): fc.Parameters<unknown>
  * `SESSIONFOLD_PROPERTY_REPLAY_PATH` set to it (and the seed and path), the shrunk sequence replays exactly.
  */
 export function commandsConstraints(maxCommands: number): fc.CommandsContraints {
-  const replayPath = process.env.SESSIONFOLD_PROPERTY_REPLAY_PATH;
-  return { maxCommands: positiveInteger('SESSIONFOLD_PROPERTY_MAX_CALLS', maxCommands), size: 'max', ...(replayPath ? { replayPath } : {}) };
+  const env = propertyTestEnv();
+  return { maxCommands: env.maxCommands ?? maxCommands, size: 'max', ...(env.replayPath === undefined ? {} : { replayPath: env.replayPath }) };
 }
 
 const started: fc.Arbitrary<SessionRef> = fc.constantFrom<SessionRef>(0, 1, 2);

@@ -6,6 +6,7 @@ import { listStreams, readFeed, type SuiteContext } from '../support.js';
 import { commandArbitrary } from './arbitraries.js';
 import { settle } from './outcome.js';
 import { compareEverything, type ModelSide, type RealSide } from './sides.js';
+import { REPLAY_PATH_VARIABLE } from '../property-env.js';
 
 /** Random command sequences run against the store under test and `memoryStore()`, comparing every observation. */
 export function describeModelRuns(ctx: SuiteContext): void {
@@ -51,6 +52,6 @@ function failureReport<T>(details: fc.RunDetails<T>, report: string | undefined)
   const replayPath = /replayPath="([^"]*)"/.exec(report ?? '')?.[1];
   const replay = [`SESSIONFOLD_PROPERTY_SEED=${details.seed}`];
   if (details.counterexamplePath) replay.push(`SESSIONFOLD_PROPERTY_PATH=${details.counterexamplePath}`);
-  if (replayPath) replay.push(`SESSIONFOLD_PROPERTY_REPLAY=${replayPath}`);
+  if (replayPath) replay.push(`${REPLAY_PATH_VARIABLE}=${replayPath}`);
   return new Error(`${report ?? 'the property failed'}\nReplay it with: ${replay.join(' ')}`, { cause: details.errorInstance });
 }

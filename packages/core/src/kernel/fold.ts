@@ -1,14 +1,15 @@
 import { CorruptionError, InvalidInputError } from './errors.js';
 import type { JsonValue } from './json.js';
-import type { EventStore, RecordedEvent, Snapshot, StreamId, StreamRead } from './port.js';
+import type { EventShape, EventStore, RecordedEvent, Snapshot, StreamId, StreamRead } from './port.js';
 import { checkSnapshotVersion, prepareReducer, type EventUpcasters, type StateMigration } from './versioning.js';
 
 /**
  * A pure left fold over one stream's events, with the version of the state shape it produces. The fold helpers
  * (`foldStream`, `compactStream`, `prepareReducer`) bring what is stored to the current shapes first, so `apply`
- * and `fromSnapshot` only ever see the newest version of an event's data and of the state.
+ * and `fromSnapshot` only ever see the newest version of an event's data and of the state. `E` is the union of the
+ * stream's events, so `apply` can switch on `event.type` exhaustively (default: any type, any JSON data).
  */
-export interface StreamReducer<S> {
+export interface StreamReducer<S, E extends EventShape = EventShape> {
   /**
    * Bumped whenever the snapshotted state's shape changes. An older snapshot is migrated by `migrations`; a
    * newer one is refused (`SchemaVersionTooNewError`), never reset.
@@ -22,7 +23,7 @@ export interface StreamReducer<S> {
    */
   readonly upcasters?: EventUpcasters;
   initial(stream: StreamId): S;
-  apply(state: S, event: RecordedEvent): S;
+  apply(state: S, event: RecordedEvent<E>): S;
   /** State → JSON for a snapshot, and back. */
   toSnapshot(state: S): JsonValue;
   fromSnapshot(state: JsonValue): S;
@@ -48,12 +49,21 @@ export function checkSnapshotIdentity(stream: StreamId, snapshot: Snapshot, redu
 
 const NO_MIGRATIONS: ReadonlyMap<number, StateMigration> = new Map();
 
+/** The reducer as the untyped fold helpers take it; the events it is handed are the stream's, taken to be `E`. */
+const asUntyped = <S, E extends EventShape>(reducer: StreamReducer<S, E>): StreamReducer<S> => reducer as unknown as StreamReducer<S>;
+
 /**
  * Folds a stream (snapshot, then the events after it) with `reducer`, streaming the events. An older snapshot is
  * migrated and older events upcast on the way (see `StreamReducer`); newer ones are refused.
+ *
+ * With an untyped store and a reducer typed by events `E`, the stream is taken to hold only events `E`.
  */
-export async function foldStream<S>(store: EventStore, stream: StreamId, reducer: StreamReducer<S>): Promise<FoldedStream<S>> {
-  const { state, revision } = await foldRead(stream, await store.read(stream), reducer, Number.POSITIVE_INFINITY);
+export async function foldStream<S, E extends EventShape = EventShape>(
+  store: EventStore<E> | EventStore,
+  stream: StreamId,
+  reducer: StreamReducer<S, E>,
+): Promise<FoldedStream<S>> {
+  const { state, revision } = await foldRead(stream, await store.read(stream), asUntyped(reducer), Number.POSITIVE_INFINITY);
   return { state, revision, exists: revision > 0 };
 }
 
@@ -83,7 +93,11 @@ async function foldRead<S>(stream: StreamId, read: StreamRead, reducer: StreamRe
  * Folds a stream and compacts it to a snapshot of the result, in the reducer's current state version (so this
  * also re-snapshots a stream whose snapshot was migrated on read); returns the snapshot's revision (0: nothing to do).
  */
-export async function compactStream<S>(store: EventStore, stream: StreamId, reducer: StreamReducer<S>): Promise<number> {
+export async function compactStream<S, E extends EventShape = EventShape>(
+  store: EventStore<E> | EventStore,
+  stream: StreamId,
+  reducer: StreamReducer<S, E>,
+): Promise<number> {
   const folded = await foldStream(store, stream, reducer);
   if (!folded.exists) return 0;
   await store.compact(stream, {
@@ -105,7 +119,12 @@ export interface CompactionReport {
  * retries are still recognised): the snapshot is the fold up to the head's revision minus `keepEvents`. Does
  * nothing when the stored snapshot already covers that revision.
  */
-export async function compactStreamKeeping<S>(store: EventStore, stream: StreamId, reducer: StreamReducer<S>, keepEvents: number): Promise<CompactionReport> {
+export async function compactStreamKeeping<S, E extends EventShape = EventShape>(
+  store: EventStore<E> | EventStore,
+  stream: StreamId,
+  reducer: StreamReducer<S, E>,
+  keepEvents: number,
+): Promise<CompactionReport> {
   const read = await store.read(stream);
   const stored = read.snapshot?.revision ?? 0;
   const target = read.revision - keepEvents;
@@ -114,7 +133,7 @@ export async function compactStreamKeeping<S>(store: EventStore, stream: StreamI
     for await (const _ of read.events) break;
     return { revision: stored, droppedEvents: 0 };
   }
-  const folded = await foldRead(stream, read, reducer, target);
+  const folded = await foldRead(stream, read, asUntyped(reducer), target);
   await store.compact(stream, {
     revision: folded.revision,
     state: reducer.toSnapshot(folded.state),

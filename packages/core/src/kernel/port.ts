@@ -1,4 +1,4 @@
-import type { JsonValue } from './json.js';
+import type { JsonObject, JsonValue } from './json.js';
 import type { CheckpointSlot, FollowOptions, StoreStatus, VerifyOptions, VerifyReport } from './capabilities.js';
 
 /** A stream name: safe as a file name on every platform we run on. */
@@ -7,11 +7,18 @@ export type StreamId = string;
 /** What an append or delete expects of the stream: a revision, `'no_stream'` (or 0), or `'any'`. */
 export type ExpectedRevision = number | 'no_stream' | 'any';
 
-/** An event as the application hands it to `append`. */
-export interface NewEvent {
+/**
+ * The shape every event has: an application type and JSON data. An application may describe its events as a
+ * union of these (`{ type: 'Deposited'; data: { amount: number } } | …`) and type a store, reducer or fold by it.
+ */
+export interface EventShape {
   /** Application event type; types starting with `$` are reserved for the change feed. */
   type: string;
   data: JsonValue;
+}
+
+/** An event as the application hands it to `append`: one of the events `E`, plus the optional id and version. */
+export type NewEvent<E extends EventShape = EventShape> = E & {
   /** When set, appending the same id again is a no-op that returns the first result (idempotent retry). */
   eventId?: string;
   /**
@@ -19,13 +26,11 @@ export interface NewEvent {
    * A reducer's upcasters bring older versions to the newest before folding; stores keep it as given.
    */
   schemaVersion?: number;
-}
+};
 
-/** An event as stored: its stream, 1-based revision in the stream and global position across streams. */
-export interface RecordedEvent {
+/** What a store records with each event: its stream, 1-based revision in the stream and global position across streams. */
+export interface RecordedMetadata {
   streamId: StreamId;
-  type: string;
-  data: JsonValue;
   eventId?: string;
   /** The version of `data`'s shape the event was appended with; 1 for events stored before versions existed. */
   schemaVersion: number;
@@ -34,6 +39,9 @@ export interface RecordedEvent {
   /** ISO 8601 UTC time of the commit. */
   recordedAt: string;
 }
+
+/** An event as stored: one of the events `E` with what the store recorded about it. */
+export type RecordedEvent<E extends EventShape = EventShape> = E & RecordedMetadata;
 
 /** Says which reducer a snapshot's state belongs to; checked before the state is used. */
 export interface SnapshotIdentity {
@@ -56,16 +64,40 @@ export interface AppendResult {
 }
 
 /** A consistent view of one stream: the snapshot (if any covers what was asked) and the events after it. */
-export interface StreamRead {
+export interface StreamRead<E extends EventShape = EventShape> {
   /** The stream's revision when the read began; 0 when the stream does not exist. */
   revision: number;
   snapshot?: Snapshot;
-  events: AsyncIterable<RecordedEvent>;
+  events: AsyncIterable<RecordedEvent<E>>;
 }
 
 /** Reserved event types that appear only in `readAll`, so a consumer that was behind can still converge (schemaVersion 1). */
 export const SNAPSHOT_RECORD = '$snapshot';
 export const DELETED_RECORD = '$deleted';
+
+/** The feed's record of a stream compacted or restored: its data is the stream's new snapshot. */
+export interface SnapshotRecord extends RecordedMetadata {
+  type: typeof SNAPSHOT_RECORD;
+  // Also a JsonObject, so a record of the feed still reads as a plain `RecordedEvent`.
+  data: Snapshot & JsonObject;
+}
+
+/** The feed's record of a stream deleted at `revision` (its data is null). */
+export interface DeletedRecord extends RecordedMetadata {
+  type: typeof DELETED_RECORD;
+  data: null;
+}
+
+/** What `readAll` and `follow` yield: the events `E`, and the reserved records typed apart by their `type`. */
+export type FeedRecord<E extends EventShape = EventShape> = RecordedEvent<E> | SnapshotRecord | DeletedRecord;
+
+/**
+ * `store` typed by the events the application keeps in it. Nothing is checked at run time: the store holds what was
+ * appended, so this is the application's statement that every stream read through it holds only events `E`.
+ */
+export function typedEventStore<E extends EventShape>(store: EventStore): EventStore<E> {
+  return store as unknown as EventStore<E>;
+}
 
 /**
  * The storage port every store implements (memory, file, SQLite, Postgres).
@@ -77,27 +109,30 @@ export const DELETED_RECORD = '$deleted';
  * them identically; event data and snapshot states are plain JSON nested at most `MAX_JSON_DEPTH` (256) levels
  * of arrays and objects. Options of the reads may be undefined or null (no options). A store's clock that fails
  * or returns an invalid `Date` makes the write `InvalidInputError` (field `clock`) before it writes anything.
+ *
+ * `E` is the application's event union (default: any type, any JSON data); stores implement the default, and
+ * `typedEventStore` gives an application the view typed by its events.
  */
-export interface EventStore {
+export interface EventStore<E extends EventShape = EventShape> {
   /**
    * Appends `events` atomically (all or none) if the stream is at `expectedRevision`, else rejects with
    * `ConcurrencyError` writing nothing. Resolves only once the batch is durable. A batch whose first
    * `eventId` is already in the stream resolves with that earlier append's result and writes nothing.
    */
-  append(stream: StreamId, events: readonly NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult>;
+  append(stream: StreamId, events: readonly NewEvent<E>[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult>;
 
   /**
    * Reads a stream from `fromRevision` (default 1): the snapshot when it covers `fromRevision`, then the events
    * after the snapshot (or from `fromRevision`) in revision order. A missing stream reads as revision 0, no events.
    */
-  read(stream: StreamId, options?: { fromRevision?: number }): Promise<StreamRead>;
+  read(stream: StreamId, options?: { fromRevision?: number }): Promise<StreamRead<E>>;
 
   /**
    * Every committed change from `fromPosition` (inclusive, default 1) in position order: events, plus a
    * `$snapshot` record (data = the Snapshot) when a stream is compacted or restored and a `$deleted` record
    * when it is deleted. Never skips a committed change that a later reader could see.
    */
-  readAll(options?: { fromPosition?: number }): AsyncIterable<RecordedEvent>;
+  readAll(options?: { fromPosition?: number }): AsyncIterable<FeedRecord<E>>;
 
   /** Existing streams (those with revision ≥ 1) in ascending name order, optionally only names starting with `prefix`. */
   streams(options?: { prefix?: string }): AsyncIterable<{ stream: StreamId; revision: number }>;
@@ -133,7 +168,7 @@ export interface EventStore {
   verify?(options?: VerifyOptions): Promise<VerifyReport>;
 
   /** `readAll` that does not stop at the end: yields every later change once, in position order, until the signal fires or the store closes. */
-  follow?(options?: FollowOptions): AsyncIterable<RecordedEvent>;
+  follow?(options?: FollowOptions): AsyncIterable<FeedRecord<E>>;
 
   /** A store-local slot for projection checkpoints: outside every stream, the feed and `copyStore`, bound to this store's id. */
   readonly checkpoints?: CheckpointSlot;

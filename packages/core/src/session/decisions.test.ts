@@ -5,6 +5,7 @@ import { commandIdFor, isUuid, legacySessionIdForStart, sessionIdForStart, uuidV
 import { applySessionEvent, initialSessionState } from './reducer.js';
 import type { SessionStreamState } from './model.js';
 import { sanitiseFileName, sanitiseMediaType } from './view.js';
+import { DEFAULT_INGRESS_POLICY } from './ingress-policy.js';
 
 const SESSION = sessionIdForStart('decisions', 1);
 const NOW = new Date('2026-07-23T12:00:00.000Z');
@@ -35,13 +36,18 @@ describe('decisions (pure, no store)', () => {
     expect(decideStart(state, { idempotencyId: 'decisions', startedAt: '2026-07-23T00:00:00Z', sessionType: 'x' }, NOW)).toEqual([]);
   });
 
-  it('a failure records its attempt, whether it is terminal, and the next attempt 15 s later', () => {
+  it('a failure records its attempt, whether it is terminal, and the next attempt as the default policy says', () => {
     const state = given(started, () => [{ type: 'IngressStarted', data: { at: NOW.toISOString(), provenanceId: 'p' } }]);
     const events = decideFailIngress(state, { expectedVersion: 2, stage: 'loop', message: 'boom' }, NOW);
     expect(events).toEqual([
       {
         type: 'IngressFailed',
-        data: expect.objectContaining({ attempt: 1, terminal: false, nextAttemptAt: '2026-07-23T12:00:15.000Z', retainedFailures: 5 }),
+        data: expect.objectContaining({
+          attempt: 1,
+          terminal: false,
+          nextAttemptAt: new Date(NOW.getTime() + DEFAULT_INGRESS_POLICY.retryDelaySeconds * 1000).toISOString(),
+          retainedFailures: DEFAULT_INGRESS_POLICY.retainedFailures,
+        }),
       },
     ]);
     expect(decideFailIngress(state, { expectedVersion: 1, stage: 'loop', message: 'boom' }, NOW)).toMatchObject({

@@ -4,12 +4,10 @@ import { SessionHistoryError, messages } from './errors.js';
 import { describeZodError, sessionEvent, type CatalogEvent, type SessionEvent, type StartKeyEvent } from './events.js';
 import { commandIdFor, sessionIdForStart } from './ids.js';
 import type { Checkpoint, IngressFailure, NewCommand, RecordCompletion, RegisterSession, StartSession } from './inputs.js';
+import { DEFAULT_INGRESS_POLICY, type IngressPolicy } from './ingress-policy.js';
 import { isJsonObject } from './json-schema.js';
 import {
   completionReceiptSchema,
-  INGRESS_FAILURE_LIMIT,
-  INGRESS_RETRY_DELAY_SECONDS,
-  RETAINED_INGRESS_FAILURES,
   type CatalogState,
   type CompletionReceipt,
   type LifecycleRecord,
@@ -22,14 +20,17 @@ import {
 /** What a decision returns: the events to append (none = nothing to do), or why it is refused. */
 export type Decision = SessionEvent[] | SessionHistoryError;
 
-/** Options shared by the decisions that store a control state. */
+/** Options of the decisions: the control-state whitelist and the ingress policy. */
 export interface DecisionOptions {
   /** The control-state whitelist (default `DEFAULT_CONTROL_STATE_KEYS`). */
   controlStateKeys?: readonly string[];
+  /** The ingress retry loop's policy (default `DEFAULT_INGRESS_POLICY`). */
+  ingressPolicy?: IngressPolicy;
 }
 
 const iso = (now: Date) => now.toISOString();
 const keysOf = (options: DecisionOptions | undefined) => options?.controlStateKeys ?? DEFAULT_CONTROL_STATE_KEYS;
+const policyOf = (options: DecisionOptions | undefined) => options?.ingressPolicy ?? DEFAULT_INGRESS_POLICY;
 
 // A completed session's stream only waits for its deletion (its receipt is what remains), so nothing
 // may change it any more: to callers it is already gone.
@@ -217,10 +218,10 @@ export function decideStartIngress(state: SessionStreamState, input: { expectedV
 }
 
 /**
- * Records a failed attempt. The fifth failure, or any failure coded `input_too_large`, is terminal;
- * otherwise the next attempt is due 15 s later. Only the last five failures are kept.
+ * Records a failed attempt as the ingress policy decides it (`IngressPolicy`): terminal at its `failureLimit`-th
+ * failure or on `input_too_large`, else due again `retryDelaySeconds` later; `retainedFailures` are kept.
  */
-export function decideFailIngress(state: SessionStreamState, input: IngressFailure, now: Date): Decision {
+export function decideFailIngress(state: SessionStreamState, input: IngressFailure, now: Date, options?: DecisionOptions): Decision {
   const record = versioned(state, input.expectedVersion);
   if (record instanceof SessionHistoryError) return record;
   if (record.phase !== 'ingress_pending' && record.phase !== 'ingress_in_progress') {
@@ -229,13 +230,14 @@ export function decideFailIngress(state: SessionStreamState, input: IngressFailu
   const at = iso(now);
   const attempt = record.ingressFailureCount + 1;
   const code = input.code ?? null;
-  const terminal = code === 'input_too_large' || attempt >= INGRESS_FAILURE_LIMIT;
+  const policy = policyOf(options);
+  const terminal = code === 'input_too_large' || attempt >= policy.failureLimit;
   return [
     sessionEvent('IngressFailed', {
       at,
       attempt,
       terminal,
-      nextAttemptAt: terminal ? null : new Date(now.getTime() + INGRESS_RETRY_DELAY_SECONDS * 1000).toISOString(),
+      nextAttemptAt: terminal ? null : new Date(now.getTime() + policy.retryDelaySeconds * 1000).toISOString(),
       failure: {
         attempt,
         at,
@@ -246,7 +248,7 @@ export function decideFailIngress(state: SessionStreamState, input: IngressFailu
         contextTokens: input.contextTokens ?? null,
         contextWindowTokens: input.contextWindowTokens ?? null,
       },
-      retainedFailures: RETAINED_INGRESS_FAILURES,
+      retainedFailures: policy.retainedFailures,
     }),
   ];
 }
@@ -266,17 +268,18 @@ export function decideRetryIngress(
 
 /**
  * Releases an attempt left in progress (its worker is gone) back to ingress_pending, keeping the
- * checkpoint state. A failure count past the limit (a runaway loop) starts again at 0. No events
+ * checkpoint state. A failure count past the policy's limit (a runaway loop) starts again at 0. No events
  * when the session is not in progress.
  */
-export function decideReleaseInterruptedIngress(state: SessionStreamState, now: Date): Decision {
+export function decideReleaseInterruptedIngress(state: SessionStreamState, now: Date, options?: DecisionOptions): Decision {
   const record = state.record;
   if (record?.phase !== 'ingress_in_progress') return [];
+  const policy = policyOf(options);
   return [
     sessionEvent('IngressReleased', {
       at: iso(now),
-      resetFailureCount: record.ingressFailureCount > INGRESS_FAILURE_LIMIT,
-      retainedFailures: RETAINED_INGRESS_FAILURES,
+      resetFailureCount: record.ingressFailureCount > policy.failureLimit,
+      retainedFailures: policy.retainedFailures,
     }),
   ];
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { jsonObjectSchema, jsonValueSchema } from './json-schema.js';
 import type { Agree, Assert } from './type-agreement.js';
 import type { CompletionReceipt, IngressFailureEntry, LifecycleRecord, LogEntry, LogRole, Phase, SessionCommand, StagedObject } from './types.js';
+import { DEFAULT_INGRESS_POLICY } from './ingress-policy.js';
 
 export type {
   CommandStatus,
@@ -162,10 +163,10 @@ export type StartKeyBinding = z.infer<typeof startKeyBindingSchema>;
 export const startKeyStateSchema = z.object({ bindings: z.array(startKeyBindingSchema) });
 export type StartKeyState = z.infer<typeof startKeyStateSchema>;
 
-/** Policies of the ingress retry loop. */
-export const INGRESS_FAILURE_LIMIT = 5;
-export const INGRESS_RETRY_DELAY_SECONDS = 15;
-export const RETAINED_INGRESS_FAILURES = 5;
+/** The default ingress policy's fields, by their former names; `DEFAULT_INGRESS_POLICY` (ingress-policy.ts) is the source. */
+export const INGRESS_FAILURE_LIMIT = DEFAULT_INGRESS_POLICY.failureLimit;
+export const INGRESS_RETRY_DELAY_SECONDS = DEFAULT_INGRESS_POLICY.retryDelaySeconds;
+export const RETAINED_INGRESS_FAILURES = DEFAULT_INGRESS_POLICY.retainedFailures;
 /** Longest `firstUserMessage` in a summary, in characters. */
 export const FIRST_USER_MESSAGE_LIMIT = 512;
 

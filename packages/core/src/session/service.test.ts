@@ -3,7 +3,7 @@ import { memoryStore } from '../kernel/index.js';
 import { catalogReducer, sessionReducer } from './reducer.js';
 import { foldStream } from '../kernel/fold.js';
 import { sessionStream } from './ids.js';
-import { INGRESS_FAILURE_LIMIT, RETAINED_INGRESS_FAILURES } from './model.js';
+import { DEFAULT_INGRESS_POLICY } from './ingress-policy.js';
 import { openSessionHistory } from './service.js';
 import { eventsOf, openTestHistory, startConversation, streamNames } from './test-support.fixture.js';
 
@@ -170,19 +170,20 @@ describe('SessionHistory: ingress', () => {
     const id = created.id;
     let record = await history.requestIngress(id, { expectedVersion: created.version, state: created.state });
 
-    for (let attempt = 1; attempt <= INGRESS_FAILURE_LIMIT; attempt++) {
+    const { failureLimit, retryDelaySeconds, retainedFailures } = DEFAULT_INGRESS_POLICY;
+    for (let attempt = 1; attempt <= failureLimit; attempt++) {
       record = await history.startIngress(id, { expectedVersion: record.version, provenanceId: `session:${id}` });
       record = await history.failIngress(id, { expectedVersion: record.version, stage: 'model_loop', code: 'ingress_error', message: 'transient failure' });
       expect(record.ingressFailureCount).toBe(attempt);
-      if (attempt < INGRESS_FAILURE_LIMIT) {
+      if (attempt < failureLimit) {
         expect(record.phase).toBe('ingress_pending');
-        expect(Date.parse(record.ingressNextAttemptAt ?? '') - Date.parse(record.updatedAt)).toBe(15_000);
+        expect(Date.parse(record.ingressNextAttemptAt ?? '') - Date.parse(record.updatedAt)).toBe(retryDelaySeconds * 1000);
       } else {
         expect(record.phase).toBe('ingress_failed');
         expect(record.ingressNextAttemptAt).toBeNull();
       }
     }
-    expect(record.ingressFailures).toHaveLength(RETAINED_INGRESS_FAILURES);
+    expect(record.ingressFailures).toHaveLength(retainedFailures);
     expect(record.ingressFailures[0]).toMatchObject({ attempt: 1, stage: 'model_loop', code: 'ingress_error', message: 'transient failure', roundsUsed: null });
 
     const retried = await history.retryIngress(id, { expectedVersion: record.version, state: record.state });
@@ -254,7 +255,7 @@ describe('SessionHistory: ingress', () => {
     const repaired = await history.get(id);
     expect(repaired.phase).toBe('ingress_pending');
     expect(repaired.ingressFailureCount).toBe(0);
-    expect(repaired.ingressFailures).toHaveLength(RETAINED_INGRESS_FAILURES);
+    expect(repaired.ingressFailures).toHaveLength(DEFAULT_INGRESS_POLICY.retainedFailures);
     expect(repaired.version).toBe(legacy.version + 1);
     expect((repaired.state as { historyIngress: { archivePlan: { creates: { pendingId: string }[] } } }).historyIngress.archivePlan.creates[0]?.pendingId).toBe(
       'pending:9',

@@ -61,6 +61,7 @@ import {
 import type { CatalogState, LogEntry, SessionCommand, SessionRecord, SessionStreamState, StartKeyState } from './model.js';
 import { SessionProjection } from './projection.js';
 import { BackgroundCompaction, compactionPolicy, type CompactionPolicy } from './compaction.js';
+import { ingressPolicy, type IngressPolicy } from './ingress-policy.js';
 import { CompletionSteps } from './completion.js';
 import { SessionObjects } from './objects.js';
 import { refusingWrites } from './read-only.js';
@@ -90,6 +91,12 @@ export interface SessionHistoryOptions {
    * the background, keeping the newest `keepEvents` as events. `false` leaves compaction to the application.
    */
   compaction?: CompactionPolicy | false;
+  /**
+   * The ingress retry loop (default `DEFAULT_INGRESS_POLICY`; any field left out keeps its default): when a
+   * failure is terminal, when the next attempt is due, how many failures a session keeps. Events record what was
+   * decided, so sessions failed under another policy keep their recorded attempts and times.
+   */
+  ingressPolicy?: Partial<IngressPolicy>;
   /** Hooks for the application's logger and metrics (appends, compactions, conflicts, catch-ups); none by default. */
   observer?: SessionHistoryObserver;
   /**
@@ -147,7 +154,7 @@ export interface SessionHistory {
   startIngress(id: string, input: StartIngressInput): Promise<SessionRecord>;
   /** Completes the session with its current control state. */
   completeIngress(id: string, input: ExpectedVersionInput): Promise<SessionRecord>;
-  /** Records a failed attempt: back-off, or ingress_failed after five (or on `input_too_large`). */
+  /** Records a failed attempt: back-off, or ingress_failed at the policy's limit (or on `input_too_large`); see `IngressPolicy`. */
   failIngress(id: string, input: IngressFailureInput): Promise<SessionRecord>;
   /** Sends a failed ingress back to ingress_pending with a fresh failure count. */
   retryIngress(id: string, input: RetryIngressInput): Promise<SessionRecord>;
@@ -184,7 +191,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   const compaction = compactionPolicy(options.compaction);
   const observe = observerOf(options.observer);
   const keys = Object.freeze([...(options.controlStateKeys ?? DEFAULT_CONTROL_STATE_KEYS)]);
-  const decisionOptions: DecisionOptions = { controlStateKeys: keys };
+  const decisionOptions: DecisionOptions = { controlStateKeys: keys, ingressPolicy: ingressPolicy(options.ingressPolicy) };
   const projection = new SessionProjection(store, (catchUp) => observe('projectionCaughtUp', catchUp));
   let closed = false;
 
@@ -396,7 +403,9 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       ),
 
     failIngress: (id, input) =>
-      sync(() => parseInput(ingressFailureSchema, input, '')).then((parsed) => change(id, (state, at) => decideFailIngress(state, parsed, at))),
+      sync(() => parseInput(ingressFailureSchema, input, '')).then((parsed) =>
+        change(id, (state, at) => decideFailIngress(state, parsed, at, decisionOptions)),
+      ),
 
     retryIngress: (id, input) =>
       sync(() => parseInput(retryIngressSchema, input, '')).then((parsed) => change(id, (state, at) => decideRetryIngress(state, parsed, at, decisionOptions))),
@@ -407,7 +416,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
         const released: string[] = [];
         for (const [stream, projected] of projection.sessions()) {
           if (projected.state.record?.phase !== 'ingress_in_progress') continue;
-          const result = await mutate(stream, decideReleaseInterruptedIngress);
+          const result = await mutate(stream, (state, at) => decideReleaseInterruptedIngress(state, at, decisionOptions));
           if (result.events.length > 0) released.push(sessionIdOfStream(stream) ?? stream);
         }
         return released;
