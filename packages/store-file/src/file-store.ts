@@ -34,7 +34,7 @@ import {
   type VerifyOptions,
   type VerifyReport,
 } from '@sessionfold/core/kernel';
-import { AtomicWriteDirectorySyncError } from '@sessionfold/sessionfile/atomic';
+import { AtomicWriteDirectorySyncError } from '@sessionfold/atomic-write';
 import { BlobStore } from './blob-store.js';
 import { CaseCollisions, isCaseInsensitive } from './case-collisions.js';
 import { createCheckpointSlot, ensureStoreId, readStoreId } from './checkpoint-slot.js';
