@@ -91,8 +91,7 @@ export async function compactJournal(ctx: StoreContext, entry: StreamEntry, path
     current.release();
     throw error;
   }
-  next.before = current.before;
-  current.before = undefined;
+  next.takeHeldFrom(current);
   entry.useFiles(next, cut.position !== 0);
   current.release();
   await syncDirOrPoison(ctx, path);
