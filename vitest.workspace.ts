@@ -9,6 +9,7 @@ const project = (name: string, root: string, testTimeout = 30_000): TestProjectI
 
 export default [
   project('core', 'packages/core'),
+  project('atomic-write', 'packages/atomic-write'),
   project('sessionfile', 'packages/sessionfile'),
   project('store-file', 'packages/store-file', 120_000),
   project('store-sqlite', 'packages/store-sqlite', 120_000),

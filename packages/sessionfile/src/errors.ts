@@ -1,3 +1,8 @@
+import { AtomicWriteError } from '@sessionfold/atomic-write';
+
+// The atomic writer's errors, which this package throws too: reading a snapshot fails as `SessionFileIoError`.
+export { SessionFileIoError, DestinationIsDirectoryError, AtomicWriteDirectorySyncError, type IoOperation } from '@sessionfold/atomic-write';
+
 /** What to do about a session file that cannot be used, said the same way by every refusal. */
 export const WAYS_OUT = 'Delete it to start fresh, or pass a different session file path.';
 
@@ -8,51 +13,11 @@ export abstract class SessionFileError extends Error {
     super(message, options);
     this.name = new.target.name;
   }
-}
 
-/** The file-system step an I/O error happened in. */
-export type IoOperation = 'read' | 'create directory' | 'create temporary file' | 'write' | 'sync' | 'replace' | 'inspect';
-
-/** A file-system call failed; `path` is the file or directory it was about. */
-export class SessionFileIoError extends SessionFileError {
-  readonly code = 'session_file_io' as const;
-  readonly path: string;
-  readonly operation: IoOperation;
-  constructor(path: string, operation: IoOperation, options?: { cause?: unknown }) {
-    super(`Could not ${operation} ${path}: ${describeCause(options?.cause)}`, options);
-    this.path = path;
-    this.operation = operation;
-  }
-}
-
-/** The destination of an atomic write is a directory; nothing was written. */
-export class DestinationIsDirectoryError extends SessionFileError {
-  readonly code = 'destination_is_directory' as const;
-  readonly path: string;
-  constructor(path: string, options?: { cause?: unknown }) {
-    super(`Could not replace ${path}: it is a directory.`, options);
-    this.path = path;
-  }
-}
-
-/**
- * The new file was renamed into place but its directory could not be synced, so the replacement may
- * not survive a crash. Unlike every other write failure, the previous file is already gone.
- */
-export class AtomicWriteDirectorySyncError extends SessionFileError {
-  readonly code = 'atomic_write_directory_sync' as const;
-  /** The file that was replaced (it now holds the new bytes). */
-  readonly path: string;
-  /** The directory whose sync failed. */
-  readonly directory: string;
-  constructor(path: string, directory: string, options?: { cause?: unknown }) {
-    super(
-      `Wrote ${path}, but could not sync its directory ${directory}: ${describeCause(options?.cause)}. ` +
-        'The new file is in place; it may not survive a crash.',
-      options,
-    );
-    this.path = path;
-    this.directory = directory;
+  /** The atomic writer's errors count as session-file errors too: every error `saveSnapshot` throws passes this check. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    // biome-ignore lint/complexity/noThisInStatic: subclasses inherit this method and must keep the plain check
+    return Function.prototype[Symbol.hasInstance].call(this, value) || (this === SessionFileError && value instanceof AtomicWriteError);
   }
 }
 
@@ -85,9 +50,4 @@ export class SessionIdentityMismatchError extends SessionFileError {
     this.saved = saved;
     this.current = current;
   }
-}
-
-function describeCause(cause: unknown): string {
-  if (cause instanceof Error) return cause.message;
-  return String(cause);
 }

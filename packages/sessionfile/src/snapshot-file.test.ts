@@ -3,9 +3,9 @@ import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile, symlink, lstat,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { AtomicWriteFs } from './atomic-write.js';
+import type { AtomicWriteFs } from '@sessionfold/atomic-write';
 import { SCHEMA_VERSION, validatePayload, type SessionSnapshot } from './envelope.js';
-import { DestinationIsDirectoryError, SessionFileInvalidError, SessionFileIoError, WAYS_OUT } from './errors.js';
+import { DestinationIsDirectoryError, SessionFileError, SessionFileInvalidError, SessionFileIoError, WAYS_OUT } from './errors.js';
 import { loadSnapshot, newSnapshot, saveSnapshot } from './snapshot-file.js';
 import { startPythonDumps, type PythonDumps } from './python-dumps.fixture.js';
 import { IDENTITY, fullSnapshot, versionOneText } from './snapshots.fixture.js';
@@ -111,6 +111,8 @@ describe('saveSnapshot and loadSnapshot', () => {
     await mkdir(path);
     const error = await loadSnapshot(path).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SessionFileIoError);
+    expect(error, "the writer's errors are session-file errors too").toBeInstanceOf(SessionFileError);
+    expect(error).not.toBeInstanceOf(SessionFileInvalidError);
     expect((error as SessionFileIoError).code).toBe('session_file_io');
     expect((error as SessionFileIoError).path).toBe(path);
     expect((error as SessionFileIoError).message).toContain(path);
@@ -296,6 +298,7 @@ describe('saveSnapshot refusals and failures', () => {
     await mkdir(path);
     const error = await saveSnapshot(path, fullSnapshot()).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DestinationIsDirectoryError);
+    expect(error).toBeInstanceOf(SessionFileError);
     expect((await stat(path)).isDirectory()).toBe(true);
     expect(await readdir(dir)).toEqual(['run.json']);
   });

@@ -1,11 +1,10 @@
 import { readFile } from 'node:fs/promises';
-import { writeFileAtomic, type AtomicWriteFs } from './atomic-write.js';
+import { errorCode, writeFileAtomic, type AtomicWriteFs } from '@sessionfold/atomic-write';
 import { SCHEMA_VERSION, validatePayload, type SessionSnapshot } from './envelope.js';
 import { SessionFileInvalidError, SessionFileIoError } from './errors.js';
 import type { JsonValue } from './json-value.js';
 import { pythonJsonDumps } from './python-json.js';
 import type { SessionIdentity } from './records.js';
-import { errorCode } from './error-code.js';
 
 /** A run that has said nothing yet: no turns, no transcript, an empty loop, no compactions. */
 export function newSnapshot(identity: SessionIdentity): SessionSnapshot {

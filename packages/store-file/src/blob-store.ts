@@ -1,5 +1,5 @@
 import { CorruptionError, StorageError, type StreamId } from '@sessionfold/core/kernel';
-import { AtomicWriteDirectorySyncError, writeFileAtomic } from '@sessionfold/sessionfile/atomic';
+import { AtomicWriteDirectorySyncError, writeFileAtomic } from '@sessionfold/atomic-write';
 import { atomicWriteFs, errorCode, listDir, syncDir, unlinkIfPresent, type FileSystem } from './fs-layer.js';
 import { frameLine, sha256Hex } from './journal-codec.js';
 import { Layout } from './layout.js';

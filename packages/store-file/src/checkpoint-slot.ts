@@ -8,7 +8,7 @@ import {
   type CheckpointData,
   type CheckpointSlot,
 } from '@sessionfold/core/kernel';
-import { writeFileAtomic } from '@sessionfold/sessionfile/atomic';
+import { writeFileAtomic } from '@sessionfold/atomic-write';
 import { atomicWriteFs, errorCode, listDir, unlinkIfPresent, type FileSystem } from './fs-layer.js';
 import { decodeLine, frameLine, sha256Hex } from './journal-codec.js';
 import { Layout } from './layout.js';

@@ -34,7 +34,7 @@ import {
   type VerifyOptions,
   type VerifyReport,
 } from '@sessionfold/core/kernel';
-import { AtomicWriteDirectorySyncError } from '@sessionfold/sessionfile/atomic';
+import { AtomicWriteDirectorySyncError } from '@sessionfold/atomic-write';
 import { BlobStore } from './blob-store.js';
 import { CaseCollisions, isCaseInsensitive } from './case-collisions.js';
 import { createCheckpointSlot, ensureStoreId, readStoreId } from './checkpoint-slot.js';
@@ -278,7 +278,7 @@ class FileStore implements EventStore {
         }
         entry.reset(mark);
       } else {
-        entry.tombstone = mark;
+        entry.setTombstone(mark);
       }
     }
     this.#positions = new Positions(maxPosition, () => this.#changes.notify());
@@ -626,9 +626,8 @@ class FileStore implements EventStore {
     const mark: ChangeMark = { revision: snapshot.revision, position, recordedAt };
     let settled = false;
     const install = () => {
-      const next = new StreamFiles(mark, journal, position);
       // The retired version's pin passes to `before`: feed reads below the new position still show it.
-      next.before = old;
+      const next = new StreamFiles(mark, journal, position, old);
       entry.useFiles(next);
       // Events the snapshot covers leave the stream at once, even while the journal still holds them.
       for (const [id, where] of journal.eventIds) if (where.revision <= mark.revision) journal.eventIds.delete(id);

@@ -1,6 +1,8 @@
 import * as fs from 'node:fs';
 import { SessionfoldError, StorageError } from '@sessionfold/core/kernel';
-import type { AtomicWriteFileHandle, AtomicWriteFs } from '@sessionfold/sessionfile/atomic';
+import { SessionFileIoError, errorCode, syncDirectory, type AtomicWriteFileHandle, type AtomicWriteFs } from '@sessionfold/atomic-write';
+
+export { errorCode };
 
 /**
  * The file-system calls the file store makes, by file descriptor so that one write and one fdatasync
@@ -108,14 +110,16 @@ export function writeAllSync(io: InlineIo, fd: number, bytes: Uint8Array, positi
   }
 }
 
-/** Fsyncs a directory so that names created, renamed or removed in it survive a crash. */
+/**
+ * Fsyncs a directory so that names created, renamed or removed in it survive a crash: the atomic writer's
+ * `syncDirectory` on this file system (so injected faults reach it), throwing the native error as the store's
+ * callers expect.
+ */
 export async function syncDir(fsl: FileSystem, path: string): Promise<void> {
-  if (process.platform === 'win32') return;
-  const fd = await fsl.open(path, 'r');
   try {
-    await fsl.fsync(fd);
-  } finally {
-    await fsl.close(fd);
+    await syncDirectory(path, { fs: atomicWriteFs(fsl) });
+  } catch (error) {
+    throw error instanceof SessionFileIoError ? error.cause : error;
   }
 }
 
@@ -152,15 +156,6 @@ export async function readingFile<T>(path: string, read: () => Promise<T>): Prom
     const reason = cause instanceof Error ? `: ${cause.message}` : '';
     throw new StorageError(`@sessionfold/store-file: could not read ${path}${reason}.`, { cause });
   }
-}
-
-/** The errno code of a native error (`ENOENT`, `ENOSPC`...), if any. */
-export function errorCode(error: unknown): string | undefined {
-  if (typeof error === 'object' && error !== null && 'code' in error) {
-    const code = (error as { code: unknown }).code;
-    return typeof code === 'string' ? code : undefined;
-  }
-  return undefined;
 }
 
 /** Adapts the store's file system to the atomic writer's, so injected faults reach snapshots and blobs too. */

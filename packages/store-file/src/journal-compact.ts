@@ -1,6 +1,6 @@
+import { temporarySibling } from '@sessionfold/atomic-write';
 import { CorruptionError, StorageError } from '@sessionfold/core/kernel';
-import { randomBytes } from 'node:crypto';
-import { basename, dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { syncDir, unlinkIfPresent, writeAll, type FileSystem } from './fs-layer.js';
 import { asEventLine } from './journal-codec.js';
 import { startPoint } from './journal-events.js';
@@ -91,8 +91,7 @@ export async function compactJournal(ctx: StoreContext, entry: StreamEntry, path
     current.release();
     throw error;
   }
-  next.before = current.before;
-  current.before = undefined;
+  next.takeHeldFrom(current);
   entry.useFiles(next, cut.position !== 0);
   current.release();
   await syncDirOrPoison(ctx, path);
@@ -100,7 +99,7 @@ export async function compactJournal(ctx: StoreContext, entry: StreamEntry, path
 
 /** Writes the journal's bytes from `from` on into a temporary sibling, fsyncs it and renames it over `path`. */
 async function rewrite(fs: FileSystem, path: string, journal: JournalInfo, from: number): Promise<void> {
-  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  const temp = temporarySibling(path);
   const source = await fs.open(path, 'r');
   let to: number | undefined;
   try {

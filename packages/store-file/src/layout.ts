@@ -1,3 +1,4 @@
+import { isTemporaryName } from '@sessionfold/atomic-write';
 import { validateCheckpointName, validateSha256, validateStreamId, type StreamId } from '@sessionfold/core/kernel';
 import { join, resolve } from 'node:path';
 
@@ -76,7 +77,7 @@ export class Layout {
 
   /** Leftovers of an interrupted atomic write: hidden `.<name>.<...>.tmp` siblings. */
   static isTemporary(name: string): boolean {
-    return name.startsWith('.') && name.endsWith('.tmp');
+    return isTemporaryName(name);
   }
 }
 

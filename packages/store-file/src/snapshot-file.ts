@@ -1,5 +1,5 @@
 import { CorruptionError, type JsonValue, type Snapshot, type StreamId } from '@sessionfold/core/kernel';
-import { writeFileAtomic } from '@sessionfold/sessionfile/atomic';
+import { writeFileAtomic } from '@sessionfold/atomic-write';
 import { atomicWriteFs, errorCode, type FileSystem } from './fs-layer.js';
 import { decodeLine, frameLine, isPositiveInt } from './journal-codec.js';
 

@@ -1,6 +1,6 @@
 import { CorruptionError, StorageError, UnsupportedFormatError } from '@sessionfold/core/kernel';
-import { writeFileAtomic } from '@sessionfold/sessionfile/atomic';
-import { basename, dirname, join } from 'node:path';
+import { isTemporaryName, writeFileAtomic } from '@sessionfold/atomic-write';
+import { dirname, join } from 'node:path';
 import { atomicWriteFs, errorCode, listDir, unlinkIfPresent, type FileSystem } from './fs-layer.js';
 import { decodeLine, frameLine } from './journal-codec.js';
 
@@ -51,9 +51,8 @@ export async function readStoreFormat(fsl: FileSystem, path: string): Promise<nu
  * what an earlier attempt cut short left behind. Only the writer, holding the lock, calls it.
  */
 export async function writeStoreFormat(fsl: FileSystem, path: string, version: number): Promise<void> {
-  const temporary = `.${basename(path)}.`;
   for (const name of await listDir(fsl, dirname(path))) {
-    if (name.startsWith(temporary) && name.endsWith('.tmp')) await unlinkIfPresent(fsl, join(dirname(path), name));
+    if (isTemporaryName(name, path)) await unlinkIfPresent(fsl, join(dirname(path), name));
   }
   const line = frameLine(JSON.stringify({ format: STORE_FORMAT, formatVersion: version }));
   try {

@@ -82,14 +82,13 @@ export class StreamEntry {
   /** The stream's name as JSON, as every line written names it. */
   readonly #nameJson: string;
   readonly #ctx: StoreContext;
-  /** Last durable revision (0: the stream does not exist). */
-  revision = 0;
+  #revision = 0;
   /** Revision including queued appends: what the next append must expect. */
   #head = 0;
-  tombstone: ChangeMark | undefined;
+  #tombstone: ChangeMark | undefined;
   /** The current version of the stream's files; replaced (never changed) by compaction and deletion. */
   #files = new StreamFiles(undefined, emptyJournal(0));
-  journalExists = false;
+  #journalExists = false;
   #fd: number | undefined;
   /** A failed write may have left bytes past `journal.length`; they are cut before the next write. */
   #dirty = false;
@@ -108,6 +107,21 @@ export class StreamEntry {
     this.#nameJson = JSON.stringify(name);
   }
 
+  /** Last durable revision (0: the stream does not exist). */
+  get revision(): number {
+    return this.#revision;
+  }
+
+  /** The mark of the stream's last deletion, if it was ever deleted. */
+  get tombstone(): ChangeMark | undefined {
+    return this.#tombstone;
+  }
+
+  /** Whether the stream's journal file exists (the current version may describe an empty journal without one). */
+  get journalExists(): boolean {
+    return this.#journalExists;
+  }
+
   get files(): StreamFiles {
     return this.#files;
   }
@@ -124,9 +138,9 @@ export class StreamEntry {
    * Makes `files` current, once what it describes is in place. A version made by a change at a new position
    * comes with the one it replaces as its `before` (pinned), kept until `dropHeldVersions` lets it go.
    */
-  useFiles(files: StreamFiles, journalExists = this.journalExists): void {
+  useFiles(files: StreamFiles, journalExists = this.#journalExists): void {
     this.#files = files;
-    this.journalExists = journalExists;
+    this.#journalExists = journalExists;
   }
 
   /**
@@ -135,11 +149,7 @@ export class StreamEntry {
    */
   dropHeldVersions(watermark: number): void {
     for (let at: StreamFiles | undefined = this.#files; at; at = at.before) {
-      if (at.before && at.since <= watermark) {
-        const old = at.before;
-        at.before = undefined;
-        releaseChain(old);
-      }
+      if (at.before && at.since <= watermark) releaseChain(at.dropHeld());
     }
   }
 
@@ -152,10 +162,10 @@ export class StreamEntry {
 
   /** Sets the durable state found at open (or, in a read-only view, found again after the writer replaced files). */
   load(journal: JournalInfo | undefined, snapshot: ChangeMark | undefined): void {
-    this.journalExists = journal !== undefined;
+    this.#journalExists = journal !== undefined;
     this.#files = new StreamFiles(snapshot, journal ?? emptyJournal(snapshot?.revision ?? 0));
-    this.revision = Math.max(this.journal.lastRevision, snapshot?.revision ?? 0);
-    this.#head = this.revision;
+    this.#revision = Math.max(this.journal.lastRevision, snapshot?.revision ?? 0);
+    this.#head = this.#revision;
   }
 
   /** Queues a validated batch whose lines take at most `chars` code units (≤ `MAX_FLUSH_CHARS`); resolves once it is durable. */
@@ -256,20 +266,23 @@ export class StreamEntry {
    * deletion retired; its pin passes to the new version, which holds it as `before`.
    */
   reset(tombstone: ChangeMark | undefined, retired?: StreamFiles): void {
-    this.tombstone = tombstone;
-    const empty = new StreamFiles(undefined, emptyJournal(0), retired ? (tombstone?.position ?? 0) : 0);
-    empty.before = retired;
-    this.#files = empty;
-    this.journalExists = false;
-    this.revision = 0;
+    this.#tombstone = tombstone;
+    this.#files = new StreamFiles(undefined, emptyJournal(0), retired ? (tombstone?.position ?? 0) : 0, retired);
+    this.#journalExists = false;
+    this.#revision = 0;
     this.#head = 0;
     this.#dirty = false;
   }
 
   /** Sets the revision after a restore or compaction changed it outside of appends. */
   setRevision(revision: number): void {
-    this.revision = revision;
+    this.#revision = revision;
     this.#head = revision;
+  }
+
+  /** Records the deletion found at open whose files were already gone: the stream stays as it is. */
+  setTombstone(tombstone: ChangeMark): void {
+    this.#tombstone = tombstone;
   }
 
   async #flushLoop(): Promise<void> {
@@ -477,7 +490,7 @@ export class StreamEntry {
   async #openForWrite(): Promise<void> {
     if (this.#fd !== undefined) return;
     const path = this.#ctx.layout.journal(this.name);
-    if (this.journalExists) {
+    if (this.#journalExists) {
       this.#fd = await this.#ctx.fs.open(path, 'r+');
       return;
     }
@@ -488,7 +501,7 @@ export class StreamEntry {
       await this.#ctx.fs.mkdir(this.#ctx.layout.streams, 0o700);
       this.#fd = await this.#ctx.fs.open(path, 'wx', 0o600);
     }
-    this.journalExists = true;
+    this.#journalExists = true;
     this.#unsyncedName = true;
   }
 
@@ -508,7 +521,7 @@ export class StreamEntry {
   #fail(batch: PendingAppend[], error: unknown): void {
     const failed = [...batch, ...this.#queue];
     this.#queue = [];
-    this.#head = this.revision;
+    this.#head = this.#revision;
     for (const pending of failed) {
       for (const event of pending.events) if (event.eventId !== undefined) this.#pendingIds.delete(event.eventId);
       pending.reject(error);
@@ -549,11 +562,11 @@ export class StreamEntry {
         }
       }
       journal.lastPosition = pending.result.position;
-      this.revision = pending.result.revision;
+      this.#revision = pending.result.revision;
     }
     journal.length += byteCount;
     journal.lines = lineNo;
-    journal.lastRevision = this.revision;
+    journal.lastRevision = this.#revision;
     journal.maxPosition = journal.lastPosition;
   }
 }
@@ -561,8 +574,7 @@ export class StreamEntry {
 /** Releases a version held as `before` and every older one it holds. */
 function releaseChain(files: StreamFiles | undefined): void {
   for (let at = files; at; ) {
-    const next = at.before;
-    at.before = undefined;
+    const next = at.dropHeld();
     at.release();
     at = next;
   }

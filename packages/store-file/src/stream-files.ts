@@ -34,28 +34,46 @@ export class StreamFiles {
   readonly journal: JournalInfo;
   /** Position of the change that made this version (0 for what open found and for appends' growth). */
   readonly since: number;
-  /**
-   * The version before the change at `since`, held while `since` is above the feed's watermark: a feed read
-   * that cannot show that change yet shows the stream as it was before it.
-   */
-  before: StreamFiles | undefined;
+  #before: StreamFiles | undefined;
   #pins = 0;
   #retired: Promise<Retained> | undefined;
   /** The file system of the retired descriptors, to close them with. */
   #fs: FileSystem | undefined;
 
-  constructor(snapshot: ChangeMark | undefined, journal: JournalInfo, since = 0) {
+  /** `before` is the version the change at `since` replaced (pinned), held as `before`. */
+  constructor(snapshot: ChangeMark | undefined, journal: JournalInfo, since = 0, before?: StreamFiles) {
     this.snapshot = snapshot;
     this.journal = journal;
     this.since = since;
+    this.#before = before;
+  }
+
+  /**
+   * The version before the change at `since`, held while `since` is above the feed's watermark: a feed read
+   * that cannot show that change yet shows the stream as it was before it.
+   */
+  get before(): StreamFiles | undefined {
+    return this.#before;
   }
 
   /** The same files as a version not retired: for the writer when a replacement it retired this one for failed. */
   unretired(): StreamFiles {
     const copy = new StreamFiles(this.snapshot, this.journal, this.since);
-    copy.before = this.before;
-    this.before = undefined;
+    copy.takeHeldFrom(this);
     return copy;
+  }
+
+  /** Takes over the version `previous` holds as `before`, for a version that replaces `previous` at its position. */
+  takeHeldFrom(previous: StreamFiles): void {
+    this.#before = previous.#before;
+    previous.#before = undefined;
+  }
+
+  /** Stops holding `before` and returns it, for the caller to release. */
+  dropHeld(): StreamFiles | undefined {
+    const before = this.#before;
+    this.#before = undefined;
+    return before;
   }
 
   /** Keeps this version readable until `release`. */

@@ -38,7 +38,7 @@ export async function eventsOf(store: EventStore, stream: StreamId): Promise<Rec
 
 /**
  * Starts a child from `test-children/` running TypeScript from source; stdin stays open for commands. The
- * store imports only the kernel of core and the atomic writer of sessionfile, so a child starts quickly.
+ * store imports only the kernel of core and the atomic writer, so a child starts quickly.
  */
 export function startChild(name: string, args: readonly string[]): ChildProcess {
   const file = fileURLToPath(new URL(`./test-children/${name}.ts`, import.meta.url));

@@ -129,15 +129,36 @@ async function isDirectory(fs: AtomicWriteFs, path: string): Promise<boolean> {
   }
 }
 
+/**
+ * A fresh name for a temporary sibling of `path`: `.<name>.<pid>.<counter>.<random>.tmp`, hidden, unique within
+ * the process and unlikely to collide across processes. Create it exclusively (`wx`) and rename it over `path`.
+ */
+export function temporarySibling(path: string): string {
+  tempCounter += 1;
+  return join(dirname(path), `.${temporaryBase(path)}.${process.pid}.${tempCounter}.${randomBytes(4).toString('hex')}.tmp`);
+}
+
+/**
+ * Whether a directory entry is a temporary sibling left by an interrupted write: any hidden `.tmp` file, or
+ * with `of`, one named for that file (the counter is optional: older writers left `.<name>.<pid>.<random>.tmp`).
+ */
+export function isTemporaryName(name: string, of?: string): boolean {
+  if (!name.startsWith('.') || !name.endsWith('.tmp')) return false;
+  if (of === undefined) return true;
+  const prefix = `.${temporaryBase(of)}.`;
+  return name.startsWith(prefix) && /^\d+\.(?:\d+\.)?[0-9a-f]+\.tmp$/.test(name.slice(prefix.length));
+}
+
+// Bounded so the suffix never pushes a long name past the file system's name limit.
+function temporaryBase(path: string): string {
+  return basename(path).slice(0, 100);
+}
+
 /** Creates a sibling temporary file with `wx`, so an existing file or symlink at the name is never opened or followed. */
 async function createTemporary(fs: AtomicWriteFs, path: string, mode: number): Promise<{ tempPath: string; handle: AtomicWriteFileHandle }> {
-  const directory = dirname(path);
-  // Bounded so the suffix never pushes a long name past the file system's name limit.
-  const base = basename(path).slice(0, 100);
   let lastCause: unknown;
   for (let attempt = 0; attempt < MAX_NAME_ATTEMPTS; attempt++) {
-    tempCounter += 1;
-    const tempPath = join(directory, `.${base}.${process.pid}.${tempCounter}.${randomBytes(4).toString('hex')}.tmp`);
+    const tempPath = temporarySibling(path);
     try {
       return { tempPath, handle: await fs.open(tempPath, 'wx', mode) };
     } catch (cause) {
@@ -145,5 +166,5 @@ async function createTemporary(fs: AtomicWriteFs, path: string, mode: number): P
       lastCause = cause;
     }
   }
-  throw new SessionFileIoError(join(directory, `.${base}.*.tmp`), 'create temporary file', { cause: lastCause });
+  throw new SessionFileIoError(join(dirname(path), `.${temporaryBase(path)}.*.tmp`), 'create temporary file', { cause: lastCause });
 }

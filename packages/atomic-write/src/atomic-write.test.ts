@@ -3,14 +3,14 @@ import { mkdtemp, readFile, readdir, stat, lstat, readlink, symlink, writeFile, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { writeFileAtomic, syncDirectory, type AtomicWriteFs, type AtomicWriteFileHandle } from './atomic-write.js';
+import { writeFileAtomic, syncDirectory, temporarySibling, isTemporaryName, type AtomicWriteFs, type AtomicWriteFileHandle } from './atomic-write.js';
 import { AtomicWriteDirectorySyncError, DestinationIsDirectoryError, SessionFileIoError } from './errors.js';
 
 const posix = process.platform !== 'win32';
 let dir: string;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'sessionfile-atomic-'));
+  dir = await mkdtemp(join(tmpdir(), 'atomic-write-'));
 });
 afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
@@ -247,5 +247,26 @@ describe('syncDirectory', () => {
       path: join(dir, 'missing'),
       cause: { code: 'ENOENT' },
     });
+  });
+});
+
+describe('temporary siblings', () => {
+  it('are hidden siblings of the target, fresh on every call, and recognised as leftovers of that target', () => {
+    const target = join(dir, 'journal.jsonl');
+    const [first, second] = [temporarySibling(target), temporarySibling(target)];
+    expect(first).not.toBe(second);
+    for (const temp of [first, second]) {
+      expect(temp.startsWith(join(dir, '.journal.jsonl.'))).toBe(true);
+      const name = temp.slice(dir.length + 1);
+      expect(isTemporaryName(name)).toBe(true);
+      expect(isTemporaryName(name, target)).toBe(true);
+      expect(isTemporaryName(name, join(dir, 'journal'))).toBe(false);
+    }
+    expect(isTemporaryName('journal.jsonl')).toBe(false);
+  });
+
+  it('keep a long name within the file system limit', () => {
+    const temp = temporarySibling(join(dir, 'x'.repeat(250)));
+    expect(temp.slice(dir.length + 1).length).toBeLessThan(255);
   });
 });
