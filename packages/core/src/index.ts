@@ -54,6 +54,7 @@ export type { StoredObject, TranscriptEntry } from './session/view.js';
 export type {
   AppendTranscriptInput,
   CheckpointInput,
+  ClaimCommandInput,
   CommandOutcomeInput,
   CommandStatus,
   CompletionReceipt,
