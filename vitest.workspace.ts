@@ -17,6 +17,8 @@ export default [
   project('cross-store', 'packages/cross-store', 300_000),
   project('bench', 'packages/bench'),
   project('quickstart', 'examples/quickstart'),
+  // Starts worker processes under load; each run takes a few seconds.
+  project('example-worker', 'examples/worker', 60_000),
   project('install-check', 'packages/install-check', 600_000),
   // The CLI's tests spawn the built command; the run builds every package first (vitest.config.ts).
   project('cli', 'packages/cli', 120_000),

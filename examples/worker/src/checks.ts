@@ -42,7 +42,9 @@ export function liveLeaseOverlaps(journal: JournalEntry[]): Overlap[] {
 
 /** Who ran the killed worker's command to its end, and whether they started only once its lease had run out. */
 export function takeoverOf(run: FleetRun): Takeover {
-  const starts = run.journal.filter((entry): entry is Extract<JournalEntry, { event: 'started' }> => entry.event === 'started' && entry.command === run.killedCommand);
+  const starts = run.journal.filter(
+    (entry): entry is Extract<JournalEntry, { event: 'started' }> => entry.event === 'started' && entry.command === run.killedCommand,
+  );
   const dead = starts.find((entry) => entry.worker === run.killed);
   const finisher = run.journal.find((entry) => entry.event === 'finished' && entry.command === run.killedCommand);
   const taken = starts.find((entry) => entry.worker === finisher?.worker);

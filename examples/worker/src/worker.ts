@@ -21,8 +21,8 @@ const { values } = parseArgs({
     stall: { type: 'boolean', default: false },
   },
 });
-const { journal, name: worker, go } = values;
-if (!values.backend || !journal || !worker || !go) throw new Error('example-worker: worker needs --backend, --journal, --name and --go');
+const { backend, journal, name: worker, go } = values;
+if (!backend || !journal || !worker || !go) throw new Error('example-worker: worker needs --backend, --journal, --name and --go');
 const leaseMs = Number(values['lease-ms']);
 const workMs = Number(values['work-ms']);
 const pollMs = Number(values['poll-ms']);
@@ -30,18 +30,18 @@ const CLAIMED_BY_OTHER = 'Command is claimed by another worker.';
 // A worker that outlives this is stuck; failing beats hanging the fleet.
 const giveUpAt = Date.now() + 60_000;
 
-const store = await openStore(parseBackendArgument(values.backend));
+const store = await openStore(parseBackendArgument(backend));
 const history = await openSessionHistory({ store });
 try {
   writeFileSync(`${go}.${worker}`, '');
   while (!existsSync(go)) await sleep(5);
-  await work(history);
+  await work(history, journal, worker);
 } finally {
   await history.close();
   await store.close();
 }
 
-async function work(history: SessionHistory): Promise<void> {
+async function work(history: SessionHistory, journal: string, worker: string): Promise<void> {
   let stallNext = values.stall;
   for (;;) {
     if (Date.now() > giveUpAt) throw new Error(`example-worker: ${worker} gave up with commands still open`);
@@ -49,19 +49,25 @@ async function work(history: SessionHistory): Promise<void> {
     if (heads.length === 0) return;
     let ran = false;
     for (const head of heads) {
-      const claimed = await claim(history, head);
+      const claimed = await claim(history, head, journal, worker);
       if (!claimed) continue;
-      record(journal as string, { event: 'started', command: head.id, worker: worker as string, at: claimed.processingStartedAt ?? '', leaseUntil: claimed.leaseUntil ?? '' });
+      record(journal, {
+        event: 'started',
+        command: head.id,
+        worker: worker,
+        at: claimed.processingStartedAt ?? '',
+        leaseUntil: claimed.leaseUntil ?? '',
+      });
       if (stallNext) await sleep(3_600_000);
       stallNext = false;
       await sleep(workMs);
       try {
         await history.completeCommand(head.id, { outcome: { ranBy: worker, kind: head.kind, payload: head.payload }, worker });
-        record(journal as string, { event: 'finished', command: head.id, worker: worker as string });
+        record(journal, { event: 'finished', command: head.id, worker: worker });
       } catch (error) {
         // Another worker took the command over after this one's lease ran out: its outcome is the one recorded.
         if (!(error instanceof SessionHistoryError && error.code === 'state_conflict')) throw error;
-        record(journal as string, { event: 'lost', command: head.id, worker: worker as string });
+        record(journal, { event: 'lost', command: head.id, worker: worker });
       }
       ran = true;
     }
@@ -70,12 +76,12 @@ async function work(history: SessionHistory): Promise<void> {
 }
 
 /** The claimed command, or undefined when another worker's live lease holds it (journaled as refused) or it finished meanwhile. */
-async function claim(history: SessionHistory, head: SessionCommand): Promise<SessionCommand | undefined> {
+async function claim(history: SessionHistory, head: SessionCommand, journal: string, worker: string): Promise<SessionCommand | undefined> {
   try {
-    return await history.claimCommand(head.id, { worker: worker as string, leaseMs });
+    return await history.claimCommand(head.id, { worker: worker, leaseMs });
   } catch (error) {
     if (!(error instanceof SessionHistoryError && error.code === 'state_conflict')) throw error;
-    if (error.message === CLAIMED_BY_OTHER) record(journal as string, { event: 'refused', command: head.id, worker: worker as string });
+    if (error.message === CLAIMED_BY_OTHER) record(journal, { event: 'refused', command: head.id, worker: worker });
     return undefined;
   }
 }
