@@ -137,6 +137,21 @@ describe('exclusive claims: the service, with an injected clock', () => {
     expect(await history.commandHeads()).toEqual([]);
   });
 
+  it('a second service on the same store sees the holder in its heads and is refused until the lease ends', async () => {
+    let now = T0.getTime();
+    const store = memoryStore({ clock: () => new Date(now) });
+    const first = await openSessionHistory({ store, clock: () => new Date(now) });
+    const { id } = await startConversation(first, 'two-services');
+    const command = (await first.enqueue(id, { idempotencyId: 'job-1', kind: 'job' })).value;
+    const second = await openSessionHistory({ store, clock: () => new Date(now) });
+    await first.claimCommand(command.id, { worker: 'w1', leaseMs: 500 });
+    expect(await second.commandHeads()).toEqual([expect.objectContaining({ id: command.id, worker: 'w1', leaseUntil: '2026-07-23T12:00:00.500Z' })]);
+    await expect(second.claimCommand(command.id, { worker: 'w2', leaseMs: 500 })).rejects.toMatchObject({ code: 'state_conflict' });
+    now += 500;
+    expect(await second.claimCommand(command.id, { worker: 'w2', leaseMs: 500 })).toMatchObject({ worker: 'w2' });
+    await expect(first.completeCommand(command.id, { worker: 'w1' })).rejects.toMatchObject({ code: 'state_conflict' });
+  });
+
   it('refuses a malformed claim with invalid_request and changes nothing', async () => {
     const { history, command } = await openWithClock();
     for (const claim of [{ worker: '', leaseMs: 500 }, { worker: 'w1', leaseMs: 0 }, { worker: 'w1', leaseMs: 1.5 }, { worker: 'w1' }]) {
