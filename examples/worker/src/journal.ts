@@ -26,9 +26,10 @@ export function readJournal(file: string): JournalEntry[] {
   } catch {
     return [];
   }
+  // A line still being written has no newline yet: it is read on the next look.
   return text
     .split('\n')
-    .filter((line) => line !== '')
+    .slice(0, -1)
     .map((line) => {
       const match = LINE.exec(line);
       if (!match) throw new Error(`example-worker: unreadable journal line ${JSON.stringify(line)}`);
