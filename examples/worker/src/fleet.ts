@@ -37,27 +37,29 @@ const workerFile = fileURLToPath(new URL('./worker.ts', import.meta.url));
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
 
 /**
- * One producer enqueues the commands, then `workers` processes share them. The first worker hangs in its
- * first command and is killed with SIGKILL as soon as the journal shows it started; the others must take
- * that command over once its lease has run out.
+ * One producer enqueues the commands, then `workers` processes share them. The first worker goes first, hangs
+ * in its first command and is killed with SIGKILL as soon as the journal shows it started; then the others
+ * go, and must take that command over once its lease has run out.
  */
 export async function runFleet(backend: Backend, dir: string, options: FleetOptions = DEFAULT_FLEET): Promise<FleetRun> {
   const commands = await produce(backend, options);
   const journalFile = join(dir, 'journal.log');
-  const goFile = join(dir, 'go');
+  const goFile = (name: string) => join(dir, `go-${name}`);
   const names = Array.from({ length: options.workers }, (_, index) => `worker-${index + 1}`);
   const killed = names[0] as string;
-  const children = names.map((name) => startWorker(backend, journalFile, goFile, name, options, name === killed));
+  const children = names.map((name) => startWorker(backend, journalFile, goFile(name), name, options, name === killed));
   try {
-    // Opening a store takes a while under load; the fleet starts only when every worker is ready.
-    while (!names.every((name) => existsSync(`${goFile}.${name}`))) {
+    // Opening a store takes a while under load, and a slow victim could find no command left: every worker
+    // opens its store first, the victim goes alone, and the others go once it is dead.
+    while (!names.every((name) => existsSync(`${goFile(name)}.ready`))) {
       const exited = children.find((child) => child.exitCode !== null);
       if (exited) throw new Error(`example-worker: a worker exited (${exited.exitCode}) before it was ready`);
       await sleep(10);
     }
-    writeFileSync(goFile, '');
+    writeFileSync(goFile(killed), '');
     const killedCommand = await firstStart(journalFile, killed, children[0] as ChildProcess);
     children[0]?.kill('SIGKILL');
+    for (const name of names.slice(1)) writeFileSync(goFile(name), '');
     const exitCodes = await Promise.all(children.slice(1).map(exitOf));
     const store = await openStore(backend);
     try {

@@ -6,9 +6,9 @@ import { openStore, parseBackendArgument } from './backend.js';
 import { record } from './journal.js';
 
 // One worker process: `worker.ts --backend sqlite:<file> --journal <file> --name <worker> --go <file> [--stall]`.
-// Once its store is open it writes `<go>.<name>` and waits for the go file (so the fleet starts together), then polls the command heads, claims each with a
-// lease, runs it and completes it, until no session has an open command. `--stall` makes it hang in its
-// first command, so the fleet can kill it mid-command.
+// Once its store is open it writes `<go>.ready` and waits until the go file exists, then polls the command
+// heads, claims each with a lease, runs it and completes it, until no session has an open command. `--stall`
+// makes it hang in its first command, so the fleet can kill it mid-command.
 const { values } = parseArgs({
   options: {
     backend: { type: 'string' },
@@ -33,7 +33,7 @@ const giveUpAt = Date.now() + 60_000;
 const store = await openStore(parseBackendArgument(backend));
 const history = await openSessionHistory({ store });
 try {
-  writeFileSync(`${go}.${worker}`, '');
+  writeFileSync(`${go}.ready`, '');
   while (!existsSync(go)) await sleep(5);
   await work(history, journal, worker);
 } finally {
