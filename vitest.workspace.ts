@@ -23,6 +23,8 @@ export default [
   project('example-http-api', 'examples/http-api', 60_000),
   project('example-resume', 'examples/resume', 120_000),
   project('example-custom-store', 'examples/custom-store', 120_000),
+  // Starts worker processes under load; each run takes a few seconds.
+  project('example-worker', 'examples/worker', 60_000),
   project('install-check', 'packages/install-check', 600_000),
   // The CLI's tests spawn the built command; the run builds every package first (vitest.config.ts).
   project('cli', 'packages/cli', 120_000),

@@ -61,6 +61,7 @@ export type { StoredObject, TranscriptEntry } from './session/view.js';
 export type {
   AppendTranscriptInput,
   CheckpointInput,
+  ClaimCommandInput,
   CommandOutcomeInput,
   CommandStatus,
   CompletionReceipt,

@@ -3,7 +3,7 @@ import { controlState, DEFAULT_CONTROL_STATE_KEYS } from './control-state.js';
 import { SessionHistoryError, messages } from './errors.js';
 import { describeZodError, sessionEvent, type CatalogEvent, type SessionEvent, type StartKeyEvent } from './events.js';
 import { commandIdFor, sessionIdForStart } from './ids.js';
-import type { Checkpoint, IngressFailure, NewCommand, RecordCompletion, RegisterSession, StartSession } from './inputs.js';
+import type { Checkpoint, ClaimCommand, IngressFailure, NewCommand, RecordCompletion, RegisterSession, StartSession } from './inputs.js';
 import { DEFAULT_INGRESS_POLICY, type IngressPolicy } from './ingress-policy.js';
 import { isJsonObject } from './json-schema.js';
 import {
@@ -110,19 +110,34 @@ export function decideEnqueue(state: SessionStreamState, input: NewCommand, now:
   return [sessionEvent('CommandEnqueued', { command })];
 }
 
-/** Marks a pending command as processing; claiming a processing command again changes nothing. */
-export function decideClaimCommand(state: SessionStreamState, commandId: string, now: Date): Decision {
+/**
+ * Marks a pending command as processing; claiming a processing command again changes nothing. With a
+ * `claim`, the command becomes that worker's until `now + leaseMs`: refused while another worker's lease
+ * runs, renewed for the same worker, taken over once the lease has run out (its worker presumably died).
+ * A processing command claimed without a worker holds no lease, so a worker may take it.
+ */
+export function decideClaimCommand(state: SessionStreamState, commandId: string, now: Date, claim?: ClaimCommand): Decision {
   const command = findCommand(state, commandId);
   if (!command) return SessionHistoryError.notFound();
-  if (command.status === 'processing') return [];
-  if (command.status !== 'pending') return SessionHistoryError.conflict(messages.commandAlreadyComplete);
-  return [sessionEvent('CommandClaimed', { at: iso(now), commandId })];
+  if (command.status === 'complete') return SessionHistoryError.conflict(messages.commandAlreadyComplete);
+  if (!claim) return command.status === 'processing' ? [] : [sessionEvent('CommandClaimed', { at: iso(now), commandId })];
+  const held = command.status === 'processing' && command.worker !== undefined && command.worker !== claim.worker;
+  if (held && command.leaseUntil !== undefined && Date.parse(command.leaseUntil) > now.getTime()) {
+    return SessionHistoryError.conflict(messages.commandClaimedByOther);
+  }
+  // The lease end is decided here, from the service clock, so a replay never depends on when it runs.
+  const leaseUntil = new Date(now.getTime() + claim.leaseMs).toISOString();
+  return [sessionEvent('CommandClaimed', { at: iso(now), commandId, worker: claim.worker, leaseUntil })];
 }
 
-/** Completes a claimed command with its outcome; completing a complete command changes nothing. */
-export function decideCompleteCommand(state: SessionStreamState, commandId: string, outcome: JsonValue, now: Date): Decision {
+/**
+ * Completes a claimed command with its outcome; completing a complete command changes nothing. With a
+ * `worker`, refused when another worker claimed the command since (this one lost it after its lease ran out).
+ */
+export function decideCompleteCommand(state: SessionStreamState, commandId: string, outcome: JsonValue, now: Date, worker?: string): Decision {
   const command = findCommand(state, commandId);
   if (!command) return SessionHistoryError.notFound();
+  if (worker !== undefined && command.worker !== undefined && command.worker !== worker) return SessionHistoryError.conflict(messages.commandClaimedByOther);
   if (command.status === 'complete') return [];
   if (command.status !== 'processing') return SessionHistoryError.conflict(messages.commandNotClaimed);
   return [sessionEvent('CommandCompleted', { at: iso(now), commandId, outcome })];

@@ -15,6 +15,7 @@ export const messages = {
   objectsWhileProcessing: 'Objects cannot be supplied while the session is processing a command.',
   commandAlreadyComplete: 'Command is already complete.',
   commandNotClaimed: 'Command was not claimed.',
+  commandClaimedByOther: 'Command is claimed by another worker.',
   ingressNotActive: 'Session History ingress is not in an active attempt.',
   ingressNotFailed: 'Session History ingress is not in the failed state.',
   noSessionObject: 'completed session has no permanent session object',

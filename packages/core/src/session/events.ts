@@ -43,7 +43,8 @@ export const sessionEventSchemas = {
   /** Phase complete; `receipt` is what the catalog must hold before the stream is deleted. */
   SessionCompleted: z.object({ at, state: jsonObjectSchema, receipt: completionReceiptSchema }),
   CommandEnqueued: z.object({ command: sessionCommandSchema }),
-  CommandClaimed: z.object({ at, commandId: z.string() }),
+  /** Processing from `at`; with `worker`, exclusively that worker's until `leaseUntil` (absent on claims without a worker). */
+  CommandClaimed: z.object({ at, commandId: z.string(), worker: z.string().optional(), leaseUntil: z.string().optional() }),
   CommandCompleted: z.object({ at, commandId: z.string(), outcome: jsonValueSchema }),
   CommandCancelRequested: z.object({ at, commandId: z.string() }),
   TranscriptAppended: z.object({ at, role: logRoleSchema.exclude(['pending-object']), text: z.string() }),

@@ -7,6 +7,7 @@ import type { Agree, Assert } from './type-agreement.js';
 import type {
   AppendTranscriptInput,
   CheckpointInput,
+  ClaimCommandInput,
   CommandOutcomeInput,
   ExpectedVersionInput,
   IngressFailureInput,
@@ -23,6 +24,7 @@ import type {
 export type {
   AppendTranscriptInput,
   CheckpointInput,
+  ClaimCommandInput,
   CommandOutcomeInput,
   ExpectedVersionInput,
   IngressFailureInput,
@@ -90,7 +92,11 @@ export const newCommandSchema = z.object({ idempotencyId, kind: z.string(), payl
 export type NewCommand = z.output<typeof newCommandSchema>;
 
 /** Input of `completeCommand`; `outcome` defaults to `{}`. */
-export const commandOutcomeSchema = z.object({ outcome: jsonValueSchema.default({}) });
+export const commandOutcomeSchema = z.object({ outcome: jsonValueSchema.default({}), worker: z.string().min(1).max(255).optional() });
+
+/** Input of an exclusive `claimCommand`. */
+export const claimCommandSchema = z.object({ worker: z.string().min(1).max(255), leaseMs: z.number().int().min(1).max(2_147_483_647) });
+export type ClaimCommand = z.output<typeof claimCommandSchema>;
 
 /** Input of `checkpoint`, `requestIngress` and `complete`. */
 export const checkpointSchema = z.object({ expectedVersion, state: jsonObjectSchema, userActivity: z.boolean().default(false) });
@@ -163,6 +169,7 @@ export type InputSchemasAgreeWithTypes = [
   Assert<Agree<RegisterSessionInput, z.input<typeof registerSessionSchema>>>,
   Assert<Agree<NewCommandInput, z.input<typeof newCommandSchema>>>,
   Assert<Agree<CommandOutcomeInput, z.input<typeof commandOutcomeSchema>>>,
+  Assert<Agree<ClaimCommandInput, z.input<typeof claimCommandSchema>>>,
   Assert<Agree<CheckpointInput, z.input<typeof checkpointSchema>>>,
   Assert<Agree<ExpectedVersionInput, z.input<typeof expectedVersionSchema>>>,
   Assert<Agree<RetryIngressInput, z.input<typeof retryIngressSchema>>>,

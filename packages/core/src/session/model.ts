@@ -72,6 +72,8 @@ export const sessionCommandSchema = z.object({
   processingStartedAt: nullableString,
   completedAt: nullableString,
   idempotencyId: z.string(),
+  worker: z.string().optional(),
+  leaseUntil: z.string().optional(),
 });
 
 /** One failed ingress attempt, as kept in `ingressFailures`. */

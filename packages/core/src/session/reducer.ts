@@ -139,8 +139,15 @@ export function applySessionEvent(state: SessionStreamState, event: SessionEvent
       case 'CommandClaimed': {
         const command = draft.commands[commandIndex(state, event.data.commandId)];
         if (!command) return;
+        const { worker, leaseUntil } = event.data;
+        // A worker renewing its own lease is still the same run: it keeps its start time.
+        const renewal = command.status === 'processing' && worker !== undefined && command.worker === worker;
         command.status = 'processing';
-        command.processingStartedAt = event.data.at;
+        if (!renewal) command.processingStartedAt = event.data.at;
+        if (worker !== undefined) {
+          command.worker = worker;
+          command.leaseUntil = leaseUntil;
+        }
         return;
       }
       case 'CommandCompleted': {

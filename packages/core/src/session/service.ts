@@ -29,6 +29,7 @@ import { sessionIdOfStream, sessionStream } from './ids.js';
 import {
   appendTranscriptSchema,
   checkpointSchema,
+  claimCommandSchema,
   commandIdSchema,
   commandOutcomeSchema,
   expectedVersionSchema,
@@ -46,6 +47,7 @@ import {
   startSessionSchema,
   type AppendTranscriptInput,
   type CheckpointInput,
+  type ClaimCommandInput,
   type CommandOutcomeInput,
   type ExpectedVersionInput,
   type IngressFailureInput,
@@ -132,9 +134,13 @@ export interface SessionHistory {
    * this service decided the enqueues in (`enqueueOrder`), then by session id.
    */
   commandHeads(): Promise<SessionCommand[]>;
-  /** Marks a command as processing (again: no change); `state_conflict` once it is complete. */
-  claimCommand(commandId: string): Promise<SessionCommand>;
-  /** Completes a claimed command with its outcome (again: no change). */
+  /**
+   * Marks a command as processing (again: no change); `state_conflict` once it is complete. With `{ worker, leaseMs }`
+   * the claim is exclusive: `state_conflict` while another worker's lease runs, a renewal for the same worker, a
+   * takeover once the lease has run out. The command shows `worker` and `leaseUntil`.
+   */
+  claimCommand(commandId: string, claim?: ClaimCommandInput): Promise<SessionCommand>;
+  /** Completes a claimed command with its outcome (again: no change); with `worker`, `state_conflict` if another worker took it over. */
   completeCommand(commandId: string, input?: CommandOutcomeInput): Promise<SessionCommand>;
   /** Asks the worker of an open command to stop (sets `cancelRequested`). */
   cancelCommand(commandId: string): Promise<SessionCommand>;
@@ -358,11 +364,14 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
         return projection.commandHeads();
       }),
 
-    claimCommand: (commandId) => changeCommand(commandId, decideClaimCommand),
+    claimCommand: (commandId, claim) =>
+      sync(() => (claim === undefined ? undefined : parseInput(claimCommandSchema, claim, ''))).then((parsed) =>
+        changeCommand(commandId, (state, id, at) => decideClaimCommand(state, id, at, parsed)),
+      ),
 
     completeCommand: (commandId, input) =>
-      sync(() => parseInput(commandOutcomeSchema, input ?? {}, '')).then(({ outcome }) =>
-        changeCommand(commandId, (state, id, at) => decideCompleteCommand(state, id, outcome, at)),
+      sync(() => parseInput(commandOutcomeSchema, input ?? {}, '')).then(({ outcome, worker }) =>
+        changeCommand(commandId, (state, id, at) => decideCompleteCommand(state, id, outcome, at, worker)),
       ),
 
     cancelCommand: (commandId) => changeCommand(commandId, decideCancelCommand),

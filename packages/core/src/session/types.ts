@@ -55,6 +55,10 @@ export type SessionCommand = {
   processingStartedAt: string | null;
   completedAt: string | null;
   idempotencyId: string;
+  /** The worker that holds (or last held) the command, when it was claimed with `{ worker, leaseMs }`. */
+  worker?: string | undefined;
+  /** When that worker's lease ends (ISO time); another worker may take the command over from then on. */
+  leaseUntil?: string | undefined;
 };
 
 /** One failed ingress attempt, as kept in `ingressFailures`. */
@@ -137,6 +141,16 @@ export type NewCommandInput = {
 /** Input of `completeCommand`; `outcome` defaults to `{}`. */
 export type CommandOutcomeInput = {
   outcome?: JsonValue | undefined;
+  /** Refuse (`state_conflict`) when another worker has claimed the command since this one did. */
+  worker?: string | undefined;
+};
+
+/** Input of an exclusive `claimCommand`: who claims, and for how long the claim holds without a renewal. */
+export type ClaimCommandInput = {
+  /** The claiming worker's name (1..255 characters), the same on every renewal. */
+  worker: string;
+  /** How long the claim excludes other workers, in milliseconds (a positive integer). */
+  leaseMs: number;
 };
 
 /** Input of `checkpoint`, `requestIngress` and `complete`. */
