@@ -83,7 +83,7 @@ export const fileKind: StoreKind = onDisk('file', (dir) => fileStore({ directory
  * The SQLite store in a fresh database file. `synchronous: 'NORMAL'` spares a WAL sync per commit: these
  * runs compare behaviour, not durability, and the data is reread only after a clean close.
  */
-export const sqliteKind: StoreKind = onDisk('sqlite', async (dir) => sqliteStore({ path: join(dir, 'store.db'), clock: storeClock, synchronous: 'NORMAL' }));
+export const sqliteKind: StoreKind = onDisk('sqlite', (dir) => sqliteStore({ path: join(dir, 'store.db'), clock: storeClock, synchronous: 'NORMAL' }));
 
 /** Every store this repository ships, the reference (memory) first. */
 export const STORE_KINDS: readonly StoreKind[] = [memoryKind, fileKind, sqliteKind, ...postgresKind(storeClock)];
