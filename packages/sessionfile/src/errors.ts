@@ -1,14 +1,13 @@
+import { SessionfoldError } from '@sessionfold/core/kernel';
+
 /** What to do about a session file that cannot be used, said the same way by every refusal. */
 export const WAYS_OUT = 'Delete it to start fresh, or pass a different session file path.';
 
-/** Every error this package throws on purpose carries a stable string `code`. */
-export abstract class SessionFileError extends Error {
-  abstract readonly code: string;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-  }
-}
+/**
+ * Every error this package throws on purpose: a `SessionfoldError` (one `catch` covers the store and the
+ * session file alike) with a stable string `code` per subclass.
+ */
+export abstract class SessionFileError extends SessionfoldError {}
 
 /** The file-system step an I/O error happened in. */
 export type IoOperation = 'read' | 'create directory' | 'create temporary file' | 'write' | 'sync' | 'replace' | 'inspect';
