@@ -1,11 +1,7 @@
+import { SessionfoldError } from '@sessionfold/core/kernel';
+
 /** Every error the atomic writer throws carries a stable string `code` and keeps the native error as `cause`. */
-export abstract class AtomicWriteError extends Error {
-  abstract readonly code: string;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-  }
-}
+export abstract class AtomicWriteError extends SessionfoldError {}
 
 /** The file-system step an I/O error happened in. */
 export type IoOperation = 'read' | 'create directory' | 'create temporary file' | 'write' | 'sync' | 'replace' | 'inspect';

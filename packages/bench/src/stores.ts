@@ -31,8 +31,8 @@ export interface SubjectEntry {
   load(): Promise<StoreSubject | { unavailable: string }>;
 }
 
-/** The slice of a store package the bench uses: one factory taking options, sync or async. */
-type Factory = (options: Record<string, unknown>) => EventStore | Promise<EventStore>;
+/** The slice of a store package the bench uses: its one async factory, taking options. */
+type Factory = (options: Record<string, unknown>) => Promise<EventStore>;
 
 /** Finds `exportName` in `specifier`, or explains why it is not there (not built yet, or failing to load). */
 async function factory(specifier: string, exportName: string): Promise<Factory | { unavailable: string }> {

@@ -48,7 +48,7 @@ export async function openStore(location: StoreLocation, options: { readOnly: bo
     }
     case 'sqlite': {
       if (options.readOnly && !existsSync(location.path)) throw notFound(`no store at ${where}: the file does not exist`, 'Try: check the path');
-      return opened(sqliteStore({ path: location.path, readOnly: options.readOnly }));
+      return opened(await sqliteStore({ path: location.path, readOnly: options.readOnly }));
     }
     case 'postgres':
       return opened(await openPostgres(location, options.readOnly));

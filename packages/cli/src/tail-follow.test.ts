@@ -30,7 +30,7 @@ function exitOf(child: ChildProcess): Promise<number | null> {
 /** Appends one event to `stream` from a separate process, as another application would. */
 function appendFromAnotherProcess(kind: 'file' | 'sqlite', location: string, stream: string): Promise<void> {
   const storeModule = kind === 'file' ? '@sessionfold/store-file' : '@sessionfold/store-sqlite';
-  const open = kind === 'file' ? `await m.fileStore({ directory: ${JSON.stringify(location)} })` : `m.sqliteStore({ path: ${JSON.stringify(location)} })`;
+  const open = kind === 'file' ? `await m.fileStore({ directory: ${JSON.stringify(location)} })` : `await m.sqliteStore({ path: ${JSON.stringify(location)} })`;
   const script = `const m = await import(${JSON.stringify(storeModule)}); const s = ${open}; await s.append(${JSON.stringify(stream)}, [{ type: 'Noted', data: { by: 'other' } }], { expectedRevision: 'any' }); await s.close();`;
   return new Promise((resolve, reject) => {
     execFile(process.execPath, ['--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '..') }, (error) => (error ? reject(error) : resolve()));

@@ -118,7 +118,7 @@ export async function populatedFileStore(): Promise<Populated & { dir: string; u
 export async function populatedSqliteStore(): Promise<Populated & { dir: string; path: string; url: string }> {
   const dir = freshDir();
   const path = join(dir, 'sessions.db');
-  const store = sqliteStore({ path });
+  const store = await sqliteStore({ path });
   try {
     return { ...(await populate(store)), dir, path, url: `sqlite:${path}` };
   } finally {

@@ -37,7 +37,7 @@ describe('copy', () => {
     const source = await populatedFileStore();
     const dir = freshDir();
     const path = join(dir, 'other.db');
-    const other = sqliteStore({ path });
+    const other = await sqliteStore({ path });
     await other.append(`session-${source.sessionId}`, [{ type: 'SomethingElse', data: {} }], { expectedRevision: 'no_stream' });
     await other.close();
     const result = await run(['copy', source.url, `sqlite:${path}`]);
@@ -81,7 +81,7 @@ describe('export and import', () => {
     expect(clash.stderr).toMatch(/already exist/);
 
     const unrelated = join(freshDir(), 'u.db');
-    const store = sqliteStore({ path: unrelated });
+    const store = await sqliteStore({ path: unrelated });
     await store.append('notes', [{ type: 'Noted', data: {} }], { expectedRevision: 'no_stream' });
     await store.close();
     const refused = await run(['import', file, '-s', `sqlite:${unrelated}`]);

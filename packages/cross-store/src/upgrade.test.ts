@@ -86,7 +86,7 @@ const RELEASE_STORES: Array<{ name: string; open: () => Promise<{ store: EventSt
     open: async () => {
       const path = join(freshDir(), 'store.db');
       copyFileSync(fixture('store-sqlite/src/fixtures/release-0.1.0.db'), path);
-      return { store: sqliteStore({ path }), reopen: async () => sqliteStore({ path }) };
+      return { store: await sqliteStore({ path }), reopen: () => sqliteStore({ path }) };
     },
   },
 ];

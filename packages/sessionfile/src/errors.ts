@@ -1,4 +1,5 @@
 import { AtomicWriteError } from '@sessionfold/atomic-write';
+import { SessionfoldError } from '@sessionfold/core/kernel';
 
 // The atomic writer's errors, which this package throws too: reading a snapshot fails as `SessionFileIoError`.
 export { SessionFileIoError, DestinationIsDirectoryError, AtomicWriteDirectorySyncError, type IoOperation } from '@sessionfold/atomic-write';
@@ -6,14 +7,11 @@ export { SessionFileIoError, DestinationIsDirectoryError, AtomicWriteDirectorySy
 /** What to do about a session file that cannot be used, said the same way by every refusal. */
 export const WAYS_OUT = 'Delete it to start fresh, or pass a different session file path.';
 
-/** Every error this package throws on purpose carries a stable string `code`. */
-export abstract class SessionFileError extends Error {
-  abstract readonly code: string;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-  }
-
+/**
+ * Every error this package throws on purpose: a `SessionfoldError` (one `catch` covers the store and the
+ * session file alike) with a stable string `code` per subclass.
+ */
+export abstract class SessionFileError extends SessionfoldError {
   /** The atomic writer's errors count as session-file errors too: every error `saveSnapshot` throws passes this check. */
   static override [Symbol.hasInstance](value: unknown): boolean {
     // biome-ignore lint/complexity/noThisInStatic: subclasses inherit this method and must keep the plain check

@@ -1,3 +1,4 @@
+import { SessionfoldError } from '@sessionfold/core/kernel';
 import { describe, expect, it } from 'vitest';
 import { SessionIdentityMismatchError, WAYS_OUT } from './errors.js';
 import { IDENTITY_FIELDS, checkIdentity, identityFor } from './identity.js';
@@ -9,6 +10,7 @@ function mismatch(a: typeof saved, b: typeof saved): SessionIdentityMismatchErro
     checkIdentity(a, b);
   } catch (error) {
     expect(error).toBeInstanceOf(SessionIdentityMismatchError);
+    expect(error).toBeInstanceOf(SessionfoldError);
     return error as SessionIdentityMismatchError;
   }
   throw new Error('checkIdentity accepted a different session');

@@ -2,6 +2,7 @@ import * as nodeFs from 'node:fs/promises';
 import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile, symlink, lstat, readlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SessionfoldError } from '@sessionfold/core/kernel';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AtomicWriteFs } from '@sessionfold/atomic-write';
 import { SCHEMA_VERSION, validatePayload, type SessionSnapshot } from './envelope.js';
@@ -37,6 +38,7 @@ async function refusal(payload: unknown, name = 'run.json'): Promise<SessionFile
     (e: unknown) => e,
   );
   expect(error).toBeInstanceOf(SessionFileInvalidError);
+  expect(error).toBeInstanceOf(SessionfoldError);
   const invalid = error as SessionFileInvalidError;
   expect(invalid.code).toBe('session_file_invalid');
   expect(invalid.path).toBe(path);

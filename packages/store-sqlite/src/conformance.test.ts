@@ -6,8 +6,8 @@ import { freshPath } from './test-support.fixture.js';
 const paths = new WeakMap<EventStore, string>();
 
 /** Opens a store and remembers its file, so `reopen` can open the same file again. */
-function open(path: string): EventStore {
-  const store = sqliteStore({ path });
+async function open(path: string): Promise<EventStore> {
+  const store = await sqliteStore({ path });
   paths.set(store, path);
   return store;
 }

@@ -30,7 +30,7 @@ function killAfterAcks(child: ChildProcess, killAfter: number, acked: Map<string
 describe('a writer killed with SIGKILL', () => {
   it('loses no acknowledged append, round after round, with synchronous FULL and NORMAL', async () => {
     const path = freshPath();
-    await sqliteStore({ path }).close();
+    await (await sqliteStore({ path })).close();
     const streams = [randomStream('crash'), randomStream('crash'), randomStream('crash')];
     const acked = new Map<string, number>();
     for (let round = 0; round < ROUNDS; round++) {
@@ -39,7 +39,7 @@ describe('a writer killed with SIGKILL', () => {
       const signal = await killAfterAcks(startWorker('writer', [path, streams.join(','), synchronous]), killAfter, acked);
       expect(signal).toBe('SIGKILL');
 
-      const store = sqliteStore({ path });
+      const store = await sqliteStore({ path });
       for (const stream of streams) {
         const events = await collect((await store.read(stream)).events);
         const context = `round ${round} (${synchronous}, killed after ${killAfter} acks), ${stream}`;

@@ -8,7 +8,7 @@ import { collect, freshPath } from './test-support.fixture.js';
 /** A closed database with 300 streams of one event each: several leaf pages in every index. */
 async function populated(): Promise<{ path: string; streams: string[] }> {
   const path = freshPath();
-  const store = sqliteStore({ path });
+  const store = await sqliteStore({ path });
   const streams = Array.from({ length: 300 }, (_, n) => `s-${String(n).padStart(4, '0')}`);
   for (const stream of streams) await store.append(stream, [{ type: 'Noted', data: { pad: 'x'.repeat(100) } }], { expectedRevision: 'no_stream' });
   await store.close();
@@ -46,7 +46,7 @@ describe('damage found by a read', () => {
     async (damaged) => {
       const { path, streams } = await populated();
       damageFirstLeaf(path, damaged);
-      const store = sqliteStore({ path });
+      const store = await sqliteStore({ path });
       const failures = await readEverything(store, streams);
       expect(failures.length).toBeGreaterThan(0);
       for (const failure of failures) expect(failure).toBeInstanceOf(CorruptionError);
@@ -74,7 +74,7 @@ describe('damage found by a read', () => {
       expect(readFileSync(path).equals(before)).toBe(true);
 
       // Reopening lifts the refusal (the damage is still there: a read that meets it refuses writes again).
-      const reopened = sqliteStore({ path });
+      const reopened = await sqliteStore({ path });
       expect(await reopened.append('zz-new', [{ type: 'Noted', data: null }], { expectedRevision: 'no_stream' })).toMatchObject({ revision: 1 });
       expect((await readEverything(reopened, streams)).length).toBeGreaterThan(0);
       await expect(reopened.append('zz-new', [{ type: 'Noted', data: null }], { expectedRevision: 1 })).rejects.toMatchObject({ poisoned: true });
@@ -84,7 +84,7 @@ describe('damage found by a read', () => {
 
   it('a blob whose bytes do not match their sha256 is reported, and other writes go on', async () => {
     const path = freshPath();
-    const store = sqliteStore({ path });
+    const store = await sqliteStore({ path });
     const sha = await store.putBlob('s-1', new Uint8Array([1, 2, 3]));
     const raw = new Database(path);
     raw.prepare('UPDATE blobs SET bytes = ? WHERE sha256 = ?').run(Buffer.from([9, 9, 9]), sha);

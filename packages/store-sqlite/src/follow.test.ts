@@ -6,7 +6,7 @@ import { finished, freshPath, randomStream, startWorker } from './test-support.f
 describe('follow across processes', () => {
   it('a follower sees every append of another process, once and in order', async () => {
     const path = freshPath();
-    const store = sqliteStore({ path });
+    const store = await sqliteStore({ path });
     const stream = randomStream('remote');
     const controller = new AbortController();
     const seen: RecordedEvent[] = [];

@@ -20,7 +20,7 @@ function walFrames(raw: Database.Database): number {
 describe('group commit', () => {
   it('commits 64 appends in flight together in one transaction, failing only the one that conflicts', async () => {
     const path = freshPath();
-    const store = sqliteStore({ path, clock: tickingClock() });
+    const store = await sqliteStore({ path, clock: tickingClock() });
     const contested = randomStream();
     await store.append(contested, [{ type: 'Opened', data: null }], { expectedRevision: 'no_stream' });
     const raw = new Database(path);
@@ -56,7 +56,7 @@ describe('group commit', () => {
   });
 
   it('checks each append in a shared transaction against the appends before it', async () => {
-    const store = sqliteStore({ path: freshPath(), clock: tickingClock() });
+    const store = await sqliteStore({ path: freshPath(), clock: tickingClock() });
     const stream = randomStream();
     const results = await Promise.allSettled([
       store.append(stream, [{ type: 'Opened', data: 1 }], { expectedRevision: 'no_stream' }),
@@ -79,7 +79,7 @@ describe('group commit', () => {
 
   it('rolls back alone the rows of an append whose later event id is already in the stream, inside a shared transaction', async () => {
     const path = freshPath();
-    const store = sqliteStore({ path, clock: tickingClock() });
+    const store = await sqliteStore({ path, clock: tickingClock() });
     const stream = randomStream();
     const other = randomStream();
     await store.append(stream, [{ type: 'Opened', data: null, eventId: 'known' }], { expectedRevision: 'no_stream' });
@@ -109,7 +109,7 @@ describe('group commit', () => {
 
   it('shares one commit among appends issued by separate callbacks of one event-loop turn', async () => {
     const path = freshPath();
-    const store = sqliteStore({ path, clock: tickingClock() });
+    const store = await sqliteStore({ path, clock: tickingClock() });
     const streams = Array.from({ length: 16 }, () => randomStream());
     // Like requests whose I/O callbacks run in one turn: each callback appends on its own.
     const appends = streams.map(
@@ -128,7 +128,7 @@ describe('group commit', () => {
 
   it('commits a lone append at once, in its own transaction', async () => {
     const path = freshPath();
-    const store = sqliteStore({ path, clock: tickingClock() });
+    const store = await sqliteStore({ path, clock: tickingClock() });
     const raw = new Database(path, { readonly: true });
     const stream = randomStream();
     for (let revision = 1; revision <= 3; revision++) {
@@ -142,7 +142,7 @@ describe('group commit', () => {
 
   it('commits a lone append within the next turns of the event loop, with no timer', async () => {
     const path = freshPath();
-    const store = sqliteStore({ path });
+    const store = await sqliteStore({ path });
     const raw = new Database(path, { readonly: true });
     const stream = randomStream();
     const pending = store.append(stream, [{ type: 'Noted', data: 1 }], { expectedRevision: 'no_stream' });
@@ -156,7 +156,7 @@ describe('group commit', () => {
 
   it('fails every append of a flush with a clear StorageError when another connection holds the lock past the timeout', async () => {
     const path = freshPath();
-    const store = sqliteStore({ path, busyTimeoutMs: 100 });
+    const store = await sqliteStore({ path, busyTimeoutMs: 100 });
     const raw = new Database(path);
     raw.exec('BEGIN IMMEDIATE');
     const streams = [randomStream(), randomStream(), randomStream()];

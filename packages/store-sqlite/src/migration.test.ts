@@ -81,7 +81,7 @@ describe('copyStore through the SQLite store', () => {
         const source = memoryStore();
         await build(source, steps, names);
         const path = freshPath();
-        const sqlite = sqliteStore({ path });
+        const sqlite = await sqliteStore({ path });
         const back = memoryStore();
         try {
           await copyStore(source, sqlite);
@@ -100,7 +100,7 @@ describe('copyStore through the SQLite store', () => {
           await sqlite.close();
         }
         // What was copied is on disk, not only in the connection that wrote it.
-        const reopened = sqliteStore({ path });
+        const reopened = await sqliteStore({ path });
         expect(await contents(reopened)).toEqual(await contents(source));
         await reopened.close();
       }),

@@ -107,13 +107,13 @@ describe('sqliteStore against the memory store', () => {
         const clock = () => new Date(Date.UTC(2026, 0, 1));
         const path = freshPath();
         const reference = memoryStore({ clock });
-        let store = sqliteStore({ path, clock });
+        let store = await sqliteStore({ path, clock });
         try {
           for (const step of ops) {
             const head = 'stream' in step ? (await reference.read(names[step.stream] as string)).revision : 0;
             if (step.op === 'reopen') {
               await store.close();
-              store = sqliteStore({ path, clock });
+              store = await sqliteStore({ path, clock });
             }
             const expected = await apply(reference, step, names, head);
             const actual = await apply(store, step, names, head);

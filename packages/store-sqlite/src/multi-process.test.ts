@@ -28,7 +28,7 @@ async function runWorkers(name: string, argsFor: (worker: string) => string[]): 
 describe('several processes on one file', () => {
   it('racing appends with expected revisions lose no update and duplicate no revision; losers learn the actual revision', async () => {
     const path = freshPath();
-    await sqliteStore({ path }).close();
+    await (await sqliteStore({ path })).close();
     const streams = [randomStream('race'), randomStream('race')];
     const start = randomStream('start');
     const rounds = 60;
@@ -38,7 +38,7 @@ describe('several processes on one file', () => {
     expect(starts.filter((line) => line.won)).toHaveLength(1);
     expect(starts.filter((line) => !line.won).map((line) => line.actual)).toEqual(Array(WORKERS - 1).fill(1));
 
-    const store = sqliteStore({ path });
+    const store = await sqliteStore({ path });
     const acks = lines.filter((line) => line.kind === 'ack');
     const conflicts = lines.filter((line) => line.kind === 'conflict');
     expect(acks.length + conflicts.length).toBe(WORKERS * rounds);
@@ -68,7 +68,7 @@ describe('several processes on one file', () => {
     const total = WORKERS * jobsPerWorker;
     const lines = await runWorkers('queue', (worker) => [path, worker, queues.join(','), String(jobsPerWorker), String(total)]);
 
-    const store = sqliteStore({ path });
+    const store = await sqliteStore({ path });
     const byJob = new Map<string, { type: string; worker: string; revision: number }[]>();
     let stored = 0;
     for (const stream of queues) {
@@ -101,9 +101,9 @@ describe('several processes on one file', () => {
 
   it('a feed reader following readAll while other processes write sees every change exactly once, in position order', async () => {
     const path = freshPath();
-    await sqliteStore({ path }).close();
+    await (await sqliteStore({ path })).close();
     const streams = [randomStream('feed'), randomStream('feed'), randomStream('feed')];
-    const reader = sqliteStore({ path });
+    const reader = await sqliteStore({ path });
     const seen: number[] = [];
     let running = true;
     const follow = (async () => {

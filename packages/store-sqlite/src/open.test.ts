@@ -10,26 +10,27 @@ import { collect, freshPath, randomStream } from './test-support.fixture.js';
 /** A closed database file with a few hundred events in it. */
 async function populated(): Promise<{ path: string; streams: string[] }> {
   const path = freshPath();
-  const store = sqliteStore({ path });
+  const store = await sqliteStore({ path });
   const streams = Array.from({ length: 200 }, () => randomStream());
   for (const stream of streams) await store.append(stream, [{ type: 'Noted', data: { pad: 'x'.repeat(200) } }], { expectedRevision: 'no_stream' });
   await store.close();
   return { path, streams };
 }
 
-function caught(work: () => unknown): unknown {
+/** What `work` rejects with; fails the test when it resolves. */
+async function caught(work: () => Promise<unknown>): Promise<unknown> {
   try {
-    work();
+    await work();
   } catch (error) {
     return error;
   }
-  throw new Error('expected the call to throw');
+  throw new Error('expected the call to reject');
 }
 
 describe('opening a database file', () => {
   it('creates a new file private to its owner, in WAL mode, at the current schema version', async () => {
     const path = freshPath();
-    const store = sqliteStore({ path });
+    const store = await sqliteStore({ path });
     await store.close();
     expect(statSync(path).mode & 0o777).toBe(0o600);
     const raw = new Database(path, { readonly: true });
@@ -42,10 +43,10 @@ describe('opening a database file', () => {
   it('keeps everything across close and reopen', async () => {
     const path = freshPath();
     const stream = randomStream();
-    const first = sqliteStore({ path });
+    const first = await sqliteStore({ path });
     await first.append(stream, [{ type: 'Opened', data: { n: 1 }, eventId: 'one' }], { expectedRevision: 'no_stream' });
     await first.close();
-    const second = sqliteStore({ path });
+    const second = await sqliteStore({ path });
     const read = await second.read(stream);
     expect(read.revision).toBe(1);
     expect((await collect(read.events)).map((event) => event.data)).toEqual([{ n: 1 }]);
@@ -56,11 +57,11 @@ describe('opening a database file', () => {
     await second.close();
   });
 
-  it('refuses a file that is not SQLite with a CorruptionError naming it, and writes nothing', () => {
+  it('refuses a file that is not SQLite with a CorruptionError naming it, and writes nothing', async () => {
     const path = freshPath();
     const garbage = Buffer.alloc(8192, 0x5a);
     writeFileSync(path, garbage);
-    const error = caught(() => sqliteStore({ path }));
+    const error = await caught(() => sqliteStore({ path }));
     expect(error).toBeInstanceOf(CorruptionError);
     expect((error as CorruptionError).file).toBe(path);
     expect((error as CorruptionError).message).toContain(path);
@@ -74,7 +75,7 @@ describe('opening a database file', () => {
     const damaged = readFileSync(path);
     damaged.fill(0xab, 200, 3000);
     writeFileSync(path, damaged);
-    const error = caught(() => sqliteStore({ path }));
+    const error = await caught(() => sqliteStore({ path }));
     expect(error).toBeInstanceOf(CorruptionError);
     expect((error as CorruptionError).file).toBe(path);
     expect(((error as CorruptionError).cause as { code?: string }).code).toMatch(/^SQLITE_CORRUPT/);
@@ -86,7 +87,7 @@ describe('opening a database file', () => {
     const damaged = readFileSync(path);
     damaged.fill(0xab, 4096 * 2, 4096 * 3);
     writeFileSync(path, damaged);
-    const store = sqliteStore({ path });
+    const store = await sqliteStore({ path });
     const failures: unknown[] = [];
     const attempt = async (work: () => Promise<unknown>) => work().catch((error: unknown) => failures.push(error));
     await attempt(() => collect(store.readAll()));
@@ -104,34 +105,42 @@ describe('opening a database file', () => {
     raw.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
     raw.close();
     const before = readFileSync(path);
-    const error = caught(() => sqliteStore({ path }));
+    const error = await caught(() => sqliteStore({ path }));
     expect(error).toBeInstanceOf(StorageError);
     expect((error as Error).message).toContain(`schema version ${SCHEMA_VERSION + 1}`);
     expect((error as Error).message).toContain('newer');
     expect(readFileSync(path).equals(before)).toBe(true);
   });
 
-  it("refuses another application's SQLite database instead of adding tables to it", () => {
+  it("refuses another application's SQLite database instead of adding tables to it", async () => {
     const path = freshPath();
     const raw = new Database(path);
     raw.exec('CREATE TABLE invoices (id INTEGER PRIMARY KEY)');
     raw.close();
     const before = readFileSync(path);
-    expect(caught(() => sqliteStore({ path }))).toBeInstanceOf(InvalidInputError);
+    expect(await caught(() => sqliteStore({ path }))).toBeInstanceOf(InvalidInputError);
     expect(readFileSync(path).equals(before)).toBe(true);
   });
 
-  it('rejects missing or malformed options before touching the disk', () => {
-    expect(caught(() => sqliteStore({} as never))).toMatchObject({ code: 'invalid_input', field: 'path' });
+  it('rejects missing or malformed options before touching the disk', async () => {
+    expect(await caught(() => sqliteStore({} as never))).toMatchObject({ code: 'invalid_input', field: 'path' });
     const path = freshPath();
-    expect(caught(() => sqliteStore({ path, synchronous: 'OFF' as never }))).toMatchObject({ field: 'synchronous' });
-    expect(caught(() => sqliteStore({ path, busyTimeoutMs: -1 }))).toMatchObject({ field: 'busyTimeoutMs' });
+    expect(await caught(() => sqliteStore({ path, synchronous: 'OFF' as never }))).toMatchObject({ field: 'synchronous' });
+    expect(await caught(() => sqliteStore({ path, busyTimeoutMs: -1 }))).toMatchObject({ field: 'busyTimeoutMs' });
     expect(existsSync(path)).toBe(false);
   });
 
-  it('reports a directory that cannot hold the file as a StorageError', () => {
+  it('reports a failure to open as a rejection, never as a synchronous throw', async () => {
+    let opening: Promise<unknown> | undefined;
+    expect(() => {
+      opening = sqliteStore({} as never);
+    }).not.toThrow();
+    await expect(opening).rejects.toBeInstanceOf(InvalidInputError);
+  });
+
+  it('reports a directory that cannot hold the file as a StorageError', async () => {
     const path = `${freshPath()}.d/missing/store.db`;
-    const error = caught(() => sqliteStore({ path }));
+    const error = await caught(() => sqliteStore({ path }));
     expect(error).toBeInstanceOf(StorageError);
     expect((error as Error).message).toContain(path);
   });
@@ -139,13 +148,13 @@ describe('opening a database file', () => {
   it('commits writes already accepted when closed, then refuses calls with StoreClosedError', async () => {
     const path = freshPath();
     const stream = randomStream();
-    const store = sqliteStore({ path });
+    const store = await sqliteStore({ path });
     const pending = store.append(stream, [{ type: 'Opened', data: null }], { expectedRevision: 'no_stream' });
     await store.close();
     await expect(pending).resolves.toEqual({ revision: 1, position: 1 });
     await expect(store.read(stream)).rejects.toBeInstanceOf(StoreClosedError);
     await expect(store.append(stream, [{ type: 'Noted', data: null }], { expectedRevision: 1 })).rejects.toBeInstanceOf(StoreClosedError);
-    const reopened = sqliteStore({ path });
+    const reopened = await sqliteStore({ path });
     expect((await reopened.read(stream)).revision).toBe(1);
     await reopened.close();
   });

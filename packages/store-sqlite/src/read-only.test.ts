@@ -9,13 +9,13 @@ import { collect, freshPath, randomStream } from './test-support.fixture.js';
 describe('a read-only SQLite store', () => {
   it('reads what a writer stored and refuses every write, leaving the database file unchanged', async () => {
     const path = freshPath();
-    const writer = sqliteStore({ path });
+    const writer = await sqliteStore({ path });
     const stream = randomStream();
     await writer.append(stream, [{ type: 'Noted', data: { n: 1 } }], { expectedRevision: 'no_stream' });
     await writer.close();
     const before = readFileSync(path);
 
-    const reader = sqliteStore({ path, readOnly: true });
+    const reader = await sqliteStore({ path, readOnly: true });
     const read = await reader.read(stream);
     expect((await collect(read.events)).map((event) => event.data)).toEqual([{ n: 1 }]);
     await expect(reader.append(stream, [{ type: 'Noted', data: {} }], { expectedRevision: 1 })).rejects.toBeInstanceOf(StorageError);
@@ -27,39 +27,39 @@ describe('a read-only SQLite store', () => {
 
   it('sees a writer’s later commits while both are open', async () => {
     const path = freshPath();
-    const writer = sqliteStore({ path });
+    const writer = await sqliteStore({ path });
     const stream = randomStream();
     await writer.append(stream, [{ type: 'Noted', data: {} }], { expectedRevision: 'no_stream' });
-    const reader = sqliteStore({ path, readOnly: true });
+    const reader = await sqliteStore({ path, readOnly: true });
     await writer.append(stream, [{ type: 'Noted', data: {} }], { expectedRevision: 1 });
     expect((await reader.read(stream)).revision).toBe(2);
     await reader.close();
     await writer.close();
   });
 
-  it('creates nothing for a missing path and says so', () => {
+  it('creates nothing for a missing path and says so', async () => {
     const path = freshPath();
-    expect(() => sqliteStore({ path, readOnly: true })).toThrow(/does not exist/);
+    await expect(sqliteStore({ path, readOnly: true })).rejects.toThrow(/does not exist/);
     expect(existsSync(path)).toBe(false);
   });
 
-  it('refuses an empty or unmigrated file without migrating it', () => {
+  it('refuses an empty or unmigrated file without migrating it', async () => {
     const empty = freshPath();
     writeFileSync(empty, '');
-    expect(() => sqliteStore({ path: empty, readOnly: true })).toThrow(/schema version 0/);
+    await expect(sqliteStore({ path: empty, readOnly: true })).rejects.toThrow(/schema version 0/);
     expect(readFileSync(empty).length).toBe(0);
 
     const bare = freshPath();
     new Database(bare).close();
-    expect(() => sqliteStore({ path: bare, readOnly: true })).toThrow(/open it once without readOnly/);
+    await expect(sqliteStore({ path: bare, readOnly: true })).rejects.toThrow(/open it once without readOnly/);
   });
 
-  it('refuses a database of a newer schema', () => {
+  it('refuses a database of a newer schema', async () => {
     const path = freshPath();
-    sqliteStore({ path }).close();
+    await (await sqliteStore({ path })).close();
     const raw = new Database(path);
     raw.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
     raw.close();
-    expect(() => sqliteStore({ path, readOnly: true })).toThrow(/newer/);
+    await expect(sqliteStore({ path, readOnly: true })).rejects.toThrow(/newer/);
   });
 });

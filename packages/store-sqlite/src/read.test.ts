@@ -15,7 +15,7 @@ async function longStream(store: EventStore, stream: string, count = LONG): Prom
 
 describe('reading', () => {
   it('streams a stream longer than a page in revision order, from any revision', async () => {
-    const store = sqliteStore({ path: freshPath() });
+    const store = await sqliteStore({ path: freshPath() });
     const stream = randomStream();
     await longStream(store, stream);
     const all = await collect((await store.read(stream)).events);
@@ -26,7 +26,7 @@ describe('reading', () => {
   });
 
   it('streams the whole feed across pages in position order, from any position', async () => {
-    const store = sqliteStore({ path: freshPath() });
+    const store = await sqliteStore({ path: freshPath() });
     await longStream(store, randomStream());
     await longStream(store, randomStream(), 200);
     const feed = await collect(store.readAll());
@@ -36,7 +36,7 @@ describe('reading', () => {
   });
 
   it('lets a consumer write while it iterates, and a feed read ends at the position it started at', async () => {
-    const store = sqliteStore({ path: freshPath(), synchronous: 'NORMAL' });
+    const store = await sqliteStore({ path: freshPath(), synchronous: 'NORMAL' });
     const source = randomStream();
     const target = randomStream();
     await longStream(store, source);
@@ -51,7 +51,7 @@ describe('reading', () => {
   });
 
   it('lists more streams than a page in name order, filtered by prefix', async () => {
-    const store = sqliteStore({ path: freshPath() });
+    const store = await sqliteStore({ path: freshPath() });
     const run = randomStream('run');
     const names = Array.from({ length: 600 }, (_, index) => `${run}-${String(index).padStart(4, '0')}`);
     await Promise.all(names.map((name) => store.append(name, [{ type: 'Opened', data: null }], { expectedRevision: 'no_stream' })));
@@ -63,8 +63,8 @@ describe('reading', () => {
 
   it('refuses to go on reading a long stream that another connection compacted meanwhile, instead of skipping events', async () => {
     const path = freshPath();
-    const store = sqliteStore({ path });
-    const other = sqliteStore({ path });
+    const store = await sqliteStore({ path });
+    const other = await sqliteStore({ path });
     const stream = randomStream();
     await longStream(store, stream);
     const read = await store.read(stream);
@@ -81,7 +81,7 @@ describe('reading', () => {
   });
 
   it('refuses to go on reading a long stream that was deleted and recreated meanwhile', async () => {
-    const store = sqliteStore({ path: freshPath() });
+    const store = await sqliteStore({ path: freshPath() });
     const stream = randomStream();
     await longStream(store, stream);
     const read = await store.read(stream);
@@ -97,7 +97,7 @@ describe('reading', () => {
   });
 
   it('gives a new record a position past every earlier one even when the newest records were removed', async () => {
-    const store = sqliteStore({ path: freshPath() });
+    const store = await sqliteStore({ path: freshPath() });
     const older = randomStream();
     const newest = randomStream();
     await store.append(older, [{ type: 'Opened', data: null }], { expectedRevision: 'no_stream' });

@@ -11,7 +11,7 @@ describe('the README example', () => {
     const log: unknown[] = [];
     const console = { log: (...values: unknown[]) => log.push(values) };
     // #region readme
-    const store = sqliteStore({ path: join(dataDirectory, 'sessions.db') });
+    const store = await sqliteStore({ path: join(dataDirectory, 'sessions.db') });
     await store.append('session-1', [{ type: 'Started', data: { by: 'ada' } }], { expectedRevision: 'no_stream' });
     await store.append('session-1', [{ type: 'Noted', data: { text: 'hello' }, eventId: 'note-1' }], { expectedRevision: 1 });
     const { revision, events } = await store.read('session-1');

@@ -37,7 +37,7 @@ async function feedAsRecorded(store: EventStore): Promise<unknown[]> {
 describe('a database written by release 0.1.0', () => {
   it('opens migrated to the current schema version, and reads back what 0.1.0 read: streams, the feed, and the service list and get', async () => {
     const path = copyOfRelease();
-    const store = sqliteStore({ path });
+    const store = await sqliteStore({ path });
     try {
       expect(await collect(store.streams())).toEqual(expected.streams);
       expect(await feedAsRecorded(store)).toEqual(expected.feed);
@@ -53,15 +53,16 @@ describe('a database written by release 0.1.0', () => {
     raw.close();
   });
 
-  it('refuses the same file once a newer version has marked it with a later schema version, and changes nothing', () => {
+  it('refuses the same file once a newer version has marked it with a later schema version, and changes nothing', async () => {
     const path = copyOfRelease();
     const raw = new Database(path);
     raw.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
     raw.close();
     const before = readFileSync(path);
-    expect(() => sqliteStore({ path })).toThrow(
-      expect.objectContaining({ code: 'storage_error', message: expect.stringContaining(`schema version ${SCHEMA_VERSION + 1}`) }),
-    );
+    await expect(sqliteStore({ path })).rejects.toMatchObject({
+      code: 'storage_error',
+      message: expect.stringContaining(`schema version ${SCHEMA_VERSION + 1}`),
+    });
     expect(readFileSync(path).equals(before)).toBe(true);
   });
 
@@ -72,7 +73,7 @@ describe('a database written by release 0.1.0', () => {
     const columns = (db: Database.Database) => (db.pragma('table_info(events)') as Array<{ name: string }>).map((column) => column.name);
     expect(columns(before)).not.toContain('schema_version');
     before.close();
-    const store = sqliteStore({ path });
+    const store = await sqliteStore({ path });
     const feed = await collect(store.readAll());
     expect(feed.map((record) => record.schemaVersion)).toEqual(expected.feed.map(() => 1));
     await store.append('ledger-1', [{ type: 'Deposited', data: { amount: 1 }, schemaVersion: 2 }], { expectedRevision: 2 });
@@ -90,7 +91,7 @@ describe('a database written by release 0.1.0', () => {
 
   it('takes appends afterwards, which survive a reopen', async () => {
     const path = copyOfRelease();
-    const store = sqliteStore({ path });
+    const store = await sqliteStore({ path });
     const ledger = expected.streams.find((entry) => entry.stream === 'ledger-1');
     expect(ledger?.revision).toBe(2);
     const lastPosition = Math.max(...(await collect(store.readAll())).map((record) => record.position));
@@ -102,7 +103,7 @@ describe('a database written by release 0.1.0', () => {
     });
     await store.close();
 
-    const reopened = sqliteStore({ path });
+    const reopened = await sqliteStore({ path });
     const events = await collect((await reopened.read('ledger-1')).events);
     expect(events.map((event) => [event.revision, event.type, event.data, event.eventId])).toEqual([
       [1, 'Deposited', { amount: 5 }, 'd-1'],

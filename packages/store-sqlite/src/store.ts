@@ -41,9 +41,9 @@ const FOLLOW_POLL_MS = 50;
  * An `EventStore` in one SQLite file (WAL mode), shared safely by several processes: every write takes the
  * database's write lock (`BEGIN IMMEDIATE`) and checks the expected revision inside that transaction.
  * Writes in flight together in one process share one transaction and one sync to disk (group commit).
- * Throws `CorruptionError` for a damaged or non-SQLite file and `StorageError` for a newer schema.
+ * Rejects with `CorruptionError` for a damaged or non-SQLite file and `StorageError` for a newer schema.
  */
-export function sqliteStore(options: SqliteStoreOptions): EventStore {
+export async function sqliteStore(options: SqliteStoreOptions): Promise<EventStore> {
   const config = readOptions(options);
   const { path } = config;
   // What makes the store refuse writes until it is reopened: a failed write or sync (what reached the disk is

@@ -6,7 +6,7 @@ import { freshPath } from './test-support.fixture.js';
 
 async function populated(): Promise<string> {
   const path = freshPath();
-  const store = sqliteStore({ path });
+  const store = await sqliteStore({ path });
   for (let n = 0; n < 300; n++)
     await store.append(`s-${String(n).padStart(4, '0')}`, [{ type: 'Noted', data: { pad: 'x'.repeat(100) } }], { expectedRevision: 'no_stream' });
   await store.putBlob('s-0000', new Uint8Array([1, 2, 3]));
@@ -25,7 +25,7 @@ describe('verify', () => {
   it('a clean file has no problems, and verify writes nothing', async () => {
     const path = await populated();
     const before = readFileSync(path);
-    const store = sqliteStore({ path });
+    const store = await sqliteStore({ path });
     const report = await store.verify!();
     await store.close();
     expect(report).toMatchObject({ ok: true, problems: [], checked: { streams: 300, records: 300, blobs: 1 } });
@@ -42,7 +42,7 @@ describe('verify', () => {
     const offset = ((leaves[0] as number) - 1) * pageSize;
     bytes.fill(0xee, offset, offset + 12);
     writeFileSync(path, bytes);
-    const store = sqliteStore({ path });
+    const store = await sqliteStore({ path });
     const report = await store.verify!();
     await store.close();
     expect(report.ok).toBe(false);
@@ -51,7 +51,7 @@ describe('verify', () => {
 
   it('a revision gap, a misplaced position, a bad snapshot, a changed blob and a stream without its row are each named by table and key', async () => {
     const path = await populated();
-    const store = sqliteStore({ path });
+    const store = await sqliteStore({ path });
     await store.append(
       's-0001',
       [
@@ -72,7 +72,7 @@ describe('verify', () => {
        UPDATE blobs SET bytes = x'010204';
        DELETE FROM streams WHERE stream = 's-0005';`,
     );
-    const reopened = sqliteStore({ path });
+    const reopened = await sqliteStore({ path });
     const report = await reopened.verify!();
     await reopened.close();
     const found = report.problems.map((p) => `${p.severity} ${p.code} ${p.table} ${p.key}`);

@@ -113,9 +113,9 @@ describe('bad input is refused with invalid_request naming the field, and nothin
   });
 
   it.each(['yesterday', '2026-07-23', '2026-02-30T00:00:00Z', '2026-07-23T24:00:00Z', '2026-07-23T00:00:00', '2026-07-23T00:00:00+25:00'])(
-    'a start at %j: "started_at must be an RFC 3339 timestamp"',
+    'a start at %j: "startedAt must be an RFC 3339 timestamp"',
     async (startedAt) => {
-      await expectRefused((h) => h.start({ idempotencyId: 'new', ...START, startedAt }), 'started_at must be an RFC 3339 timestamp');
+      await expectRefused((h) => h.start({ idempotencyId: 'new', ...START, startedAt }), 'startedAt must be an RFC 3339 timestamp');
     },
   );
 
@@ -123,9 +123,9 @@ describe('bad input is refused with invalid_request naming the field, and nothin
     ['empty', ''],
     ['256 ASCII bytes', 'x'.repeat(256)],
     ['128 two-byte characters', 'é'.repeat(128)],
-  ])('an idempotency id that is %s: "idempotency_id must contain between 1 and 255 bytes"', async (_name, idempotencyId) => {
-    await expectRefused((h) => h.start({ idempotencyId, ...START }), 'idempotency_id must contain between 1 and 255 bytes');
-    await expectRefused((h, id) => h.enqueue(id, { idempotencyId, kind: 'message' }), 'idempotency_id must contain between 1 and 255 bytes');
+  ])('an idempotency id that is %s: "idempotencyId must contain between 1 and 255 bytes"', async (_name, idempotencyId) => {
+    await expectRefused((h) => h.start({ idempotencyId, ...START }), 'idempotencyId must contain between 1 and 255 bytes');
+    await expectRefused((h, id) => h.enqueue(id, { idempotencyId, kind: 'message' }), 'idempotencyId must contain between 1 and 255 bytes');
   });
 
   it('accepts an idempotency id of exactly 255 bytes and RFC 3339 times with offsets and fractions', async () => {

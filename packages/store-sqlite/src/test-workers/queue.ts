@@ -15,7 +15,7 @@ const [path, worker, queueList, jobsText, totalText, barrierStream, workersText]
 ];
 const queues = queueList.split(',');
 const total = Number(totalText);
-const store = sqliteStore({ path, busyTimeoutMs: 30_000 });
+const store = await sqliteStore({ path, busyTimeoutMs: 30_000 });
 const say = (line: object) => process.stdout.write(`${JSON.stringify({ worker, ...line })}\n`);
 
 await barrier(store, barrierStream, Number(workersText));

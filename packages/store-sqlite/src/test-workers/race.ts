@@ -13,7 +13,7 @@ const [path, worker, streamList, roundsText, startStream, barrierStream, workers
   string,
 ];
 const streams = streamList.split(',');
-const store = sqliteStore({ path, busyTimeoutMs: 30_000 });
+const store = await sqliteStore({ path, busyTimeoutMs: 30_000 });
 const say = (line: object) => process.stdout.write(`${JSON.stringify({ worker, ...line })}\n`);
 
 await barrier(store, barrierStream, Number(workersText));

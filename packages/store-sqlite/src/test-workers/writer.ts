@@ -3,7 +3,7 @@
 import { sqliteStore } from '../index.js';
 
 const [path, streamList, synchronous] = process.argv.slice(2) as [string, string, 'FULL' | 'NORMAL'];
-const store = sqliteStore({ path, synchronous });
+const store = await sqliteStore({ path, synchronous });
 
 async function lane(stream: string): Promise<never> {
   let revision = (await store.read(stream)).revision;
