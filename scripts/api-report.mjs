@@ -2,7 +2,8 @@
 // made by API Extractor from the built declarations, so a change to the public surface shows in review.
 //   node scripts/api-report.mjs           fails when a report differs from the one in api/
 //   node scripts/api-report.mjs --update  writes the reports into api/ (npm run api:update)
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Extractor, ExtractorConfig } from '@microsoft/api-extractor';
 
@@ -49,13 +50,13 @@ const messages = {
 };
 
 const quiet = new Set([
-  'console-api-report-changed',
   'console-api-report-copied',
   'console-api-report-created',
-  'console-api-report-missing',
+  'console-api-report-diff',
+  'console-api-report-not-copied',
+  'console-api-report-unchanged',
   'console-compiler-version-notice',
   'console-preamble',
-  'console-api-report-unchanged',
 ]);
 const changed = [];
 let failed = false;
@@ -113,7 +114,22 @@ for (const entry of entries) {
   }
 }
 
+// A report whose entry point is gone is stale: removed on update, a difference otherwise.
+const expected = new Set(entries.map((entry) => `${entry.name}.api.md`));
+for (const file of readdirSync(reportFolder).filter((name) => name.endsWith('.api.md') && !expected.has(name))) {
+  if (update) rmSync(join(reportFolder, file));
+  else changed.push({ name: file.replace(/\.api\.md$/, ''), label: `api/${file} (no such entry point)`, stale: true });
+}
+
 if (changed.length > 0 && !update) {
+  for (const entry of changed) {
+    const file = `${entry.name}.api.md`;
+    const diff = spawnSync('git', ['diff', '--no-index', '--no-color', join('api', file), join(tempFolder, file)], { cwd: root, encoding: 'utf8' });
+    const lines = (diff.stdout || `api/${file}: ${entry.stale ? 'no entry point has this report any more' : 'a new entry point, not yet reported'}\n`).split(
+      '\n',
+    );
+    console.error(lines.slice(0, 80).join('\n') + (lines.length > 80 ? `\n… (${lines.length - 80} more lines)` : ''));
+  }
   console.error(
     `api: the public API differs from the committed report for ${changed.map((e) => e.label).join(', ')}.\n` +
       `     Review the change (git diff api/ after updating) and run \`npm run api:update\` to accept it.`,
