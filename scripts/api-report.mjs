@@ -4,11 +4,12 @@
 //   node scripts/api-report.mjs --update  writes the reports into api/ (npm run api:update)
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Extractor, ExtractorConfig } from '@microsoft/api-extractor';
 
 const update = process.argv.includes('--update');
-const root = resolve(import.meta.dirname, '..');
+const root = fileURLToPath(new URL('..', import.meta.url));
 const reportFolder = join(root, 'api');
 const tempFolder = join(root, 'node_modules', '.cache', 'api-report');
 mkdirSync(reportFolder, { recursive: true });
