@@ -17,10 +17,11 @@ export const REPLAY_PATH_VARIABLE = 'SESSIONFOLD_PROPERTY_REPLAY_PATH';
 /** @deprecated Set `SESSIONFOLD_PROPERTY_REPLAY_PATH`; this name is read only when that one is not set. */
 const OLD_REPLAY_VARIABLE = 'SESSIONFOLD_PROPERTY_REPLAY';
 
-type Env = Readonly<Record<string, string | undefined>>;
+/** Environment variables as `process.env` holds them. */
+export type EnvironmentVariables = Readonly<Record<string, string | undefined>>;
 
 /** Reads and checks the property-test variables of `env` (unset or empty: left out); a malformed value throws, naming it. */
-export function propertyTestEnv(env: Env = process.env): PropertyTestEnv {
+export function propertyTestEnv(env: EnvironmentVariables = process.env): PropertyTestEnv {
   const read: { -readonly [K in keyof PropertyTestEnv]: PropertyTestEnv[K] } = {};
   const runs = positiveInteger(env, 'SESSIONFOLD_PROPERTY_RUNS');
   if (runs !== undefined) read.runs = runs;
@@ -44,16 +45,16 @@ export function propertyTestEnv(env: Env = process.env): PropertyTestEnv {
 }
 
 /** Runs per property: `SESSIONFOLD_PROPERTY_RUNS` when set (a long run is one variable away), else `fallback`. */
-export function propertyRuns(fallback: number, env: Env = process.env): number {
+export function propertyRuns(fallback: number, env: EnvironmentVariables = process.env): number {
   return propertyTestEnv(env).runs ?? fallback;
 }
 
-function given(env: Env, name: string): string | undefined {
+function given(env: EnvironmentVariables, name: string): string | undefined {
   const value = env[name];
   return value === undefined || value === '' ? undefined : value;
 }
 
-function positiveInteger(env: Env, name: string): number | undefined {
+function positiveInteger(env: EnvironmentVariables, name: string): number | undefined {
   const value = given(env, name);
   if (value === undefined) return undefined;
   const n = Number(value);
