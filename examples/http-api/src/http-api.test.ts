@@ -151,7 +151,7 @@ describe('the session history over HTTP', () => {
 
     const invalid = await call('POST', '/sessions', { ...startBody(), startedAt: 'yesterday' });
     expect(invalid).toMatchObject({ status: 400, json: { error: { code: 'invalid_request', field: 'startedAt' } } });
-    expect(invalid.json.error.message).toMatch(/started_at must be an RFC 3339 timestamp/);
+    expect(invalid.json.error.message).toMatch(/startedAt must be an RFC 3339 timestamp/);
     expect((await call('GET', '/sessions?phase=sleeping')).json.error.code).toBe('invalid_request');
 
     expect(await call('GET', `/sessions/${randomUUID()}`)).toEqual(
