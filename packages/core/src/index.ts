@@ -13,6 +13,7 @@ export {
   StoreClosedError,
   StoreLockedError,
   UnsupportedFormatError,
+  VersionedDataError,
   type VersionedLocation,
   type VersionedSubject,
 } from './kernel/errors.js';

@@ -126,7 +126,7 @@ export interface VersionedLocation {
 }
 
 /** The location fields both schema-version errors carry, kept in one place. */
-abstract class VersionedDataError extends SessionfoldError {
+export abstract class VersionedDataError extends SessionfoldError {
   readonly stream: string;
   readonly subject: VersionedSubject;
   readonly eventType: string | undefined;
