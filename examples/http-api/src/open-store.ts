@@ -18,6 +18,10 @@ export async function openStore(url: string): Promise<OpenedStore> {
     const path = absolute(url.slice('sqlite:'.length), url);
     return { store: await sqliteStore({ path }), description: `SQLite store ${path}` };
   }
+  // Another scheme (postgres://, …) is not a directory: refuse it rather than create a folder by that name.
+  if (/^[a-z][a-z0-9+.-]*:/i.test(url) && !/^file:/i.test(url)) {
+    throw new Error(`the store URL ${JSON.stringify(url)} is neither file: nor sqlite:; this example serves those two`);
+  }
   const directory = absolute(/^file:/i.test(url) ? url.slice('file:'.length) : url, url);
   return { store: await fileStore({ directory }), description: `file store in ${directory}` };
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 /** A workspace package that is published: its name and folder. */
 export interface PublishedPackage {
   name: string;
+  version: string;
   directory: string;
 }
 
@@ -12,13 +13,15 @@ export function publishedPackages(root: string): PublishedPackage[] {
   const found: PublishedPackage[] = [];
   for (const folder of readdirSync(join(root, 'packages')).sort()) {
     const directory = join(root, 'packages', folder);
-    let manifest: { name?: unknown; private?: unknown };
+    let manifest: { name?: unknown; private?: unknown; version?: unknown };
     try {
-      manifest = JSON.parse(readFileSync(join(directory, 'package.json'), 'utf8')) as { name?: unknown; private?: unknown };
+      manifest = JSON.parse(readFileSync(join(directory, 'package.json'), 'utf8')) as { name?: unknown; private?: unknown; version?: unknown };
     } catch {
       continue;
     }
-    if (manifest.private !== true && typeof manifest.name === 'string') found.push({ name: manifest.name, directory });
+    if (manifest.private !== true && typeof manifest.name === 'string' && typeof manifest.version === 'string') {
+      found.push({ name: manifest.name, version: manifest.version, directory });
+    }
   }
   return found;
 }

@@ -60,7 +60,7 @@ describe('the published packages, installed from their tarballs into a new appli
     mkdirSync(app);
     const dependencies: Record<string, string> = {};
     for (const file of readdirSync(tarballs)) {
-      const name = packages.find((p) => file === `${p.name.replace('@', '').replace('/', '-')}-0.1.0.tgz`)?.name;
+      const name = packages.find((p) => file === `${p.name.replace('@', '').replace('/', '-')}-${p.version}.tgz`)?.name;
       if (name) dependencies[name] = `file:../tarballs/${file}`;
     }
     dependencies['typescript'] = rootManifest.devDependencies['typescript'] as string;
@@ -109,6 +109,8 @@ describe('the published packages, installed from their tarballs into a new appli
         return;
       }
       const example = exampleFor(store, readmeExample(readFileSync(join(root, 'README.md'), 'utf8')));
+      // The swap must have happened, or every case would quietly run the memory store.
+      expect(example).toContain('openSessionHistory({ store })');
       const dir = join(app, store.name);
       mkdirSync(dir, { recursive: true });
       writeFileSync(join(dir, 'example.mjs'), example);

@@ -497,7 +497,6 @@ class FileStore implements EventStore {
         storeId: this.#storeId ?? null,
         lockHolderPid: (await lockHolder(this.#fs, this.#layout.directory)) ?? null,
         streams,
-        lastPosition: this.#positions.watermark,
         writesRefused: this.#poisoned?.reason ?? null,
       },
     };
@@ -583,7 +582,6 @@ class FileStore implements EventStore {
     return entry;
   }
 
-  /** Runs an operation so that `close` can wait for it. */
   /** Starts recording the format whose journal lines may carry `schemaVersion`, before the first such line is written. */
   #recordEventVersionsFormat(): void {
     const recording: Promise<void> = writeStoreFormat(this.#fs, this.#layout.format, EVENT_VERSIONS_FORMAT_VERSION)
@@ -597,6 +595,7 @@ class FileStore implements EventStore {
     this.#formatWrite = recording;
   }
 
+  /** Runs an operation so that `close` can wait for it. */
   #track<T>(operation: () => Promise<T>): Promise<T> {
     let promise: Promise<T>;
     try {

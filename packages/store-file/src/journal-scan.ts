@@ -2,7 +2,7 @@ import { CorruptionError, type AppendResult } from '@sessionfold/core/kernel';
 import { errorCode, type FileSystem } from './fs-layer.js';
 import { asEventLine, isLineMissingItsNewline, misplaced, type EventLine } from './journal-codec.js';
 import { LineReader, type Line } from './journal-reader.js';
-import { PositionSet } from './position-set.js';
+import type { PositionSet } from './position-set.js';
 
 /** A place to start reading a journal from: the first live line and every line whose revision is a multiple of `CHECKPOINT_EVERY`. */
 export interface Checkpoint {
@@ -66,7 +66,7 @@ export function emptyJournal(snapshotRevision: number): JournalInfo {
 
 /**
  * Reads a whole journal once at open, checking every line (checksum, JSON, that it names `stream`, gap-free
- * revisions, rising positions unique across `positions`; lines without a stream name come first). A torn tail — bytes without a final newline, or the lines of a batch whose last line never
+ * revisions, rising positions unique across `positions` when given; lines without a stream name come first). A torn tail — bytes without a final newline, or the lines of a batch whose last line never
  * made it — is cut off and fsynced when `repair` is set, and only ignored otherwise. Returns undefined
  * when the file does not exist.
  */
@@ -76,7 +76,7 @@ export async function scanJournal(
   stream: string,
   snapshotRevision: number,
   repair: boolean,
-  positions: PositionSet = new PositionSet(),
+  positions?: PositionSet,
 ): Promise<JournalInfo | undefined> {
   let fd: number;
   try {
@@ -108,7 +108,7 @@ export async function scanJournal(
   return info;
 }
 
-async function scanLines(reader: LineReader, path: string, stream: string, snapshotRevision: number, positions: PositionSet): Promise<JournalInfo> {
+async function scanLines(reader: LineReader, path: string, stream: string, snapshotRevision: number, positions: PositionSet | undefined): Promise<JournalInfo> {
   const info = emptyJournal(snapshotRevision);
   info.lastRevision = 0;
   let prevRevision = 0;
@@ -124,7 +124,7 @@ async function scanLines(reader: LineReader, path: string, stream: string, snaps
     const last = batch[batch.length - 1] as { line: Line; event: EventLine };
     const result: AppendResult = { revision: last.event.revision, position: last.event.position };
     for (const { line, event } of batch) {
-      positions.claim(event.position, path, line.no);
+      positions?.claim(event.position, path, line.no);
       info.maxPosition = event.position;
       if (event.revision <= snapshotRevision) continue;
       if (!seenLive) {

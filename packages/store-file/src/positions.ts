@@ -39,6 +39,8 @@ export class Positions {
     const count = this.#inFlight.get(start);
     this.#inFlight.delete(start);
     if (count !== undefined && start + count - 1 === this.#last) this.#last = start - 1;
+    // Like settle: the watermark may have moved past ranges settled meanwhile, and followers wait on it.
+    this.#onSettle?.();
   }
 
   /** The last position handed out. */

@@ -16,7 +16,7 @@ describe('status', () => {
     );
     await writer.append('b', [{ type: 'N', data: 1 }], { expectedRevision: 'no_stream' });
     const storeId = await writer.checkpoints!.storeId();
-    const expected = { directory, storeId, lockHolderPid: process.pid, streams: 2, lastPosition: 3, writesRefused: null };
+    const expected = { directory, storeId, lockHolderPid: process.pid, streams: 2, writesRefused: null };
     expect(await writer.status!()).toEqual({ kind: 'file', lastPosition: 3, holdingBack: [], details: { ...expected, readOnly: false } });
     const view = await fileStore({ directory, readOnly: true });
     expect(await view.status!()).toEqual({ kind: 'file', lastPosition: 3, holdingBack: [], details: { ...expected, readOnly: true } });

@@ -1,7 +1,9 @@
 import pg from 'pg';
 import type { QueryArrayConfig, QueryConfig } from 'pg';
 import { Kind, quoted } from './schema.js';
-import { EVENT_COLUMNS } from './paged-events.js';
+
+/** The columns of the kernel's `EventRow`, in its order, for a SELECT on `events AS e`. */
+const EVENT_COLUMNS = 'e.position, e.stream, e.revision, e.type, e.data, e.event_id, e.recorded_at, e.schema_version';
 
 /**
  * Rows of the first page of a read or of the feed, and of each page of the stream list: small, so a reader that

@@ -3,6 +3,7 @@ import {
   ConcurrencyError,
   CorruptionError,
   InvalidInputError,
+  PagedEvents,
   StorageError,
   StoreClosedError,
   readClock,
@@ -16,6 +17,7 @@ import {
   validateStreamsOptions,
   validateWriteOptions,
   type AppendResult,
+  type EventRow,
   type EventStore,
   type ExpectedRevision,
   type Snapshot,
@@ -28,7 +30,6 @@ import type { QueryArrayConfig, QueryConfig } from 'pg';
 import { translateError } from './errors.js';
 import { GroupCommit, type AppendJob, type JobAnswer } from './group-commit.js';
 import { readOptions, type PostgresStoreOptions } from './options.js';
-import { PagedEvents, type EventRow } from './paged-events.js';
 import { storePool, type PgPool } from './pool.js';
 import { LATER_PAGE_SIZE, PAGE_SIZE, queriesFor } from './queries.js';
 import { checkSchema, migrate } from './schema.js';

@@ -1,6 +1,14 @@
-import { ConcurrencyError, CorruptionError, type Snapshot, type StreamId, type StreamRead } from '@sessionfold/core/kernel';
+import {
+  ConcurrencyError,
+  CorruptionError,
+  EVENT_ROW_COLUMN,
+  PagedEvents,
+  type EventRow,
+  type Snapshot,
+  type StreamId,
+  type StreamRead,
+} from '@sessionfold/core/kernel';
 import type { SqliteStatement } from './database.js';
-import { Column, PagedEvents, type EventRow } from './paged-events.js';
 import type { Statements } from './statements.js';
 
 /** Rows read per query when streaming a stream, the feed or the stream list: bounded memory, few round trips. */
@@ -37,7 +45,7 @@ export function createReads(s: Statements, path: string, guard: <T>(work: () => 
       return guard(() => {
         const page = streamPage(stream, next, head, maxPosition);
         if (page.length === 0) throw new ConcurrencyError(stream, head, headOf(stream));
-        for (const row of page) if (row[Column.revision] !== next++) throw new ConcurrencyError(stream, head, headOf(stream));
+        for (const row of page) if (row[EVENT_ROW_COLUMN.revision] !== next++) throw new ConcurrencyError(stream, head, headOf(stream));
         return page;
       });
     };
@@ -56,7 +64,7 @@ export function createReads(s: Statements, path: string, guard: <T>(work: () => 
           const start = snapshot ? snapshot.revision + 1 : from;
           const first = start > head ? [] : streamPage(stream, start, head, Number.MAX_SAFE_INTEGER);
           first.forEach((row, index) => {
-            if (row[Column.revision] !== start + index) throw missing(path, stream, start + index);
+            if (row[EVENT_ROW_COLUMN.revision] !== start + index) throw missing(path, stream, start + index);
           });
           const reached = start + first.length;
           if (first.length < PAGE_SIZE && reached <= head) throw missing(path, stream, reached);
@@ -76,7 +84,7 @@ export function createReads(s: Statements, path: string, guard: <T>(work: () => 
         if (next > last) return undefined;
         const page = guard(() => collect<EventRow>(s.feedPage, [next, last, PAGE_SIZE]));
         const end = page[page.length - 1];
-        next = end === undefined ? last + 1 : end[Column.position] + 1;
+        next = end === undefined ? last + 1 : end[EVENT_ROW_COLUMN.position] + 1;
         return page;
       });
     },

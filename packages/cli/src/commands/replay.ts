@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { checkSnapshotIdentity } from '@sessionfold/core/kernel';
+import { prepareReducer } from '@sessionfold/core/kernel';
 import { materialise, sessionReducer, sessionStream, type SessionStreamState } from '@sessionfold/core/session';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
@@ -31,17 +31,19 @@ export function registerReplay(program: Command): void {
         const stream = sessionStream(id);
         const read = await store.read(stream);
         if (read.revision === 0) throw notFound(`no session ${id}`);
+        const prepared = prepareReducer(sessionReducer);
         let state: SessionStreamState = sessionReducer.initial(stream);
         let revision = 0;
         if (read.snapshot) {
-          checkSnapshotIdentity(stream, read.snapshot, sessionReducer.schemaVersion);
+          // Through the prepared reducer: an older snapshot is migrated and older events upcast, as every fold does.
+          prepared.check(stream, read.snapshot);
           if (options.toRevision !== undefined && options.toRevision < read.snapshot.revision) {
             throw refused(
               `revision ${options.toRevision} is compacted: events up to revision ${read.snapshot.revision} were folded into a snapshot and are gone`,
               `Try: --to-revision ${read.snapshot.revision} or more`,
             );
           }
-          state = sessionReducer.fromSnapshot(read.snapshot.state);
+          state = prepared.restore(stream, read.snapshot);
           revision = read.snapshot.revision;
           if (options.events) await emit({ kind: 'snapshot', revision });
         }
@@ -49,7 +51,7 @@ export function registerReplay(program: Command): void {
         try {
           for await (const event of read.events) {
             if (options.toRevision !== undefined && event.revision > options.toRevision) break;
-            state = sessionReducer.apply(state, event);
+            state = prepared.apply(state, event);
             revision = event.revision;
             bar.tick();
             if (options.events) await emit({ kind: 'event', revision: event.revision, type: event.type, recordedAt: event.recordedAt, data: event.data });

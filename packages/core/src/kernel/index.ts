@@ -8,3 +8,4 @@ export * from './fold.js';
 export { prepareReducer, type EventUpcaster, type EventUpcasters, type PreparedReducer, type StateMigration } from './versioning.js';
 export * from './capabilities.js';
 export * from './follow.js';
+export * from './paged-events.js';

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { expect, it } from 'vitest';
 import { memoryStore } from '@sessionfold/core';
 
@@ -25,18 +24,4 @@ it("the README's example of the optional members runs", async () => {
   // #endregion readme-capabilities
   expect(seen).toEqual(['order-1 Placed 1', 'order-1 Shipped 2']);
   expect(JSON.parse((await slot!.load('orders')) as string)).toEqual({ storeId: await slot!.storeId(), next: 3 });
-});
-
-it('the README shows exactly the code of that example', async () => {
-  const source = await readFile(new URL(import.meta.url), 'utf8');
-  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
-  const region = /\/\/ #region readme-capabilities\n([\s\S]*?)\n\s*\/\/ #endregion/.exec(source)?.[1] ?? '';
-  const lines = region.split('\n').map((line) => line.trim());
-  expect(lines.length).toBeGreaterThan(5);
-  expect(
-    readme
-      .split('\n')
-      .map((line) => line.trim())
-      .join('\n'),
-  ).toContain(lines.join('\n'));
 });

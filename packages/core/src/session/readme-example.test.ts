@@ -55,6 +55,7 @@ it.each([
   ['observer-example', import.meta.url],
   ['versioning-example', new URL('../kernel/versioning-example.test.ts', import.meta.url).href],
   ['typed-events-example', new URL('../kernel/typed-events.test.ts', import.meta.url).href],
+  ['readme-capabilities', new URL('../kernel/readme-capabilities.test.ts', import.meta.url).href],
 ])('the README shows exactly the code of the %s region', async (name, file) => {
   const { readFile } = await import('node:fs/promises');
   const source = await readFile(new URL(file), 'utf8');

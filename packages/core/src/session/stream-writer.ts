@@ -1,5 +1,6 @@
 import { ConcurrencyError, InvalidInputError } from '../kernel/errors.js';
 import type { StreamReducer } from '../kernel/fold.js';
+import { prepareReducer, type PreparedReducer } from '../kernel/versioning.js';
 import type { AppendResult, EventStore, NewEvent, StreamId } from '../kernel/port.js';
 import { SessionHistoryError, messages } from './errors.js';
 import { StateCache, type CachedFold } from './state-cache.js';
@@ -16,7 +17,7 @@ export interface Written<S, E> {
 
 /** How often and how patiently a write is tried again after another process changed its stream. */
 export interface RetryPolicy {
-  /** Appends tried per call before it fails with `state_conflict`. */
+  /** Appends tried per call on a freshly read state before it fails with `state_conflict` (one more when the first was decided on the state this process held). */
   attempts: number;
   /** The back-off before the second attempt is drawn from [0, this) ms; the bound doubles per attempt... */
   baseDelayMs: number;
@@ -101,6 +102,7 @@ type Decide<S, E> = { kind: 'decide'; decide: (state: S, at: Date) => StreamDeci
 export class StreamWriter<S, E extends { type: string; data: unknown }> {
   readonly #store: EventStore;
   readonly #reducer: StreamReducer<S>;
+  readonly #prepared: PreparedReducer<S>;
   readonly #evolve: (state: S, event: E) => S;
   readonly #now: () => Date;
   readonly #backOff: BackOff;
@@ -111,6 +113,7 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
   constructor(options: StreamWriterOptions<S, E>) {
     this.#store = options.store;
     this.#reducer = options.reducer;
+    this.#prepared = prepareReducer(options.reducer);
     this.#evolve = options.evolve;
     this.#now = options.now;
     this.#backOff = options.backOff;
@@ -218,13 +221,16 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
         // A batch whose first event id is stored already is answered as a retry of that earlier append, so
         // a decision carrying an id is always appended on its own (see `takeBatch`).
         const eventId = batch.length === 1 ? batch[0]?.eventId : undefined;
-        const newEvents = events.map(
-          (event, index): NewEvent => ({
+        const newEvents = events.map((event, index): NewEvent => {
+          // Events name the data version their type has now, so a later upcaster knows what it reads.
+          const version = this.#prepared.eventVersion(event.type);
+          return {
             type: event.type,
             data: event.data as NewEvent['data'],
             ...(index === 0 && eventId !== undefined ? { eventId } : {}),
-          }),
-        );
+            ...(version === 1 ? {} : { schemaVersion: version }),
+          };
+        });
         let result: AppendResult;
         const started = performance.now();
         try {

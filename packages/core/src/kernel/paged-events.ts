@@ -1,0 +1,94 @@
+import type { RecordedEvent } from './port.js';
+
+/** An event as a database store selects it: one row in this column order (see `EVENT_ROW_COLUMN`). */
+export type EventRow = [
+  position: number,
+  stream: string,
+  revision: number,
+  type: string,
+  data: string,
+  eventId: string | null,
+  recordedAt: string,
+  schemaVersion: number,
+];
+
+/** Column indexes of `EventRow`. */
+export const EVENT_ROW_COLUMN = { position: 0, stream: 1, revision: 2, type: 3, data: 4, eventId: 5, recordedAt: 6, schemaVersion: 7 } as const;
+
+/** Builds the port's record from a row; the JSON is parsed only here, as the consumer reaches it. */
+export function eventFromRow(row: EventRow): RecordedEvent {
+  const event: RecordedEvent = {
+    streamId: row[1],
+    type: row[3],
+    data: JSON.parse(row[4]) as RecordedEvent['data'],
+    schemaVersion: row[7],
+    revision: row[2],
+    position: row[0],
+    recordedAt: row[6],
+  };
+  if (row[5] !== null) event.eventId = row[5];
+  return event;
+}
+
+/** The page after the one used up (the source keeps its own cursor), or undefined (or no rows) at the end. */
+export type NextPage = () => readonly EventRow[] | undefined | Promise<readonly EventRow[] | undefined>;
+
+/**
+ * An async iterator over pages of rows. A page is fetched whole (one query) when the one before is used up, so no
+ * connection is held between pages and the consumer may read and write while it iterates. Written by hand rather
+ * than as an async generator: with a synchronous page source (better-sqlite3) a replay costs one promise per event.
+ */
+export class PagedEvents implements AsyncIterableIterator<RecordedEvent> {
+  #page: readonly EventRow[];
+  #index = 0;
+  #nextPage: NextPage | undefined;
+
+  /** `nextPage` may throw or reject: the `next()` that needed the page rejects with that error. */
+  constructor(first: readonly EventRow[], nextPage?: NextPage) {
+    this.#page = first;
+    this.#nextPage = nextPage;
+  }
+
+  next(): Promise<IteratorResult<RecordedEvent>> {
+    try {
+      if (this.#index < this.#page.length) return Promise.resolve({ value: eventFromRow(this.#page[this.#index++] as EventRow), done: false });
+      const more = this.#nextPage?.();
+      if (more instanceof Promise) {
+        return more.then(
+          (rows) => this.#turn(rows),
+          (error: unknown) => {
+            this.#finish();
+            throw error;
+          },
+        );
+      }
+      return this.#turn(more);
+    } catch (error) {
+      this.#finish();
+      return Promise.reject(error);
+    }
+  }
+
+  return(): Promise<IteratorResult<RecordedEvent>> {
+    this.#finish();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  /** Moves to a fetched page; an empty or missing one ends the iteration. */
+  #turn(rows: readonly EventRow[] | undefined): Promise<IteratorResult<RecordedEvent>> {
+    if (rows === undefined || rows.length === 0) return this.return();
+    this.#page = rows;
+    this.#index = 0;
+    return this.next();
+  }
+
+  #finish(): void {
+    this.#page = [];
+    this.#index = 0;
+    this.#nextPage = undefined;
+  }
+}
