@@ -9,3 +9,4 @@ export { prepareReducer, type EventUpcaster, type EventUpcasters, type PreparedR
 export * from './capabilities.js';
 export * from './follow.js';
 export * from './paged-events.js';
+export * from './observer.js';

@@ -1,3 +1,4 @@
+import { observerCaller, type ObserverCall } from '../kernel/observer.js';
 import type { StreamId } from '../kernel/port.js';
 import type { CompactionObservation } from './compaction.js';
 import { SessionHistoryError } from './errors.js';
@@ -21,25 +22,10 @@ export interface SessionHistoryObserver {
 const HOOKS = ['appendCommitted', 'compaction', 'conflictRetried', 'projectionCaughtUp'] as const;
 
 /** Checks the `observer` option and returns a caller of its hooks that never throws. */
-export function observerOf(
-  option: unknown,
-): <K extends keyof SessionHistoryObserver>(hook: K, value: Parameters<NonNullable<SessionHistoryObserver[K]>>[0]) => void {
-  if (option === undefined) return () => undefined;
-  if (
-    typeof option !== 'object' ||
-    option === null ||
-    HOOKS.some((hook) => (option as Record<string, unknown>)[hook] !== undefined && typeof (option as Record<string, unknown>)[hook] !== 'function')
-  ) {
+export function observerOf(option: unknown): ObserverCall<SessionHistoryObserver> {
+  try {
+    return observerCaller<SessionHistoryObserver>(option, HOOKS);
+  } catch {
     throw SessionHistoryError.invalid(`observer: expected an object whose hooks (${HOOKS.join(', ')}) are functions`, 'observer');
   }
-  const observer = option as SessionHistoryObserver;
-  return (hook, value) => {
-    try {
-      const returned: unknown = (observer[hook] as ((value: unknown) => unknown) | undefined)?.call(observer, value);
-      // A hook's own failure is the application's to handle; it must not become an unhandled rejection here.
-      if (typeof (returned as Promise<unknown> | undefined)?.then === 'function') (returned as Promise<unknown>).then(undefined, () => undefined);
-    } catch {
-      // An observer never breaks a call.
-    }
-  };
 }
