@@ -27,6 +27,11 @@ if (PG_URL === undefined) {
   afterAll(endAdmin);
   describeEventStoreConformance('postgresStore', () => open(testSchema()), {
     status: true,
+    verify: true,
+    follow: true,
+    checkpoints: true,
+    // Another store object on the same schema, with its own pool: what another process sees.
+    openSecond: async (store) => postgresStore({ connectionString: PG_URL as string, schema: schemas.get(store) as string }),
     withClock: (clock) => open(testSchema(), clock),
     reopen: async (store) => {
       const schema = schemas.get(store);
