@@ -22,8 +22,10 @@ export function freshSchema(label = 't'): string {
 let admin: pg.Pool | undefined;
 /** A small pool of the tests' own, for raw SQL and for dropping schemas. */
 export function adminPool(): pg.Pool {
-  admin ??= new pg.Pool({ connectionString: PG_URL, max: 4 });
-  admin.on('error', () => undefined);
+  if (admin === undefined) {
+    admin = new pg.Pool({ connectionString: PG_URL, max: 4 });
+    admin.on('error', () => undefined);
+  }
   return admin;
 }
 
