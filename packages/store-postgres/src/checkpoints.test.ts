@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { StorageError, type EventStore } from '@sessionfold/core/kernel';
-import { postgresStore } from './index.js';
+import { StorageError } from '@sessionfold/core/kernel';
+import { postgresStore, type PostgresEventStore } from './index.js';
 import { PG_URL, adminPool, collect, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
 
 describe.skipIf(PG_URL === undefined)('postgresStore: checkpoints and the store identity', () => {
@@ -10,11 +10,11 @@ describe.skipIf(PG_URL === undefined)('postgresStore: checkpoints and the store 
     const { store, schema } = await openStore({ schema: fresh('ro') });
     const reader = await postgresStore({ connectionString: PG_URL as string, schema, readOnly: true });
     try {
-      await store.checkpoints?.save('projection', 'state');
+      await store.checkpoints.save('projection', 'state');
       expect(await reader.checkpoints.load('projection')).toBe('state');
-      expect(await reader.checkpoints.storeId()).toBe(await store.checkpoints?.storeId());
+      expect(await reader.checkpoints.storeId()).toBe(await store.checkpoints.storeId());
       await expect(reader.checkpoints.save('projection', 'other')).rejects.toBeInstanceOf(StorageError);
-      expect(await store.checkpoints?.load('projection')).toBe('state');
+      expect(await store.checkpoints.load('projection')).toBe('state');
       await store.append('s', [{ type: 'A', data: 1 }], { expectedRevision: 'any' });
       const controller = new AbortController();
       const seen: string[] = [];
@@ -33,11 +33,11 @@ describe.skipIf(PG_URL === undefined)('postgresStore: checkpoints and the store 
     const { store: first, schema: from } = await openStore({ schema: fresh('from') });
     const { store: second, schema: to } = await openStore({ schema: fresh('to') });
     try {
-      await first.checkpoints?.save('projection', new Uint8Array([1, 2]));
+      await first.checkpoints.save('projection', new Uint8Array([1, 2]));
       await adminPool().query(`INSERT INTO "${to}".checkpoints SELECT * FROM "${from}".checkpoints`);
-      expect(await second.checkpoints?.load('projection')).toBeUndefined();
-      await second.checkpoints?.save('projection', new Uint8Array([3]));
-      expect([...((await second.checkpoints?.load('projection')) as Uint8Array)]).toEqual([3]);
+      expect(await second.checkpoints.load('projection')).toBeUndefined();
+      await second.checkpoints.save('projection', new Uint8Array([3]));
+      expect([...((await second.checkpoints.load('projection')) as Uint8Array)]).toEqual([3]);
     } finally {
       await first.close();
       await second.close();
@@ -54,12 +54,12 @@ describe.skipIf(PG_URL === undefined)('postgresStore: checkpoints and the store 
                              DROP FUNCTION "${schema}".notify_feed(); UPDATE "${schema}".schema_version SET version = 1`);
     const opened = await Promise.all([openStore({ schema }), openStore({ schema })]);
     try {
-      const [a, b] = opened.map((o) => o.store) as [EventStore, EventStore];
-      const id = await a.checkpoints?.storeId();
+      const [a, b] = opened.map((o) => o.store) as [PostgresEventStore, PostgresEventStore];
+      const id = await a.checkpoints.storeId();
       expect(id).toMatch(/^[0-9a-f-]{36}$/);
-      expect(await b.checkpoints?.storeId()).toBe(id);
-      await a.checkpoints?.save('projection', 'kept');
-      expect(await b.checkpoints?.load('projection')).toBe('kept');
+      expect(await b.checkpoints.storeId()).toBe(id);
+      await a.checkpoints.save('projection', 'kept');
+      expect(await b.checkpoints.load('projection')).toBe('kept');
       expect((await collect(a.readAll())).map((r) => r.type)).toEqual(['A']);
       const { rows } = await adminPool().query(`SELECT version FROM "${schema}".schema_version`);
       expect(rows).toEqual([{ version: 2 }]);

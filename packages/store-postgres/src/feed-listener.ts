@@ -68,12 +68,12 @@ export class FeedListener {
       client.on('notification', () => this.#changes.notify());
       await client.query(`LISTEN ${this.#channel}`);
     } catch {
-      this.#release(client, true);
+      this.#release(client);
       this.#retry();
       return;
     }
     if (this.#stopped) {
-      this.#release(client, false);
+      this.#release(client);
       return;
     }
     this.#client = client;
@@ -84,7 +84,7 @@ export class FeedListener {
 
   #lost(client: pg.Client | pg.PoolClient | undefined): void {
     if (client === undefined || client !== this.#client) return;
-    this.#drop(true);
+    this.#drop();
     this.#retry();
   }
 
@@ -97,18 +97,19 @@ export class FeedListener {
     this.#timer.unref();
   }
 
-  #drop(broken = false): void {
+  #drop(): void {
     const client = this.#client;
     this.#client = undefined;
     this.#listening = false;
-    this.#release(client, broken);
+    this.#release(client);
   }
 
-  #release(client: pg.Client | pg.PoolClient | undefined, broken: boolean): void {
+  #release(client: pg.Client | pg.PoolClient | undefined): void {
     if (client === undefined) return;
     client.removeAllListeners('notification');
     client.on('error', () => undefined);
-    if ('release' in client) client.release(broken ? true : undefined);
+    // A pooled client that listened is destroyed, not returned: the application's pool must not get it back listening.
+    if ('release' in client) client.release(true);
     else client.end().catch(() => undefined);
   }
 }

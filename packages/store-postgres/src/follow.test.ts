@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { FeedRecord } from '@sessionfold/core/kernel';
 import { postgresStore } from './index.js';
@@ -78,6 +79,33 @@ describe.skipIf(PG_URL === undefined)('postgresStore: follow', () => {
       client.release();
       await follower.stop();
       await store.close();
+    }
+  });
+
+  it("on an application's pool, listens on a connection of that pool and gives none back listening", async () => {
+    const schema = fresh('pool');
+    const pool = new pg.Pool({ connectionString: PG_URL, max: 3 });
+    const listening = async () => (await adminPool().query('SELECT pid FROM pg_stat_activity WHERE query = $1', [`LISTEN ${feedChannel(schema)}`])).rows;
+    try {
+      const reader = await postgresStore({ pool, schema });
+      const { store: writer } = await openStore({ schema });
+      const follower = follow(reader);
+      await writer.append('s', [{ type: 'A', data: 1 }], { expectedRevision: 'any' });
+      expect(await follower.until(1)).toEqual(['1:A']);
+      expect(await listening()).toHaveLength(1);
+      await follower.stop();
+      await reader.close();
+      await writer.close();
+      // The listening connection was ended, not returned to the pool: nothing listens any more.
+      let left = await listening();
+      for (let attempt = 0; attempt < 100 && left.length > 0; attempt++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        left = await listening();
+      }
+      expect(left).toEqual([]);
+      expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    } finally {
+      await pool.end();
     }
   });
 });

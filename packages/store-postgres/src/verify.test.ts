@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EventStore, VerifyProblem } from '@sessionfold/core/kernel';
+import type { VerifyProblem } from '@sessionfold/core/kernel';
 import { PG_URL, adminPool, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
 
 const any = { expectedRevision: 'any' } as const;
@@ -16,9 +16,9 @@ describe.skipIf(PG_URL === undefined)('postgresStore: verify', () => {
       await store.append('c', [1, 2].map((n) => ({ type: 'C', data: n })), any);
       await store.compact('c', { revision: 1, state: 'one', identity: { stream: 'c', schemaVersion: 1 } });
       await store.putBlob('b', new Uint8Array([1, 2, 3]));
-      expect((await (store as Required<EventStore>).verify()).problems).toEqual([]);
+      expect((await store.verify()).problems).toEqual([]);
       await adminPool().query(damage(`"${schema}"`));
-      return { report: await (store as Required<EventStore>).verify(), schema };
+      return { report: await store.verify(), schema };
     } finally {
       await store.close();
     }
@@ -79,7 +79,7 @@ describe.skipIf(PG_URL === undefined)('postgresStore: verify', () => {
     const { store } = await openStore({ schema: fresh('counts') });
     try {
       await store.append('a', [{ type: 'A', data: 1 }], any);
-      const verify = (store as Required<EventStore>).verify.bind(store);
+      const verify = store.verify.bind(store);
       expect(await verify()).toMatchObject({ ok: true, checked: { streams: 1, records: 1, snapshots: 0, blobs: 0 } });
       const reason = new Error('stop');
       await expect(verify({ signal: AbortSignal.abort(reason) })).rejects.toBe(reason);

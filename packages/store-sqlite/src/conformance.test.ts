@@ -20,6 +20,7 @@ describeEventStoreConformance('sqliteStore', () => open(freshPath()), {
     return open(path);
   },
   withClock: (clock) => sqliteStore({ path: freshPath(), clock }),
+  withObserver: (observer) => sqliteStore({ path: freshPath(), observer }),
   verify: true,
   follow: true,
   checkpoints: true,
