@@ -37,7 +37,9 @@ describe.skipIf(PG_URL === undefined)('postgresStore: follow', () => {
       await writer.append('s', [{ type: 'A', data: 1 }], { expectedRevision: 'any' });
       await follower.until(1);
       const listening = async () =>
-        (await adminPool().query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE query = $1', [`LISTEN ${feedChannel(schema)}`])).rows.map((r) => r.pid);
+        (await adminPool().query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE query = $1', [`LISTEN ${feedChannel(schema)}`])).rows.map(
+          (r) => r.pid,
+        );
       const before = await listening();
       expect(before).toHaveLength(1);
       await adminPool().query('SELECT pg_terminate_backend($1)', [before[0]]);

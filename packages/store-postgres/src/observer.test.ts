@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { CorruptionError } from '@sessionfold/core/kernel';
 import { PG_URL, adminPool, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
 
-
 /** The hooks every store calls are checked by the conformance suite (`withObserver`); damage is made here by hand. */
 describe.skipIf(PG_URL === undefined)('postgresStore: observer', () => {
   const fresh = schemasDroppedAfterAll();
@@ -20,5 +19,4 @@ describe.skipIf(PG_URL === undefined)('postgresStore: observer', () => {
       await store.close();
     }
   });
-
 });

@@ -48,9 +48,13 @@ import { verifySchema } from './verify.js';
 
 /** The port, with every optional member there: `verify`, `follow`, `checkpoints` and `status`. */
 export interface PostgresEventStore extends EventStore {
+  /** Checks the schema in one read-only transaction; problems are named by table and key. */
   verify(options?: VerifyOptions): Promise<VerifyReport>;
+  /** The feed without an end: woken by this object's commits and by NOTIFY, polling at most every second. */
   follow(options?: FollowOptions): AsyncIterable<FeedRecord>;
+  /** Checkpoints in the schema's `checkpoints` table, bound to the id in `store_identity`. */
   readonly checkpoints: CheckpointSlot;
+  /** The feed's last position, the sessions holding writers back, and the schema's sizes as `details`. */
   status(): Promise<StoreStatus>;
 }
 
@@ -64,7 +68,8 @@ const POLL_MS = 1000;
 const POLL_UNHEARD_MS = 250;
 
 /** Event bytes as stored: the serialized data and the type, in UTF-8. */
-const appendBytes = (rows: readonly ValidatedEvent[]): number => rows.reduce((sum, row) => sum + Buffer.byteLength(row.dataJson) + Buffer.byteLength(row.type), 0);
+const appendBytes = (rows: readonly ValidatedEvent[]): number =>
+  rows.reduce((sum, row) => sum + Buffer.byteLength(row.dataJson) + Buffer.byteLength(row.type), 0);
 
 /** `expectedRevision` as the SQL functions take it: a revision, 0 for no stream, -1 for any. */
 const expectedCode = (expected: ExpectedRevision): number => (expected === 'any' ? -1 : expected === 'no_stream' ? 0 : expected);
@@ -101,7 +106,11 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
   const q = queriesFor(schema);
   const table = `${schema}.events`;
   const changes = new ChangeSignal();
-  const listener = new FeedListener(config.pool === undefined ? { connectionString: config.connectionString as string } : { pool }, feedChannel(schema), changes);
+  const listener = new FeedListener(
+    config.pool === undefined ? { connectionString: config.connectionString as string } : { pool },
+    feedChannel(schema),
+    changes,
+  );
   let closed = false;
   const live = () => {
     if (closed) throw new StoreClosedError(`the PostgreSQL store on schema ${schema}`);

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll } from 'vitest';
-import type { EventStore } from '@sessionfold/core/kernel';
 import { postgresStore, type PostgresEventStore, type PostgresStoreOptions } from './index.js';
 
 /** The server the tests run against; without it every test file here skips, saying how to enable it. */

@@ -11,9 +11,17 @@ describe.skipIf(PG_URL === undefined)('postgresStore: verify', () => {
   const damaged = async (label: string, damage: (S: string) => string) => {
     const { store, schema } = await openStore({ schema: fresh(label) });
     try {
-      await store.append('a', [1, 2, 3].map((n) => ({ type: 'A', data: n })), any);
+      await store.append(
+        'a',
+        [1, 2, 3].map((n) => ({ type: 'A', data: n })),
+        any,
+      );
       await store.append('b', [{ type: 'B', data: 1 }], any);
-      await store.append('c', [1, 2].map((n) => ({ type: 'C', data: n })), any);
+      await store.append(
+        'c',
+        [1, 2].map((n) => ({ type: 'C', data: n })),
+        any,
+      );
       await store.compact('c', { revision: 1, state: 'one', identity: { stream: 'c', schemaVersion: 1 } });
       await store.putBlob('b', new Uint8Array([1, 2, 3]));
       expect((await store.verify()).problems).toEqual([]);

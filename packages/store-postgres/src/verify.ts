@@ -49,7 +49,15 @@ type All = <T>(text: string, values?: unknown[]) => Promise<T[]>;
 
 /** Each stream row against its events and snapshot record: revisions from snapshot + 1 (or 1) to the row's revision, each once. */
 async function checkStreams(all: All, S: string, add: Add): Promise<void> {
-  const rows = await all<{ stream: string; head: number | null; first: number | null; last: number | null; n: number; snapshot: number | null; snapshots: number }>(
+  const rows = await all<{
+    stream: string;
+    head: number | null;
+    first: number | null;
+    last: number | null;
+    n: number;
+    snapshot: number | null;
+    snapshots: number;
+  }>(
     `WITH e AS (SELECT stream, min(revision) AS first, max(revision) AS last, count(*)::int AS n FROM ${S}.events WHERE kind = ${Kind.event} GROUP BY stream),
           r AS (SELECT stream, max(revision) AS snapshot, count(*)::int AS snapshots FROM ${S}.events WHERE kind = ${Kind.snapshot} GROUP BY stream)
      SELECT coalesce(s.stream, e.stream, r.stream) AS stream, s.revision AS head, e.first, e.last, coalesce(e.n, 0) AS n, r.snapshot,
@@ -90,7 +98,13 @@ async function checkPositions(all: All, S: string, add: Add): Promise<void> {
      WHERE x.prev >= x.position`,
   );
   for (const row of disordered) {
-    add('error', 'position_order', 'events', `${row.stream}@${row.revision}`, `revision ${row.revision} of ${row.stream} is at position ${row.position}, not after the one before`);
+    add(
+      'error',
+      'position_order',
+      'events',
+      `${row.stream}@${row.revision}`,
+      `revision ${row.revision} of ${row.stream} is at position ${row.position}, not after the one before`,
+    );
   }
   // The primary key forbids this; a damaged index would not.
   const twice = await all<{ position: number }>(`SELECT position FROM ${S}.events GROUP BY position HAVING count(*) > 1`);
@@ -139,11 +153,13 @@ async function checkRecords(all: All, S: string, add: Add): Promise<void> {
 async function checkBlobs(all: All, S: string, add: Add): Promise<void> {
   let after = '';
   for (;;) {
-    const page = await all<{ sha256: string; bytes: Buffer }>(`SELECT sha256, bytes FROM ${S}.blobs WHERE sha256 COLLATE "C" > $1 ORDER BY sha256 COLLATE "C" LIMIT ${BLOB_PAGE}`, [
-      after,
-    ]);
+    const page = await all<{ sha256: string; bytes: Buffer }>(
+      `SELECT sha256, bytes FROM ${S}.blobs WHERE sha256 COLLATE "C" > $1 ORDER BY sha256 COLLATE "C" LIMIT ${BLOB_PAGE}`,
+      [after],
+    );
     for (const row of page) {
-      if (createHash('sha256').update(row.bytes).digest('hex') !== row.sha256) add('error', 'blob_hash', 'blobs', row.sha256, `the bytes of blob ${row.sha256} do not match their sha256`);
+      if (createHash('sha256').update(row.bytes).digest('hex') !== row.sha256)
+        add('error', 'blob_hash', 'blobs', row.sha256, `the bytes of blob ${row.sha256} do not match their sha256`);
     }
     const last = page[page.length - 1];
     if (last === undefined || page.length < BLOB_PAGE) break;
@@ -152,7 +168,8 @@ async function checkBlobs(all: All, S: string, add: Add): Promise<void> {
   const missing = await all<{ stream: string; sha256: string }>(
     `SELECT o.stream, o.sha256 FROM ${S}.blob_owners AS o WHERE NOT EXISTS (SELECT 1 FROM ${S}.blobs AS b WHERE b.sha256 = o.sha256)`,
   );
-  for (const row of missing) add('error', 'blob_missing', 'blob_owners', `${row.stream}/${row.sha256}`, `stream ${row.stream} owns blob ${row.sha256}, whose bytes are missing`);
+  for (const row of missing)
+    add('error', 'blob_missing', 'blob_owners', `${row.stream}/${row.sha256}`, `stream ${row.stream} owns blob ${row.sha256}, whose bytes are missing`);
   const orphans = await all<{ sha256: string }>(
     `SELECT b.sha256 FROM ${S}.blobs AS b WHERE NOT EXISTS (SELECT 1 FROM ${S}.blob_owners AS o WHERE o.sha256 = b.sha256)`,
   );

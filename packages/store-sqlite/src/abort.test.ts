@@ -15,8 +15,15 @@ const counter = (onApply: (n: number) => void): StreamReducer<number> => ({
 describe('sqliteStore with aborted kernel operations', () => {
   it('a copy into SQLite stopped between streams survives a reopen and continues where it stopped', async () => {
     const from = memoryStore();
-    for (const [stream, count] of [['a', 700], ['b', 3]] as const) {
-      await from.append(stream, Array.from({ length: count }, (_, n) => ({ type: 'E', data: n })), { expectedRevision: 'no_stream' });
+    for (const [stream, count] of [
+      ['a', 700],
+      ['b', 3],
+    ] as const) {
+      await from.append(
+        stream,
+        Array.from({ length: count }, (_, n) => ({ type: 'E', data: n })),
+        { expectedRevision: 'no_stream' },
+      );
     }
     const path = freshPath();
     const to = await sqliteStore({ path });
@@ -38,12 +45,31 @@ describe('sqliteStore with aborted kernel operations', () => {
   it('a fold stopped in the middle of a paged read leaves the store reading and writing', async () => {
     const store = await sqliteStore({ path: freshPath() });
     try {
-      await store.append('s', Array.from({ length: 1500 }, (_, n) => ({ type: 'E', data: n })), { expectedRevision: 'no_stream' });
+      await store.append(
+        's',
+        Array.from({ length: 1500 }, (_, n) => ({ type: 'E', data: n })),
+        { expectedRevision: 'no_stream' },
+      );
       const controller = new AbortController();
       const reason = new Error('enough');
-      await expect(foldStream(store, 's', counter((n) => n === 1000 && controller.abort(reason)), { signal: controller.signal })).rejects.toBe(reason);
+      await expect(
+        foldStream(
+          store,
+          's',
+          counter((n) => n === 1000 && controller.abort(reason)),
+          { signal: controller.signal },
+        ),
+      ).rejects.toBe(reason);
       expect(await store.append('s', [{ type: 'E', data: 'more' }], { expectedRevision: 1500 })).toEqual({ revision: 1501, position: 1501 });
-      expect((await foldStream(store, 's', counter(() => undefined))).state).toBe(1501);
+      expect(
+        (
+          await foldStream(
+            store,
+            's',
+            counter(() => undefined),
+          )
+        ).state,
+      ).toBe(1501);
     } finally {
       await store.close();
     }

@@ -27,7 +27,11 @@ describe('sqliteStore: observer', () => {
     const path = freshPath();
     const store = await sqliteStore({ path, observer });
     try {
-      await store.append('a', [1, 2, 3].map((n) => ({ type: 'A', data: n })), any);
+      await store.append(
+        'a',
+        [1, 2, 3].map((n) => ({ type: 'A', data: n })),
+        any,
+      );
       const raw = new Database(path);
       raw.prepare("DELETE FROM events WHERE stream = 'a' AND revision = 2").run();
       raw.close();
@@ -47,5 +51,4 @@ describe('sqliteStore: observer', () => {
     expect(error).toBeInstanceOf(CorruptionError);
     expect(found).toEqual([error]);
   });
-
 });

@@ -42,11 +42,13 @@ const FOLLOW_POLL_MS = 50;
 
 /** The port, with `status()` always there. */
 export interface SqliteEventStore extends EventStore {
+  /** The feed's last position, and the file's sizes, journal mode, schema version and write lock as `details`. */
   status(): Promise<StoreStatus>;
 }
 
 /** Event bytes as stored: the serialized data and the type, in UTF-8. */
-const appendBytes = (rows: readonly ValidatedEvent[]): number => rows.reduce((sum, row) => sum + Buffer.byteLength(row.dataJson) + Buffer.byteLength(row.type), 0);
+const appendBytes = (rows: readonly ValidatedEvent[]): number =>
+  rows.reduce((sum, row) => sum + Buffer.byteLength(row.dataJson) + Buffer.byteLength(row.type), 0);
 
 /**
  * An `EventStore` in one SQLite file (WAL mode), shared safely by several processes: every write takes the

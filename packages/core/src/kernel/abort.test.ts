@@ -34,7 +34,11 @@ async function storeWith(streams: Record<string, number>): Promise<EventStore> {
   return store;
 }
 
-const reasonOf = async (work: Promise<unknown>) => work.then(() => 'resolved', (error: unknown) => error);
+const reasonOf = async (work: Promise<unknown>) =>
+  work.then(
+    () => 'resolved',
+    (error: unknown) => error,
+  );
 
 describe('AbortSignal on the long kernel operations', () => {
   it("foldStream stops between events and rejects with the signal's reason", async () => {
@@ -42,7 +46,12 @@ describe('AbortSignal on the long kernel operations', () => {
     const controller = new AbortController();
     const reason = new Error('enough');
     const applied: number[] = [];
-    const folding = foldStream(store, 's', counter((n) => (applied.push(n), n === 3 && controller.abort(reason))), { signal: controller.signal });
+    const folding = foldStream(
+      store,
+      's',
+      counter((n) => (applied.push(n), n === 3 && controller.abort(reason))),
+      { signal: controller.signal },
+    );
     expect(await reasonOf(folding)).toBe(reason);
     expect(applied).toEqual([1, 2, 3]);
     expect(await foldStream(store, 's', counter(), { signal: new AbortController().signal })).toEqual({ state: 10, revision: 10, exists: true });
@@ -56,7 +65,14 @@ describe('AbortSignal on the long kernel operations', () => {
     ]) {
       const controller = new AbortController();
       const reason = new Error('stop');
-      expect(await reasonOf(compact(controller.signal, counter((n) => n === 5 && controller.abort(reason))))).toBe(reason);
+      expect(
+        await reasonOf(
+          compact(
+            controller.signal,
+            counter((n) => n === 5 && controller.abort(reason)),
+          ),
+        ),
+      ).toBe(reason);
       const read = await store.read('s');
       expect(read.snapshot).toBeUndefined();
       expect(read.revision).toBe(10);

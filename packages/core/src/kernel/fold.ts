@@ -4,12 +4,12 @@ import type { EventShape, EventStore, RecordedEvent, Snapshot, StreamId, StreamR
 import { validateSignalOption } from './validate.js';
 import { checkSnapshotVersion, prepareReducer, type EventUpcasters, type StateMigration } from './versioning.js';
 
-/**
- * Options of the long kernel operations (`foldStream`, `compactStream`, `compactStreamKeeping`, `copyStore`).
- * When `signal` fires, the operation stops at its next record, batch or stream and rejects with the signal's
- * reason, as `verify` does; what it had written stays whole (see each operation).
- */
+/** Options of the long kernel operations (`foldStream`, `compactStream`, `compactStreamKeeping`, `copyStore`). */
 export interface AbortOptions {
+  /**
+   * When it fires, the operation stops at its next event, batch, blob or stream and rejects with the signal's
+   * reason, as `verify` does; what it had written stays whole (see each operation).
+   */
   signal?: AbortSignal;
 }
 
