@@ -164,7 +164,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       changes.notify();
       if (observed) {
         const events = written.reduce((sum, job) => sum + job.rows.length, 0);
-        observe('flushed', { appends: written.length, events, bytes: written.reduce((sum, job) => sum + appendBytes(job.rows), 0), syncMs });
+        observe('flushed', { appends: written.length, events, bytes: written.reduce((sum, job) => sum + job.bytes, 0), syncMs });
       }
     }
     return answers;
@@ -203,10 +203,12 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       } catch (error) {
         return Promise.reject(error);
       }
-      const committed = commits.submit({ stream, expected: batch.expectedRevision, rows: batch.events });
+      // Counted once, and only for an observer.
+      const bytes = observed ? appendBytes(batch.events) : 0;
+      const committed = commits.submit({ stream, expected: batch.expectedRevision, rows: batch.events, bytes });
       if (!observed) return committed;
       return committed.then((result) => {
-        observe('appendCommitted', { stream, events: batch.events.length, bytes: appendBytes(batch.events), durationMs: performance.now() - started });
+        observe('appendCommitted', { stream, events: batch.events.length, bytes, durationMs: performance.now() - started });
         return result;
       });
     },
