@@ -19,6 +19,7 @@ import {
   validateWriteOptions,
   followFeed,
   validateFollowOptions,
+  validateSignalOption,
   type AppendResult,
   type CheckpointSlot,
   type EventRow,
@@ -353,8 +354,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
 
     async verify(verifyOptions) {
       live();
-      const signal = verifyOptions?.signal;
-      if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidInputError('signal', 'expected an AbortSignal');
+      const signal = validateSignalOption(verifyOptions);
       signal?.throwIfAborted();
       // A connection of its own: the check holds one read-only transaction from its first query to its last.
       const client = await run(() => pool.connect());
