@@ -4,6 +4,8 @@ import type { PgPool } from './pool.js';
 
 /** How long after a lost listening connection the next attempt is made (followers poll meanwhile). */
 const RECONNECT_MS = 1000;
+/** Longest a connection attempt of the listener may take before it counts as failed. */
+const CONNECT_TIMEOUT_MS = 5000;
 
 /** Where the listening connection comes from: its own client on the URL, or one held from the application's pool. */
 export type ListenSource = { connectionString: string } | { pool: PgPool };
@@ -58,7 +60,8 @@ export class FeedListener {
       if ('pool' in this.#source) {
         client = await this.#source.pool.connect();
       } else {
-        client = new pg.Client({ connectionString: this.#source.connectionString });
+        // Bounded, so `close()`, which waits for an attempt in progress, cannot hang on an unreachable server.
+        client = new pg.Client({ connectionString: this.#source.connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
         client.on('error', () => this.#lost(client));
         await client.connect();
       }
