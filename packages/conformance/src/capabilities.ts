@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_EVENT_BYTES, type EventStore } from '@sessionfold/core/kernel';
+import { DEFAULT_MAX_EVENT_BYTES, type EventStore, type StoreObserver } from '@sessionfold/core/kernel';
 import { propertyTestEnv } from './property-env.js';
 
 /** What a store under test can do beyond the port; every field is optional and read-only. */
@@ -37,6 +37,11 @@ export interface EventStoreCapabilities {
   readonly openSecond?: (store: EventStore) => Promise<EventStore>;
   /** Whether the store implements the optional `status()` and it is checked (default false). */
   readonly status?: boolean;
+  /**
+   * Opens a new, empty store that calls `observer` (the store's `observer` option). Enables the checks of the
+   * `StoreObserver` hooks (appends, group commits, compactions, an observer that throws); without it they are skipped.
+   */
+  readonly withObserver?: (observer: StoreObserver) => EventStore | Promise<EventStore>;
 }
 
 /** Capabilities with every default filled in, plus the replay settings read from the environment. */
@@ -53,6 +58,7 @@ export interface ResolvedCapabilities {
   readonly followDelayMs: number;
   readonly openSecond: ((store: EventStore) => Promise<EventStore>) | undefined;
   readonly status: boolean;
+  readonly withObserver: ((observer: StoreObserver) => EventStore | Promise<EventStore>) | undefined;
   /** fast-check seed, path and commands replay path to reproduce a reported failure. */
   readonly replay: { readonly seed?: number; readonly path?: string; readonly replayPath?: string };
 }
@@ -87,6 +93,7 @@ export function resolveCapabilities(
     followDelayMs: capabilities.followDelayMs ?? DEFAULT_CAPABILITIES.followDelayMs,
     openSecond: capabilities.openSecond,
     status: capabilities.status ?? DEFAULT_CAPABILITIES.status,
+    withObserver: capabilities.withObserver,
     replay: Object.freeze(replay),
   };
   if (!Number.isSafeInteger(resolved.maxEventBytes) || resolved.maxEventBytes < 64) {

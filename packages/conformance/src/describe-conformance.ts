@@ -13,6 +13,7 @@ import { describeInputReadingRules } from './rules/input-reading-rules.js';
 import { describeInputRules } from './rules/input-rules.js';
 import { describeIsolationRules } from './rules/isolation-rules.js';
 import { describeLifecycleRules } from './rules/lifecycle-rules.js';
+import { describeObserverRules } from './rules/observer-rules.js';
 import { describeReadRules } from './rules/read-rules.js';
 import { describeSchemaVersionRules } from './rules/schema-version-rules.js';
 import { describeStreamRules } from './rules/stream-rules.js';
@@ -47,6 +48,7 @@ export function describeEventStoreConformance(
     describeFollowRules(ctx);
     describeCheckpointRules(ctx);
     describeStatusRules(ctx);
+    describeObserverRules(ctx);
     describeModelRuns(ctx);
   });
 }

@@ -1,13 +1,13 @@
 import { afterAll, describe, it, onTestFinished } from 'vitest';
 import { describeEventStoreConformance } from '@sessionfold/conformance';
-import type { EventStore } from '@sessionfold/core/kernel';
+import type { EventStore, StoreObserver } from '@sessionfold/core/kernel';
 import { postgresStore } from './index.js';
 import { PG_URL, announceSkip, dropSchema, endAdmin, freshSchema } from './test-support.fixture.js';
 
 const schemas = new WeakMap<EventStore, string>();
 
-async function open(schema: string, clock?: () => Date): Promise<EventStore> {
-  const store = await postgresStore({ connectionString: PG_URL as string, schema, ...(clock ? { clock } : {}) });
+async function open(schema: string, clock?: () => Date, observer?: StoreObserver): Promise<EventStore> {
+  const store = await postgresStore({ connectionString: PG_URL as string, schema, ...(clock ? { clock } : {}), ...(observer ? { observer } : {}) });
   schemas.set(store, schema);
   return store;
 }
@@ -27,7 +27,13 @@ if (PG_URL === undefined) {
   afterAll(endAdmin);
   describeEventStoreConformance('postgresStore', () => open(testSchema()), {
     status: true,
+    verify: true,
+    follow: true,
+    checkpoints: true,
+    // Another store object on the same schema, with its own pool: what another process sees.
+    openSecond: async (store) => postgresStore({ connectionString: PG_URL as string, schema: schemas.get(store) as string }),
     withClock: (clock) => open(testSchema(), clock),
+    withObserver: (observer) => open(testSchema(), undefined, observer),
     reopen: async (store) => {
       const schema = schemas.get(store);
       if (schema === undefined) throw new Error('not a store this suite opened');

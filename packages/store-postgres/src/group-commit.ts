@@ -5,6 +5,8 @@ export interface AppendJob {
   stream: StreamId;
   expected: ExpectedRevision;
   rows: readonly ValidatedEvent[];
+  /** UTF-8 bytes of the rows' types and data, for the store's observer (0 without one). */
+  bytes: number;
 }
 
 /** What the database answered for one job (see `append_batches`). */

@@ -15,6 +15,8 @@ describe('postgresStore options', () => {
     ['an upper-case schema', { connectionString: 'postgres://x', schema: 'Events' }, 'schema'],
     ['maxEventBytes 0', { connectionString: 'postgres://x', maxEventBytes: 0 }, 'maxEventBytes'],
     ['a clock that is not a function', { connectionString: 'postgres://x', clock: 'now' }, 'clock'],
+    ['an observer whose hook is not a function', { connectionString: 'postgres://x', observer: { flushed: 1 } }, 'observer'],
+    ['an observer that is not an object', { connectionString: 'postgres://x', observer: 'log' }, 'observer'],
   ])('%s is InvalidInputError naming the option, before any connection', async (_label, options, field) => {
     const error = await postgresStore(options as never).then(
       () => undefined,

@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_EVENT_BYTES, InvalidInputError } from '@sessionfold/core/kernel';
+import { DEFAULT_MAX_EVENT_BYTES, InvalidInputError, storeObserverOf, type ObserverCall, type StoreObserver } from '@sessionfold/core/kernel';
 import type { PgPool } from './pool.js';
 
 /** Options of `postgresStore`: exactly one of `connectionString` and `pool`. */
@@ -15,6 +15,8 @@ export interface PostgresStoreOptions {
   clock?: () => Date;
   /** Open without migrating and refuse every write (default false). */
   readOnly?: boolean;
+  /** Hooks called as appends commit, group commits finish, streams are compacted and damage is found; see `StoreObserver`. */
+  observer?: StoreObserver;
 }
 
 /** The options after checking, with defaults filled in; frozen, so later changes by the caller do not leak in. */
@@ -25,6 +27,10 @@ export interface StoreConfig {
   readonly maxEventBytes: number;
   readonly clock: () => Date;
   readonly readOnly: boolean;
+  /** Calls the `observer` option's hooks, never throwing. */
+  readonly observe: ObserverCall<StoreObserver>;
+  /** Whether an observer was given: what it is told costs time to measure, spent only then. */
+  readonly observed: boolean;
 }
 
 /** The default schema name. */
@@ -52,5 +58,7 @@ export function readOptions(options: PostgresStoreOptions): StoreConfig {
   if (!Number.isSafeInteger(maxEventBytes) || maxEventBytes < 1) throw new InvalidInputError('maxEventBytes', 'expected an integer ≥ 1');
   if (typeof clock !== 'function') throw new InvalidInputError('clock', 'expected a function returning a Date');
   if (typeof readOnly !== 'boolean') throw new InvalidInputError('readOnly', 'expected a boolean');
-  return Object.freeze({ connectionString, pool, schema, maxEventBytes, clock, readOnly });
+  const observe = storeObserverOf(options.observer);
+  const observed = options.observer !== undefined && options.observer !== null;
+  return Object.freeze({ connectionString, pool, schema, maxEventBytes, clock, readOnly, observe, observed });
 }

@@ -18,7 +18,7 @@ const identity = (text: string) => text;
  * How the store's queries read values: bigint as a number (positions and revisions stay far below 2^53) and
  * json as its text, parsed only when a consumer reaches the event.
  */
-const TYPES = {
+export const queryTypes = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
     if (oid === 20) return Number;
     if (oid === 114) return identity;
@@ -32,10 +32,10 @@ type ArrayStatement = (values: unknown[]) => QueryArrayConfig;
 
 const named =
   (name: string, text: string): Statement =>
-  (values) => ({ name, text, values, types: TYPES });
+  (values) => ({ name, text, values, types: queryTypes });
 const namedArray =
   (name: string, text: string): ArrayStatement =>
-  (values) => ({ name, text, values, types: TYPES, rowMode: 'array' });
+  (values) => ({ name, text, values, types: queryTypes, rowMode: 'array' });
 
 /** Every statement the store runs on `schema`. */
 export type Queries = ReturnType<typeof queriesFor>;
@@ -50,8 +50,8 @@ export function queriesFor(schema: string) {
       n('append'),
       `SELECT status, revision, pos FROM ${S}.append_batches($1::text[], $2::bigint[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::text)`,
     ),
-    /** (stream, revision, snapshotJson, recordedAt) → status */
-    compact: named(n('compact'), `SELECT ${S}.compact_stream($1, $2, $3, $4) AS status`),
+    /** (stream, revision, snapshotJson, recordedAt) → { status, dropped } */
+    compact: named(n('compact_counted'), `SELECT status, dropped FROM ${S}.compact_stream($1, $2, $3, $4)`),
     /** (stream, revision, snapshotJson, recordedAt) → { status, value } */
     restore: named(n('restore'), `SELECT status, value FROM ${S}.restore_stream($1, $2, $3, $4)`),
     /** (stream, expected, recordedAt) → { matched, head } */
@@ -123,6 +123,25 @@ export function queriesFor(schema: string) {
                               AND l.mode = 'RowShareLock' AND l.pid <> pg_backend_pid() AND cardinality(pg_blocking_pids(l.pid)) = 0
        LEFT JOIN pg_stat_activity AS a ON a.pid = l.pid
        ORDER BY a.xact_start`,
+    ),
+    /** () → [schema version, events bytes, blobs bytes, total bytes, streams (estimate), events (estimate)] */
+    details: namedArray(
+      n('details'),
+      `SELECT (SELECT v.version FROM ${S}.schema_version AS v), pg_total_relation_size('${S}.events'), pg_total_relation_size('${S}.blobs'),
+              (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class AS c
+               WHERE c.relnamespace = '${S}'::regnamespace AND c.relkind IN ('r', 'm')),
+              greatest((SELECT c.reltuples FROM pg_class AS c WHERE c.oid = '${S}.streams'::regclass), 0)::bigint,
+              greatest((SELECT c.reltuples FROM pg_class AS c WHERE c.oid = '${S}.events'::regclass), 0)::bigint`,
+    ),
+    /** () → id */
+    storeId: namedArray(n('store_id'), `SELECT i.id FROM ${S}.store_identity AS i`),
+    /** (name) → [storeId, isText, data] */
+    loadCheckpoint: namedArray(n('load_checkpoint'), `SELECT c.store_id, c.is_text, c.data FROM ${S}.checkpoints AS c WHERE c.name = $1`),
+    /** (name, storeId, isText, data): replaces the row in one statement, so atomically. */
+    saveCheckpoint: named(
+      n('save_checkpoint'),
+      `INSERT INTO ${S}.checkpoints (name, store_id, is_text, data) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (name) DO UPDATE SET store_id = excluded.store_id, is_text = excluded.is_text, data = excluded.data`,
     ),
     /** (sha256) → bytes */
     blobBytes: namedArray(n('blob_bytes'), `SELECT b.bytes FROM ${S}.blobs AS b WHERE b.sha256 = $1`),

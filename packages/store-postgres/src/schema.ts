@@ -1,9 +1,10 @@
+import { createHash } from 'node:crypto';
 import { StorageError } from '@sessionfold/core/kernel';
 import type { PoolClient } from 'pg';
 import type { PgPool } from './pool.js';
 
 /** The schema version this release writes; the row of `schema_version` in a migrated schema. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /** Marks rows of `events`: application events and the two kinds of change-feed records. */
 export const Kind = { event: 0, snapshot: 1, deleted: 2 } as const;
@@ -15,10 +16,17 @@ const MIGRATION_LOCK = 0x53466f6c;
 export const quoted = (schema: string): string => `"${schema}"`;
 
 /**
- * Forward migrations: entry `n` takes a schema from version `n` to `n + 1`. Never edit a released entry;
- * append a new one, so every older schema can be brought forward. `S` is the quoted schema name.
+ * The NOTIFY channel every commit that adds to `schema`'s feed signals on. Hashed: a channel name is at most
+ * 63 bytes, as long as the schema name alone, and must not meet another application's channels.
  */
-const MIGRATIONS: ReadonlyArray<(S: string) => string> = [
+export const feedChannel = (schema: string): string => `sessionfold_${createHash('sha256').update(schema).digest('hex').slice(0, 32)}`;
+
+/**
+ * Forward migrations: entry `n` takes a schema from version `n` to `n + 1`. Never edit a released entry;
+ * append a new one, so every older schema can be brought forward. `S` is the quoted schema name, `channel`
+ * its `feedChannel`.
+ */
+const MIGRATIONS: ReadonlyArray<(S: string, channel: string) => string> = [
   (S) => `
   CREATE TABLE ${S}.schema_version (
     only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
@@ -74,6 +82,61 @@ const MIGRATIONS: ReadonlyArray<(S: string) => string> = [
   CREATE INDEX blob_owners_by_sha256 ON ${S}.blob_owners (sha256);
 
   ${WRITE_FUNCTIONS(S)}`,
+  (S, channel) => `
+  -- The store's identity, made once when the schema gets this table: checkpoints are bound to it, so those
+  -- copied in from another store's schema are not taken for this one's.
+  CREATE TABLE ${S}.store_identity (
+    only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+    id       text    NOT NULL
+  );
+  INSERT INTO ${S}.store_identity (id) VALUES (gen_random_uuid()::text);
+
+  -- Projection checkpoints: not events, so outside the feed and its counter. is_text keeps the kind save was
+  -- given (text is kept as its UTF-8 bytes); store_id is the identity the checkpoint was saved under.
+  CREATE TABLE ${S}.checkpoints (
+    name     text    COLLATE "C" PRIMARY KEY,
+    store_id text    NOT NULL,
+    is_text  boolean NOT NULL,
+    data     bytea   NOT NULL
+  );
+
+  -- Every statement that adds to the feed tells listeners so; NOTIFY is delivered at commit, and only then, so
+  -- a follower woken by it finds the change visible. It is a hint: followers also poll.
+  CREATE FUNCTION ${S}.notify_feed() RETURNS trigger LANGUAGE plpgsql AS $fn$
+  BEGIN
+    PERFORM pg_notify(TG_ARGV[0], '');
+    RETURN NULL;
+  END
+  $fn$;
+  CREATE TRIGGER feed_changed AFTER INSERT ON ${S}.events FOR EACH STATEMENT EXECUTE FUNCTION ${S}.notify_feed('${channel}');
+
+  -- compact_stream now also answers how many events it dropped, for the store's observer.
+  DROP FUNCTION ${S}.compact_stream(text, bigint, text, text);
+  CREATE FUNCTION ${S}.compact_stream(p_stream text, p_revision bigint, p_snapshot text, p_at text)
+  RETURNS TABLE (status smallint, dropped bigint)
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    v_last    bigint;
+    v_head    bigint;
+    v_kept    bigint;
+    v_dropped bigint;
+  BEGIN
+    SELECT f.position INTO v_last FROM ${S}.feed_head AS f FOR UPDATE;
+    SELECT s.revision INTO v_head FROM ${S}.streams AS s WHERE s.stream = p_stream FOR UPDATE;
+    IF v_head IS NULL THEN RETURN QUERY SELECT 1::smallint, 0::bigint; RETURN; END IF;
+    IF p_revision > v_head THEN RETURN QUERY SELECT 2::smallint, 0::bigint; RETURN; END IF;
+    SELECT e.revision INTO v_kept FROM ${S}.events AS e WHERE e.stream = p_stream AND e.kind <> ${Kind.event} AND e.kind = ${Kind.snapshot};
+    IF v_kept IS NOT NULL AND p_revision < v_kept THEN RETURN QUERY SELECT 3::smallint, 0::bigint; RETURN; END IF;
+    v_last := v_last + 1;
+    DELETE FROM ${S}.events AS e WHERE e.stream = p_stream AND e.kind = ${Kind.event} AND e.revision <= p_revision;
+    GET DIAGNOSTICS v_dropped = ROW_COUNT;
+    DELETE FROM ${S}.events AS e WHERE e.stream = p_stream AND e.kind <> ${Kind.event} AND e.kind = ${Kind.snapshot};
+    INSERT INTO ${S}.events (position, stream, kind, revision, type, data, recorded_at)
+      VALUES (v_last, p_stream, ${Kind.snapshot}, p_revision, '$snapshot', p_snapshot::json, p_at);
+    UPDATE ${S}.feed_head SET position = v_last;
+    RETURN QUERY SELECT 0::smallint, v_dropped;
+  END
+  $fn$;`,
 ];
 
 /**
@@ -403,7 +466,7 @@ export async function migrate(pool: PgPool, schema: string): Promise<void> {
       refuse(schema, locked);
       if (!locked.exists) await client.query(`CREATE SCHEMA ${quoted(schema)}`);
       for (let next = locked.version; next < SCHEMA_VERSION; next++) {
-        await client.query((MIGRATIONS[next] as (S: string) => string)(quoted(schema)));
+        await client.query((MIGRATIONS[next] as (S: string, channel: string) => string)(quoted(schema), feedChannel(schema)));
       }
       await client.query(`INSERT INTO ${quoted(schema)}.schema_version (version) VALUES ($1) ON CONFLICT (only_row) DO UPDATE SET version = excluded.version`, [
         SCHEMA_VERSION,

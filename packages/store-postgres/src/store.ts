@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
+  ChangeSignal,
   ConcurrencyError,
   CorruptionError,
   InvalidInputError,
@@ -16,7 +17,11 @@ import {
   validateStreamId,
   validateStreamsOptions,
   validateWriteOptions,
+  followFeed,
+  validateFollowOptions,
+  validateSignalOption,
   type AppendResult,
+  type CheckpointSlot,
   type EventRow,
   type EventStore,
   type ExpectedRevision,
@@ -24,20 +29,48 @@ import {
   type StreamId,
   type StoreStatus,
   type StreamRead,
+  type FeedRecord,
+  type FollowOptions,
   type ValidatedAppend,
+  type ValidatedEvent,
+  type VerifyOptions,
+  type VerifyReport,
 } from '@sessionfold/core/kernel';
 import type { QueryArrayConfig, QueryConfig } from 'pg';
+import { createCheckpointSlot } from './checkpoint-slot.js';
 import { translateError } from './errors.js';
+import { FeedListener } from './feed-listener.js';
 import { GroupCommit, type AppendJob, type JobAnswer } from './group-commit.js';
 import { readOptions, type PostgresStoreOptions } from './options.js';
 import { storePool, type PgPool } from './pool.js';
 import { LATER_PAGE_SIZE, PAGE_SIZE, queriesFor } from './queries.js';
-import { checkSchema, migrate } from './schema.js';
+import { checkSchema, feedChannel, migrate } from './schema.js';
+import { verifySchema } from './verify.js';
 
-/** The port, with `status()` always there: the feed's last position and any transaction holding writers back. */
+/** The port, with every optional member there: `verify`, `follow`, `checkpoints` and `status`. */
 export interface PostgresEventStore extends EventStore {
+  /** Checks the schema in one read-only transaction; problems are named by table and key. */
+  verify(options?: VerifyOptions): Promise<VerifyReport>;
+  /** The feed without an end: woken by this object's commits and by NOTIFY, polling at most every second. */
+  follow(options?: FollowOptions): AsyncIterable<FeedRecord>;
+  /** Checkpoints in the schema's `checkpoints` table, bound to the id in `store_identity`. */
+  readonly checkpoints: CheckpointSlot;
+  /** The feed's last position, the sessions holding writers back, and the schema's sizes as `details`. */
   status(): Promise<StoreStatus>;
 }
+
+/**
+ * How often a follower reads the feed again when nothing woke it. Commits of this store object wake followers
+ * at once, and commits of every other connection send a NOTIFY that does, so this is the safety net: a change
+ * made elsewhere is yielded within at most `POLL_MS` (plus one feed query) even if a notification is lost,
+ * and within `POLL_UNHEARD_MS` while the listening connection is being replaced.
+ */
+const POLL_MS = 1000;
+const POLL_UNHEARD_MS = 250;
+
+/** Event bytes as stored: the serialized data and the type, in UTF-8. */
+const appendBytes = (rows: readonly ValidatedEvent[]): number =>
+  rows.reduce((sum, row) => sum + Buffer.byteLength(row.dataJson) + Buffer.byteLength(row.type), 0);
 
 /** `expectedRevision` as the SQL functions take it: a revision, 0 for no stream, -1 for any. */
 const expectedCode = (expected: ExpectedRevision): number => (expected === 'any' ? -1 : expected === 'no_stream' ? 0 : expected);
@@ -51,8 +84,16 @@ const expectedCode = (expected: ExpectedRevision): number => (expected === 'any'
  */
 export async function postgresStore(options: PostgresStoreOptions): Promise<PostgresEventStore> {
   const config = readOptions(options);
-  const { schema } = config;
-  const translate = (error: unknown) => translateError(error, schema);
+  const { schema, observe, observed } = config;
+  /** Tells the observer about damage about to be thrown. */
+  const corrupt = <T extends CorruptionError>(error: T): T => {
+    observe('corruptionFound', { error });
+    return error;
+  };
+  const translate = (error: unknown) => {
+    const translated = translateError(error, schema);
+    return translated instanceof CorruptionError ? corrupt(translated) : translated;
+  };
   const owned = storePool(config.connectionString, config.pool);
   const pool: PgPool = owned.pool;
   try {
@@ -65,6 +106,12 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
 
   const q = queriesFor(schema);
   const table = `${schema}.events`;
+  const changes = new ChangeSignal();
+  const listener = new FeedListener(
+    config.pool === undefined ? { connectionString: config.connectionString as string } : { pool },
+    feedChannel(schema),
+    changes,
+  );
   let closed = false;
   const live = () => {
     if (closed) throw new StoreClosedError(`the PostgreSQL store on schema ${schema}`);
@@ -107,13 +154,24 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     // One commit time for the group. A clock that fails rejects every append of the group with
     // InvalidInputError before anything is sent: the group is one transaction, there is no time to give it.
     const at = now();
+    const started = performance.now();
     const result = await pool.query<{ status: number; revision: number; pos: number | null }>(
       q.appendBatches([streams, expected, counts, types, data, ids, versions, at]),
     );
-    return result.rows.map((row) => ({ status: row.status, revision: row.revision, position: row.pos }));
+    const syncMs = performance.now() - started;
+    const answers = result.rows.map((row) => ({ status: row.status, revision: row.revision, position: row.pos }));
+    const written = jobs.filter((_, index) => answers[index]?.status === 0);
+    if (written.length > 0) {
+      changes.notify();
+      if (observed) {
+        const events = written.reduce((sum, job) => sum + job.rows.length, 0);
+        observe('flushed', { appends: written.length, events, bytes: written.reduce((sum, job) => sum + job.bytes, 0), syncMs });
+      }
+    }
+    return answers;
   }, translate);
 
-  const missing = (stream: StreamId, revision: number) => new CorruptionError(table, undefined, `stream ${stream} lacks revision ${revision}`);
+  const missing = (stream: StreamId, revision: number) => corrupt(new CorruptionError(table, undefined, `stream ${stream} lacks revision ${revision}`));
 
   /**
    * The pages after the first of a stream read. The position bound keeps out a stream deleted and recreated
@@ -133,8 +191,9 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     };
   };
 
-  return {
+  const store: PostgresEventStore = {
     append(stream, events, appendOptions) {
+      const started = observed ? performance.now() : 0;
       let batch: ValidatedAppend;
       try {
         writable();
@@ -145,7 +204,14 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       } catch (error) {
         return Promise.reject(error);
       }
-      return commits.submit({ stream, expected: batch.expectedRevision, rows: batch.events });
+      // Counted once, and only for an observer.
+      const bytes = observed ? appendBytes(batch.events) : 0;
+      const committed = commits.submit({ stream, expected: batch.expectedRevision, rows: batch.events, bytes });
+      if (!observed) return committed;
+      return committed.then((result) => {
+        observe('appendCommitted', { stream, events: batch.events.length, bytes, durationMs: performance.now() - started });
+        return result;
+      });
     },
 
     async read(stream, readOptions): Promise<StreamRead> {
@@ -221,9 +287,12 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       const validated = validateSnapshot(stream, snapshot);
       const { revision } = validated;
       const at = now();
-      const [row] = await rows<{ status: number }>(q.compact([stream, revision, snapshotJson(validated), at]));
+      const started = performance.now();
+      const [row] = await rows<{ status: number; dropped: number }>(q.compact([stream, revision, snapshotJson(validated), at]));
       switch (row?.status) {
         case 0:
+          changes.notify();
+          observe('compacted', { stream, revision, droppedEvents: row.dropped, durationMs: performance.now() - started });
           return;
         case 1:
           throw new InvalidInputError('stream', `stream ${stream} does not exist`);
@@ -240,6 +309,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       const at = now();
       const [row] = await rows<{ status: number; value: number }>(q.restore([stream, validated.revision, snapshotJson(validated), at]));
       if (row === undefined || row.status !== 0) throw new ConcurrencyError(stream, 'no_stream', row?.value ?? 0);
+      changes.notify();
       return { revision: validated.revision, position: row.value };
     },
 
@@ -250,6 +320,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       const at = now();
       const [row] = await rows<{ matched: boolean; head: number }>(q.deleteStream([stream, expectedCode(expected), at]));
       if (row !== undefined && !row.matched) throw new ConcurrencyError(stream, expected, row.head);
+      if (row !== undefined && row.head > 0) changes.notify();
     },
 
     async putBlob(stream, bytes) {
@@ -269,7 +340,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       if (row === undefined) return undefined;
       const bytes = row[0];
       if (createHash('sha256').update(bytes).digest('hex') !== sha256) {
-        throw new CorruptionError(`${schema}.blobs`, undefined, `the bytes of blob ${sha256} do not match their sha256`);
+        throw corrupt(new CorruptionError(`${schema}.blobs`, undefined, `the bytes of blob ${sha256} do not match their sha256`));
       }
       // A copy the caller owns, as a plain Uint8Array (not the driver's Buffer).
       return new Uint8Array(bytes);
@@ -281,16 +352,70 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       for (const [sha256] of await rows<[string]>(q.ownedBlobs([stream]))) yield sha256;
     },
 
+    async verify(verifyOptions) {
+      live();
+      const signal = validateSignalOption(verifyOptions);
+      signal?.throwIfAborted();
+      // A connection of its own: the check holds one read-only transaction from its first query to its last.
+      const client = await run(() => pool.connect());
+      let broken = false;
+      try {
+        return await verifySchema(client, schema, signal);
+      } catch (error) {
+        if (signal?.aborted && error === signal.reason) throw error;
+        broken = true;
+        // Not `translate`: verify reports damage in its report; what it cannot read is not news for the observer.
+        throw translateError(error, schema);
+      } finally {
+        client.release(broken ? true : undefined);
+      }
+    },
+
+    follow(followOptions) {
+      live();
+      const { fromPosition, signal } = validateFollowOptions(followOptions);
+      listener.start();
+      return followFeed(
+        {
+          readAll: (from) => store.readAll({ fromPosition: from }),
+          changes,
+          get pollMs() {
+            return listener.listening ? POLL_MS : POLL_UNHEARD_MS;
+          },
+        },
+        fromPosition,
+        signal,
+      );
+    },
+
+    checkpoints: createCheckpointSlot({ schema, q, rows, writable, live, corrupt }),
+
     async status(): Promise<StoreStatus> {
       live();
-      const found = await rows<[number, number | null, number, string, number]>(q.status([]));
+      const [found, [sizes]] = await Promise.all([
+        rows<[number, number | null, number, string, number]>(q.status([])),
+        rows<[number, number, number, number, number, number]>(q.details([])),
+      ]);
       const holdingBack = found.filter((row) => row[1] !== null).map(([, pid, ageMs, state, waiting]) => ({ pid: pid as number, ageMs, state, waiting }));
       const lastPosition = found[0]?.[0] ?? 0;
+      const [schemaVersion, eventsBytes, blobsBytes, totalBytes, streamsEstimate, eventsEstimate] = sizes ?? [0, 0, 0, 0, 0, 0];
       return {
         kind: 'postgres',
         lastPosition,
         holdingBack,
-        details: { schema: config.schema, readOnly: config.readOnly, oldestHoldingPid: holdingBack[0]?.pid ?? null },
+        details: {
+          schema: config.schema,
+          schemaVersion,
+          readOnly: config.readOnly,
+          oldestHoldingPid: holdingBack[0]?.pid ?? null,
+          // Table sizes with their indexes and TOAST; row counts are the planner's estimates (exact after ANALYZE).
+          totalBytes,
+          eventsBytes,
+          blobsBytes,
+          streamsEstimate,
+          eventsEstimate,
+          following: listener.listening,
+        },
       };
     },
 
@@ -299,9 +424,12 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       // Appends already accepted are committed first; then the pool is ended, if it is the store's own.
       await commits.drain();
       closed = true;
+      changes.close();
+      await listener.stop();
       await owned.release().catch((error: unknown) => {
         throw translate(error);
       });
     },
   };
+  return store;
 }

@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll } from 'vitest';
-import type { EventStore } from '@sessionfold/core/kernel';
-import { postgresStore, type PostgresStoreOptions } from './index.js';
+import { postgresStore, type PostgresEventStore, type PostgresStoreOptions } from './index.js';
 
 /** The server the tests run against; without it every test file here skips, saying how to enable it. */
 export const PG_URL = process.env['SESSIONFOLD_PG_URL'];
@@ -22,8 +21,10 @@ export function freshSchema(label = 't'): string {
 let admin: pg.Pool | undefined;
 /** A small pool of the tests' own, for raw SQL and for dropping schemas. */
 export function adminPool(): pg.Pool {
-  admin ??= new pg.Pool({ connectionString: PG_URL, max: 4 });
-  admin.on('error', () => undefined);
+  if (admin === undefined) {
+    admin = new pg.Pool({ connectionString: PG_URL, max: 4 });
+    admin.on('error', () => undefined);
+  }
   return admin;
 }
 
@@ -40,7 +41,7 @@ export async function endAdmin(): Promise<void> {
 }
 
 /** Opens a store on a fresh schema (unless one is given) with the test server's URL. */
-export async function openStore(options: Partial<PostgresStoreOptions> = {}): Promise<{ store: EventStore; schema: string }> {
+export async function openStore(options: Partial<PostgresStoreOptions> = {}): Promise<{ store: PostgresEventStore; schema: string }> {
   const schema = options.schema ?? freshSchema();
   const store = await postgresStore({ connectionString: PG_URL as string, ...options, schema });
   return { store, schema };

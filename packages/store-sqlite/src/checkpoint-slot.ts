@@ -60,6 +60,8 @@ export interface SlotContext {
   submit<T>(work: () => T): Promise<T>;
   /** Checks the store is open and may write. */
   writable(): void;
+  /** Tells the store's observer about damage before it is thrown. */
+  corrupt<E extends Error>(error: E): E;
 }
 
 /** The checkpoint slot of a SQLite store: one row per name, replaced in one transaction (atomic and durable as any write). */
@@ -80,7 +82,7 @@ export function createCheckpointSlot(ctx: SlotContext): CheckpointSlot {
       if (row === undefined || row.store_id !== ctx.storeId) return undefined;
       const data: CheckpointData = typeof row.data === 'string' ? row.data : new Uint8Array(row.data);
       if (checkpointDigest(data) !== row.sha256) {
-        throw new CorruptionError(ctx.path, undefined, `table checkpoints: checkpoint ${name} does not match its sha256`);
+        throw ctx.corrupt(new CorruptionError(ctx.path, undefined, `table checkpoints: checkpoint ${name} does not match its sha256`));
       }
       return data;
     },

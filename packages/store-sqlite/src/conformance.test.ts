@@ -20,9 +20,11 @@ describeEventStoreConformance('sqliteStore', () => open(freshPath()), {
     return open(path);
   },
   withClock: (clock) => sqliteStore({ path: freshPath(), clock }),
+  withObserver: (observer) => sqliteStore({ path: freshPath(), observer }),
   verify: true,
   follow: true,
   checkpoints: true,
+  status: true,
   // Another connection on the same file: what another process sees.
   openSecond: async (store) => sqliteStore({ path: paths.get(store) as string }),
 });

@@ -1,2 +1,2 @@
-export { sqliteStore } from './store.js';
+export { sqliteStore, type SqliteEventStore } from './store.js';
 export type { SqliteStoreOptions } from './options.js';

@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_EVENT_BYTES, InvalidInputError } from '@sessionfold/core/kernel';
+import { DEFAULT_MAX_EVENT_BYTES, InvalidInputError, storeObserverOf, type ObserverCall, type StoreObserver } from '@sessionfold/core/kernel';
 
 /** Options of `sqliteStore`. */
 export interface SqliteStoreOptions {
@@ -22,6 +22,8 @@ export interface SqliteStoreOptions {
    * SQLite may still create its `-wal`/`-shm` side files to read a WAL database.
    */
   readOnly?: boolean;
+  /** Hooks called as appends commit, group commits reach the disk, streams are compacted and damage is found; see `StoreObserver`. */
+  observer?: StoreObserver;
 }
 
 /** The options after checking, with defaults filled in; frozen, so later changes by the caller do not leak in. */
@@ -32,6 +34,10 @@ export interface StoreConfig {
   readonly maxEventBytes: number;
   readonly clock: () => Date;
   readonly readOnly: boolean;
+  /** Calls the `observer` option's hooks, never throwing. */
+  readonly observe: ObserverCall<StoreObserver>;
+  /** Whether an observer was given: what it is told costs time to measure, spent only then. */
+  readonly observed: boolean;
 }
 
 /** Checks `options` before anything touches the disk; throws `InvalidInputError` naming the bad option. */
@@ -44,5 +50,7 @@ export function readOptions(options: SqliteStoreOptions): StoreConfig {
   if (!Number.isSafeInteger(maxEventBytes) || maxEventBytes < 1) throw new InvalidInputError('maxEventBytes', 'expected an integer ≥ 1');
   if (typeof clock !== 'function') throw new InvalidInputError('clock', 'expected a function returning a Date');
   if (typeof readOnly !== 'boolean') throw new InvalidInputError('readOnly', 'expected a boolean');
-  return Object.freeze({ path, synchronous, busyTimeoutMs, maxEventBytes, clock, readOnly });
+  const observe = storeObserverOf(options.observer);
+  const observed = options.observer !== undefined && options.observer !== null;
+  return Object.freeze({ path, synchronous, busyTimeoutMs, maxEventBytes, clock, readOnly, observe, observed });
 }

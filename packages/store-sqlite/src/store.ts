@@ -18,7 +18,9 @@ import {
   followFeed,
   validateFollowOptions,
   type EventStore,
+  type StoreStatus,
   type ValidatedAppend,
+  type ValidatedEvent,
 } from '@sessionfold/core/kernel';
 import { createCheckpointSlot, ensureStoreId } from './checkpoint-slot.js';
 import { openConnection } from './connection.js';
@@ -27,6 +29,7 @@ import { GroupCommit, type JobOptions } from './group-commit.js';
 import { readOptions, type SqliteStoreOptions } from './options.js';
 import { PAGE_SIZE, createReads } from './reads.js';
 import { prepareStatements } from './statements.js';
+import { readStatus } from './status.js';
 import { verifyDatabase } from './verify.js';
 import { createWrites } from './writes.js';
 
@@ -37,22 +40,41 @@ import { createWrites } from './writes.js';
  */
 const FOLLOW_POLL_MS = 50;
 
+/** The port, with `status()` always there. */
+export interface SqliteEventStore extends EventStore {
+  /** The feed's last position, and the file's sizes, journal mode, schema version and write lock as `details`. */
+  status(): Promise<StoreStatus>;
+}
+
+/** Event bytes as stored: the serialized data and the type, in UTF-8. */
+const appendBytes = (rows: readonly ValidatedEvent[]): number =>
+  rows.reduce((sum, row) => sum + Buffer.byteLength(row.dataJson) + Buffer.byteLength(row.type), 0);
+
 /**
  * An `EventStore` in one SQLite file (WAL mode), shared safely by several processes: every write takes the
  * database's write lock (`BEGIN IMMEDIATE`) and checks the expected revision inside that transaction.
  * Writes in flight together in one process share one transaction and one sync to disk (group commit).
  * Rejects with `CorruptionError` for a damaged or non-SQLite file and `StorageError` for a newer schema.
  */
-export async function sqliteStore(options: SqliteStoreOptions): Promise<EventStore> {
+export async function sqliteStore(options: SqliteStoreOptions): Promise<SqliteEventStore> {
   const config = readOptions(options);
-  const { path } = config;
+  const { path, observe, observed } = config;
+  // Each damage is told once, however many layers translate it on its way out.
+  const told = new WeakSet<CorruptionError>();
+  const corrupt = <T extends Error>(error: T): T => {
+    if (error instanceof CorruptionError && !told.has(error)) {
+      told.add(error);
+      observe('corruptionFound', { error });
+    }
+    return error;
+  };
   // What makes the store refuse writes until it is reopened: a failed write or sync (what reached the disk is
   // unknown), or damage met by any read or write (a write must never build on a page SQLite cannot read).
   let poisonedBy: StorageError | CorruptionError | undefined;
   const translate = (error: unknown) => {
     const translated = translateError(error, path, config.busyTimeoutMs);
     if ((translated instanceof StorageError && translated.poisoned) || translated instanceof CorruptionError) poisonedBy ??= translated;
-    return translated;
+    return corrupt(translated);
   };
   const db = guarded(translate, () => openConnection(config));
   // Preparing reads the schema, which is where a damaged schema page shows: release the file then too.
@@ -97,6 +119,8 @@ export async function sqliteStore(options: SqliteStoreOptions): Promise<EventSto
   // reads it before its first statement, so a clock that fails refuses that write alone, with nothing to undo.
   let commitTime: string | undefined;
   const writes = createWrites(s, () => (commitTime ??= readClock(config.clock)));
+  // The appends of the transaction in progress, for the observer's `flushed`.
+  let group = { appends: 0, events: 0, bytes: 0 };
   const reads = createReads(s, path, guard);
   const commits = new GroupCommit(
     {
@@ -104,10 +128,13 @@ export async function sqliteStore(options: SqliteStoreOptions): Promise<EventSto
         s.beginImmediate.run();
         commitTime = undefined;
         writes.reset();
+        group = { appends: 0, events: 0, bytes: 0 };
       },
       commit: () => {
         writes.beforeCommit();
+        const started = observed ? performance.now() : 0;
         s.commit.run();
+        if (observed && group.appends > 0) observe('flushed', { ...group, syncMs: performance.now() - started });
         // Once per shared commit, and a counter increment when nobody follows.
         changes.notify();
       },
@@ -144,7 +171,23 @@ export async function sqliteStore(options: SqliteStoreOptions): Promise<EventSto
       const rows = batch.events;
       // Later event ids are refused by the unique index after earlier rows went in: those need a savepoint.
       const mayFailAfterWriting = rows.some((row, index) => index > 0 && row.eventId !== undefined);
-      return submit(() => writes.append(stream, rows, batch.expectedRevision), { mayFailAfterWriting });
+      if (!observed) return submit(() => writes.append(stream, rows, batch.expectedRevision), { mayFailAfterWriting });
+      const started = performance.now();
+      const bytes = appendBytes(rows);
+      return submit(
+        () => {
+          const result = writes.append(stream, rows, batch.expectedRevision);
+          // Reached only when the append wrote (a refused one threw): it is part of this transaction's commit.
+          group.appends++;
+          group.events += rows.length;
+          group.bytes += bytes;
+          return result;
+        },
+        { mayFailAfterWriting },
+      ).then((result) => {
+        observe('appendCommitted', { stream, events: rows.length, bytes, durationMs: performance.now() - started });
+        return result;
+      });
     },
 
     async read(stream, readOptions) {
@@ -176,7 +219,10 @@ export async function sqliteStore(options: SqliteStoreOptions): Promise<EventSto
     async compact(stream, snapshot) {
       writable();
       const validated = validateSnapshot(stream, snapshot);
-      return submit(() => writes.compact(stream, validated.revision, snapshotJson(validated)));
+      const { revision } = validated;
+      const started = performance.now();
+      const droppedEvents = await submit(() => writes.compact(stream, revision, snapshotJson(validated)));
+      observe('compacted', { stream, revision, droppedEvents, durationMs: performance.now() - started });
     },
 
     async restoreStream(stream, snapshot) {
@@ -208,7 +254,7 @@ export async function sqliteStore(options: SqliteStoreOptions): Promise<EventSto
       const bytes = guard(() => s.blobBytes.get(sha256) as Uint8Array | undefined);
       if (bytes === undefined) return undefined;
       if (createHash('sha256').update(bytes).digest('hex') !== sha256) {
-        throw new CorruptionError(path, undefined, `table blobs: the bytes of blob ${sha256} do not match their sha256`);
+        throw corrupt(new CorruptionError(path, undefined, `table blobs: the bytes of blob ${sha256} do not match their sha256`));
       }
       // A copy the caller owns, as a plain Uint8Array (not the driver's Buffer).
       return new Uint8Array(bytes);
@@ -256,7 +302,11 @@ export async function sqliteStore(options: SqliteStoreOptions): Promise<EventSto
       );
     },
 
-    checkpoints: createCheckpointSlot({ db, path, storeId, guard, submit, writable }),
+    checkpoints: createCheckpointSlot({ db, path, storeId, guard, submit, writable, corrupt }),
+
+    async status() {
+      return guard(() => readStatus({ db, path, readOnly: config.readOnly, busyTimeoutMs: config.busyTimeoutMs, lastPosition: s.lastPosition }));
+    },
 
     async close() {
       if (closed) return;

@@ -24,7 +24,8 @@ export interface Writes {
   /** Call just before COMMIT: records which streams this transaction created or deleted. */
   beforeCommit(): void;
   append(stream: StreamId, rows: readonly ValidatedEvent[], expected: ExpectedRevision): AppendResult;
-  compact(stream: StreamId, revision: number, snapshotJson: string): void;
+  /** Returns how many events it dropped. */
+  compact(stream: StreamId, revision: number, snapshotJson: string): number;
   restore(stream: StreamId, revision: number, snapshotJson: string): AppendResult;
   delete(stream: StreamId, expected: ExpectedRevision): void;
   putBlob(stream: StreamId, sha256: string, bytes: Buffer): string;
@@ -109,8 +110,9 @@ export function createWrites(s: Statements, recordedAt: () => string): Writes {
         throw new InvalidInputError('snapshot.revision', `revision ${revision} is older than the stored snapshot's ${current.revision}`);
       }
       const position = insertRecord(stream, Kind.snapshot, revision, SNAPSHOT_RECORD, snapshotJson);
-      s.deleteEventsThrough.run(stream, revision);
+      const { changes } = s.deleteEventsThrough.run(stream, revision);
       s.deleteRecordsOfKind.run(stream, Kind.snapshot, position);
+      return changes;
     },
 
     restore(stream, revision, snapshotJson) {

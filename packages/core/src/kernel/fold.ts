@@ -1,7 +1,17 @@
 import { CorruptionError, InvalidInputError } from './errors.js';
 import type { JsonValue } from './json.js';
 import type { EventShape, EventStore, RecordedEvent, Snapshot, StreamId, StreamRead } from './port.js';
+import { validateSignalOption } from './validate.js';
 import { checkSnapshotVersion, prepareReducer, type EventUpcasters, type StateMigration } from './versioning.js';
+
+/** Options of the long kernel operations (`foldStream`, `compactStream`, `compactStreamKeeping`, `copyStore`). */
+export interface AbortOptions {
+  /**
+   * When it fires, the operation stops at its next event, batch, blob or stream and rejects with the signal's
+   * reason, as `verify` does; what it had written stays whole (see each operation).
+   */
+  signal?: AbortSignal;
+}
 
 /**
  * A pure left fold over one stream's events, with the version of the state shape it produces. The fold helpers
@@ -54,7 +64,8 @@ const asUntyped = <S, E extends EventShape>(reducer: StreamReducer<S, E>): Strea
 
 /**
  * Folds a stream (snapshot, then the events after it) with `reducer`, streaming the events. An older snapshot is
- * migrated and older events upcast on the way (see `StreamReducer`); newer ones are refused.
+ * migrated and older events upcast on the way (see `StreamReducer`); newer ones are refused. A fired `signal`
+ * stops the fold between events (it rejects with the signal's reason); a fold only reads.
  *
  * With an untyped store and a reducer typed by events `E`, the stream is taken to hold only events `E`.
  */
@@ -62,13 +73,25 @@ export async function foldStream<S, E extends EventShape = EventShape>(
   store: EventStore<E> | EventStore,
   stream: StreamId,
   reducer: StreamReducer<S, E>,
+  options?: AbortOptions,
 ): Promise<FoldedStream<S>> {
-  const { state, revision } = await foldRead(stream, await store.read(stream), asUntyped(reducer), Number.POSITIVE_INFINITY);
+  const signal = validateSignalOption(options);
+  signal?.throwIfAborted();
+  const { state, revision } = await foldRead(stream, await store.read(stream), asUntyped(reducer), Number.POSITIVE_INFINITY, signal);
   return { state, revision, exists: revision > 0 };
 }
 
-/** Folds what `read` returned, up to revision `until` (the events after it are left unread), in current shapes. */
-async function foldRead<S>(stream: StreamId, read: StreamRead, reducer: StreamReducer<S>, until: number): Promise<{ state: S; revision: number }> {
+/**
+ * Folds what `read` returned, up to revision `until` (the events after it are left unread), in current shapes.
+ * An abort leaves the loop by throwing, which ends the read as a `break` would.
+ */
+async function foldRead<S>(
+  stream: StreamId,
+  read: StreamRead,
+  reducer: StreamReducer<S>,
+  until: number,
+  signal: AbortSignal | undefined,
+): Promise<{ state: S; revision: number }> {
   const prepared = prepareReducer(reducer);
   let state: S;
   let revision = 0;
@@ -79,6 +102,7 @@ async function foldRead<S>(stream: StreamId, read: StreamRead, reducer: StreamRe
     state = reducer.initial(stream);
   }
   for await (const event of read.events) {
+    signal?.throwIfAborted();
     if (event.revision > until) break;
     if (event.revision !== revision + 1) {
       throw new CorruptionError(`stream ${stream}`, undefined, `revision ${event.revision} follows revision ${revision}`);
@@ -92,14 +116,18 @@ async function foldRead<S>(stream: StreamId, read: StreamRead, reducer: StreamRe
 /**
  * Folds a stream and compacts it to a snapshot of the result, in the reducer's current state version (so this
  * also re-snapshots a stream whose snapshot was migrated on read); returns the snapshot's revision (0: nothing to do).
+ * A fired `signal` stops it during the fold or before the compaction is sent: the stream is then left as it was.
  */
 export async function compactStream<S, E extends EventShape = EventShape>(
   store: EventStore<E> | EventStore,
   stream: StreamId,
   reducer: StreamReducer<S, E>,
+  options?: AbortOptions,
 ): Promise<number> {
-  const folded = await foldStream(store, stream, reducer);
+  const signal = validateSignalOption(options);
+  const folded = await foldStream(store, stream, reducer, { ...(signal === undefined ? {} : { signal }) });
   if (!folded.exists) return 0;
+  signal?.throwIfAborted();
   await store.compact(stream, {
     revision: folded.revision,
     state: reducer.toSnapshot(folded.state),
@@ -117,14 +145,17 @@ export interface CompactionReport {
 /**
  * Compacts a stream but keeps its newest `keepEvents` events as events (with their ids, so recent idempotent
  * retries are still recognised): the snapshot is the fold up to the head's revision minus `keepEvents`. Does
- * nothing when the stored snapshot already covers that revision.
+ * nothing when the stored snapshot already covers that revision. A fired `signal` stops it as `compactStream`.
  */
 export async function compactStreamKeeping<S, E extends EventShape = EventShape>(
   store: EventStore<E> | EventStore,
   stream: StreamId,
   reducer: StreamReducer<S, E>,
   keepEvents: number,
+  options?: AbortOptions,
 ): Promise<CompactionReport> {
+  const signal = validateSignalOption(options);
+  signal?.throwIfAborted();
   const read = await store.read(stream);
   const stored = read.snapshot?.revision ?? 0;
   const target = read.revision - keepEvents;
@@ -133,7 +164,8 @@ export async function compactStreamKeeping<S, E extends EventShape = EventShape>
     for await (const _ of read.events) break;
     return { revision: stored, droppedEvents: 0 };
   }
-  const folded = await foldRead(stream, read, asUntyped(reducer), target);
+  const folded = await foldRead(stream, read, asUntyped(reducer), target, signal);
+  signal?.throwIfAborted();
   await store.compact(stream, {
     revision: folded.revision,
     state: reducer.toSnapshot(folded.state),
@@ -151,18 +183,27 @@ export interface CopyReport {
   unchanged: number;
 }
 
+/** Options of `copyStore`. */
+export interface CopyOptions extends AbortOptions {
+  /** Events per append to the destination (default 500). */
+  batchSize?: number;
+  /** Called after each stream is copied, with the totals so far. */
+  onProgress?: (report: CopyReport, stream: StreamId) => void;
+}
+
 /**
  * Copies every stream (snapshot, events with their ids and revisions, blobs) from one store to another.
- * Copying again only adds what is new; a destination stream that is ahead or has diverged is refused.
+ * Copying again only adds what is new; a destination stream that is ahead or has diverged is refused. A fired
+ * `signal` stops the copy before its next append or blob (it rejects with the signal's reason): every append
+ * made is whole, so the destination holds a prefix of each stream, and copying again continues from there.
  */
-export async function copyStore(
-  from: EventStore,
-  to: EventStore,
-  options: { batchSize?: number; onProgress?: (report: CopyReport, stream: StreamId) => void } = {},
-): Promise<CopyReport> {
+export async function copyStore(from: EventStore, to: EventStore, options: CopyOptions = {}): Promise<CopyReport> {
+  const signal = validateSignalOption(options);
   const batchSize = options.batchSize ?? 500;
   const report: CopyReport = { streams: 0, events: 0, blobs: 0, unchanged: 0 };
+  signal?.throwIfAborted();
   for await (const { stream } of from.streams()) {
+    signal?.throwIfAborted();
     const source = await from.read(stream);
     const target = (await to.read(stream)).revision;
     report.streams++;
@@ -183,11 +224,13 @@ export async function copyStore(
       if (target !== 0) {
         throw new InvalidInputError('to', `stream ${stream} stops at revision ${target} in the destination, inside the source's snapshot`);
       }
+      signal?.throwIfAborted();
       revision = (await to.restoreStream(stream, source.snapshot)).revision;
     }
     let batch: RecordedEvent[] = [];
     const flush = async () => {
       if (batch.length === 0) return;
+      signal?.throwIfAborted();
       const events = batch.map((event) => ({
         type: event.type,
         data: event.data,
@@ -209,6 +252,7 @@ export async function copyStore(
     for await (const sha of to.blobs(stream)) copied.add(sha);
     for await (const sha of from.blobs(stream)) {
       if (copied.has(sha)) continue;
+      signal?.throwIfAborted();
       const bytes = await from.getBlob(sha);
       if (!bytes) throw new CorruptionError(`blob ${sha}`, undefined, `stream ${stream} owns it but the source store has no bytes for it`);
       await to.putBlob(stream, bytes);

@@ -1,6 +1,6 @@
-import { InvalidInputError, StoreClosedError } from './errors.js';
+import { StoreClosedError } from './errors.js';
 import type { RecordedEvent } from './port.js';
-import { validateReadAllOptions } from './validate.js';
+import { validateReadAllOptions, validateSignalOption } from './validate.js';
 
 /** Why a wait for changes ended. */
 export type WakeReason = 'changed' | 'timeout' | 'aborted' | 'closed';
@@ -79,9 +79,7 @@ export interface FollowSource {
 /** Checks `follow`'s options once: `fromPosition` as for `readAll`, `signal` an `AbortSignal` when given. */
 export function validateFollowOptions(options: unknown): { fromPosition: number; signal: AbortSignal | undefined } {
   const fromPosition = validateReadAllOptions(options);
-  const signal = options === undefined || options === null ? undefined : (options as { signal?: unknown }).signal;
-  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidInputError('signal', 'expected an AbortSignal');
-  return { fromPosition, signal };
+  return { fromPosition, signal: validateSignalOption(options) };
 }
 
 /**

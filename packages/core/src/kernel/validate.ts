@@ -362,3 +362,14 @@ function describeValue(value: unknown): string {
       }
   }
 }
+
+/**
+ * Reads the `signal` member of an options object (absent options and an absent member are undefined); throws
+ * `InvalidInputError` for anything but an `AbortSignal`.
+ */
+export function validateSignalOption(options: unknown): AbortSignal | undefined {
+  if (options === undefined || options === null) return undefined;
+  const signal = (options as { signal?: unknown }).signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidInputError('signal', 'expected an AbortSignal');
+  return signal;
+}

@@ -1,0 +1,66 @@
+import { CorruptionError, validateCheckpointData, validateCheckpointName, type CheckpointData, type CheckpointSlot } from '@sessionfold/core/kernel';
+import type { QueryArrayConfig, QueryConfig } from 'pg';
+import type { Queries } from './queries.js';
+
+/** What the slot needs from the store: its statements and the way it runs them. */
+export interface SlotContext {
+  readonly schema: string;
+  readonly q: Queries;
+  /** Runs a statement on the store's pool after checking the store is open; translates driver errors. */
+  rows<T>(query: QueryConfig | QueryArrayConfig): Promise<T[]>;
+  /** Checks the store is open and may write. */
+  writable(): void;
+  /** Checks the store is open. */
+  live(): void;
+  /** Tells the store's observer about damage before it is thrown. */
+  corrupt(error: CorruptionError): CorruptionError;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The checkpoint slot of a PostgreSQL store: one row per name in the schema's `checkpoints` table, replaced by
+ * one statement (atomic, and durable at its commit). The store id is read once, on first use, and kept.
+ */
+export function createCheckpointSlot(ctx: SlotContext): CheckpointSlot {
+  let id: Promise<string> | undefined;
+  const storeId = async (): Promise<string> => {
+    ctx.live();
+    id ??= ctx.rows<[string]>(ctx.q.storeId([])).then(([row]) => {
+      if (row === undefined) throw ctx.corrupt(new CorruptionError(`${ctx.schema}.store_identity`, undefined, 'the store has no identity row'));
+      return row[0];
+    });
+    // A failed read (a lost connection) is not kept: the next call asks again.
+    id.catch(() => {
+      id = undefined;
+    });
+    return id;
+  };
+  return {
+    storeId,
+
+    async load(name) {
+      ctx.live();
+      validateCheckpointName(name);
+      const mine = await storeId();
+      const [row] = await ctx.rows<[string, boolean, Buffer]>(ctx.q.loadCheckpoint([name]));
+      if (row === undefined || row[0] !== mine) return undefined;
+      const [, isText, bytes] = row;
+      if (!isText) return new Uint8Array(bytes);
+      try {
+        return utf8.decode(bytes);
+      } catch (error) {
+        throw ctx.corrupt(new CorruptionError(`${ctx.schema}.checkpoints`, undefined, `checkpoint ${name} is not UTF-8 text`, { cause: error }));
+      }
+    },
+
+    async save(name, data: CheckpointData) {
+      ctx.writable();
+      validateCheckpointName(name);
+      validateCheckpointData(data);
+      // Copied now: the caller may reuse its buffer before the statement is sent.
+      const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data);
+      await ctx.rows(ctx.q.saveCheckpoint([name, await storeId(), typeof data === 'string', bytes]));
+    },
+  };
+}

@@ -1,0 +1,177 @@
+import { createHash } from 'node:crypto';
+import { validateSnapshot, type VerifyCode, type VerifyProblem, type VerifyReport, type VerifySeverity } from '@sessionfold/core/kernel';
+import type { PoolClient } from 'pg';
+import { queryTypes } from './queries.js';
+import { Kind, quoted } from './schema.js';
+
+/** Rows (events) or blobs read per query of the scans; the abort signal is looked at between pages. */
+const VERIFY_PAGE = 4096;
+const BLOB_PAGE = 64;
+
+type Add = (severity: VerifySeverity, code: VerifyCode, table: string, key: string, message: string) => void;
+
+/**
+ * Checks a schema through `client` in one `REPEATABLE READ READ ONLY` transaction: nothing it runs can write,
+ * and every check sees the same commit while writers go on. Checks what constraints do not: each stream's
+ * revisions 1-based (or from its snapshot) and gap-free up to its stream row, positions rising with revisions
+ * and unique, event data that parses as JSON, snapshot records naming their stream and revision, blob bytes
+ * against their sha256, owners without bytes, bytes without owners, the feed counter against the last
+ * position, and the store identity row. Driver errors are thrown as they are; the caller translates them.
+ */
+export async function verifySchema(client: PoolClient, schema: string, signal: AbortSignal | undefined): Promise<VerifyReport> {
+  signal?.throwIfAborted();
+  const S = quoted(schema);
+  const problems: VerifyProblem[] = [];
+  const add: Add = (severity, code, table, key, message) => problems.push({ severity, code, message, table: `${schema}.${table}`, key });
+  const all = async <T>(text: string, values: unknown[] = []): Promise<T[]> => {
+    signal?.throwIfAborted();
+    return (await client.query<T & object>({ text, values, types: queryTypes })).rows;
+  };
+  await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  try {
+    const [counts] = await all<{ streams: number; records: number; snapshots: number; blobs: number }>(
+      `SELECT (SELECT count(*) FROM ${S}.streams)::int AS streams, (SELECT count(*) FROM ${S}.events)::int AS records,
+              (SELECT count(*) FROM ${S}.events WHERE kind = ${Kind.snapshot})::int AS snapshots, (SELECT count(*) FROM ${S}.blobs)::int AS blobs`,
+    );
+    await checkStreams(all, S, add);
+    await checkPositions(all, S, add);
+    await checkRecords(all, S, add);
+    await checkBlobs(all, S, add);
+    const identities = await all<{ n: number }>(`SELECT count(*)::int AS n FROM ${S}.store_identity`);
+    if (identities[0]?.n !== 1) add('error', 'index_mismatch', 'store_identity', 'only_row', `the store has ${identities[0]?.n ?? 0} identity rows, not 1`);
+    return { ok: !problems.some((p) => p.severity === 'error'), problems, checked: counts ?? { streams: 0, records: 0, snapshots: 0, blobs: 0 } };
+  } finally {
+    await client.query('ROLLBACK');
+  }
+}
+
+type All = <T>(text: string, values?: unknown[]) => Promise<T[]>;
+
+/** Each stream row against its events and snapshot record: revisions from snapshot + 1 (or 1) to the row's revision, each once. */
+async function checkStreams(all: All, S: string, add: Add): Promise<void> {
+  const rows = await all<{
+    stream: string;
+    head: number | null;
+    first: number | null;
+    last: number | null;
+    n: number;
+    snapshot: number | null;
+    snapshots: number;
+  }>(
+    `WITH e AS (SELECT stream, min(revision) AS first, max(revision) AS last, count(*)::int AS n FROM ${S}.events WHERE kind = ${Kind.event} GROUP BY stream),
+          r AS (SELECT stream, max(revision) AS snapshot, count(*)::int AS snapshots FROM ${S}.events WHERE kind = ${Kind.snapshot} GROUP BY stream)
+     SELECT coalesce(s.stream, e.stream, r.stream) AS stream, s.revision AS head, e.first, e.last, coalesce(e.n, 0) AS n, r.snapshot,
+            coalesce(r.snapshots, 0) AS snapshots
+     FROM ${S}.streams AS s FULL JOIN e ON e.stream = s.stream FULL JOIN r ON r.stream = coalesce(s.stream, e.stream)`,
+  );
+  for (const row of rows) {
+    const { stream } = row;
+    if (row.head === null) {
+      add('error', 'index_mismatch', 'streams', stream, `stream ${stream} has events or a snapshot but no stream row`);
+      continue;
+    }
+    if (row.snapshots > 1) add('error', 'damaged_snapshot', 'events', stream, `stream ${stream} has ${row.snapshots} snapshot records`);
+    if (row.first === null && row.snapshot === null) {
+      add('error', 'index_mismatch', 'streams', stream, `stream ${stream} is listed but has neither events nor a snapshot`);
+      continue;
+    }
+    const expectedFirst = (row.snapshot ?? 0) + 1;
+    if (row.first !== null && (row.first !== expectedFirst || row.n !== (row.last as number) - row.first + 1)) {
+      add(
+        'error',
+        'revision_gap',
+        'events',
+        stream,
+        `stream ${stream} has ${row.n} events at revisions ${row.first}..${row.last}; expected ${expectedFirst} onwards, gap-free`,
+      );
+    }
+    const end = row.last ?? row.snapshot;
+    if (end !== row.head) add('error', 'revision_gap', 'streams', stream, `stream ${stream} is at revision ${row.head}, its records end at ${end}`);
+  }
+}
+
+/** Positions rise with revisions in each stream, are used once, and the feed counter is the last of them. */
+async function checkPositions(all: All, S: string, add: Add): Promise<void> {
+  const disordered = await all<{ stream: string; revision: number; position: number }>(
+    `SELECT stream, revision, position FROM (SELECT stream, revision, position, lag(position) OVER (PARTITION BY stream ORDER BY revision) AS prev
+                                             FROM ${S}.events WHERE kind = ${Kind.event}) AS x
+     WHERE x.prev >= x.position`,
+  );
+  for (const row of disordered) {
+    add(
+      'error',
+      'position_order',
+      'events',
+      `${row.stream}@${row.revision}`,
+      `revision ${row.revision} of ${row.stream} is at position ${row.position}, not after the one before`,
+    );
+  }
+  // The primary key forbids this; a damaged index would not.
+  const twice = await all<{ position: number }>(`SELECT position FROM ${S}.events GROUP BY position HAVING count(*) > 1`);
+  for (const row of twice) add('error', 'duplicate_position', 'events', String(row.position), `position ${row.position} is used more than once`);
+  const [counter] = await all<{ counter: number | null; last: number | null; rows: number }>(
+    `SELECT (SELECT position FROM ${S}.feed_head) AS counter, (SELECT max(position) FROM ${S}.events) AS last, (SELECT count(*)::int FROM ${S}.feed_head) AS rows`,
+  );
+  if (counter === undefined || counter.rows !== 1) {
+    add('error', 'index_mismatch', 'feed_head', 'only_row', `the feed counter has ${counter?.rows ?? 0} rows, not 1`);
+  } else if ((counter.last ?? 0) !== counter.counter) {
+    add('error', 'index_mismatch', 'feed_head', 'only_row', `the feed counter is at ${counter.counter}, the last position in events is ${counter.last ?? 0}`);
+  }
+}
+
+/** Every record's data parses as JSON; every snapshot record is a snapshot of its own stream at its own revision. */
+async function checkRecords(all: All, S: string, add: Add): Promise<void> {
+  let after = 0;
+  for (;;) {
+    const page = await all<{ position: number; stream: string; kind: number; revision: number; data: string }>(
+      `SELECT position, stream, kind, revision, data FROM ${S}.events WHERE position > $1 ORDER BY position LIMIT ${VERIFY_PAGE}`,
+      [after],
+    );
+    for (const row of page) {
+      let value: unknown;
+      try {
+        value = JSON.parse(row.data);
+      } catch {
+        add('error', 'damaged_record', 'events', String(row.position), `position ${row.position} (${row.stream}@${row.revision}): data is not JSON`);
+        continue;
+      }
+      if (row.kind !== Kind.snapshot) continue;
+      try {
+        const snapshot = validateSnapshot(row.stream, value);
+        if (snapshot.revision !== row.revision) throw new Error(`says revision ${snapshot.revision}, its row ${row.revision}`);
+      } catch (error) {
+        add('error', 'damaged_snapshot', 'events', row.stream, `the snapshot record of ${row.stream} (position ${row.position}): ${(error as Error).message}`);
+      }
+    }
+    const last = page[page.length - 1];
+    if (last === undefined || page.length < VERIFY_PAGE) return;
+    after = last.position;
+  }
+}
+
+/** Blob bytes against their sha256; owners whose bytes are missing (errors); bytes no stream owns (warnings). */
+async function checkBlobs(all: All, S: string, add: Add): Promise<void> {
+  let after = '';
+  for (;;) {
+    const page = await all<{ sha256: string; bytes: Buffer }>(
+      `SELECT sha256, bytes FROM ${S}.blobs WHERE sha256 COLLATE "C" > $1 ORDER BY sha256 COLLATE "C" LIMIT ${BLOB_PAGE}`,
+      [after],
+    );
+    for (const row of page) {
+      if (createHash('sha256').update(row.bytes).digest('hex') !== row.sha256)
+        add('error', 'blob_hash', 'blobs', row.sha256, `the bytes of blob ${row.sha256} do not match their sha256`);
+    }
+    const last = page[page.length - 1];
+    if (last === undefined || page.length < BLOB_PAGE) break;
+    after = last.sha256;
+  }
+  const missing = await all<{ stream: string; sha256: string }>(
+    `SELECT o.stream, o.sha256 FROM ${S}.blob_owners AS o WHERE NOT EXISTS (SELECT 1 FROM ${S}.blobs AS b WHERE b.sha256 = o.sha256)`,
+  );
+  for (const row of missing)
+    add('error', 'blob_missing', 'blob_owners', `${row.stream}/${row.sha256}`, `stream ${row.stream} owns blob ${row.sha256}, whose bytes are missing`);
+  const orphans = await all<{ sha256: string }>(
+    `SELECT b.sha256 FROM ${S}.blobs AS b WHERE NOT EXISTS (SELECT 1 FROM ${S}.blob_owners AS o WHERE o.sha256 = b.sha256)`,
+  );
+  for (const row of orphans) add('warning', 'blob_orphan', 'blobs', row.sha256, `blob ${row.sha256} has no owner`);
+}
