@@ -39,14 +39,17 @@ import { BlobStore } from './blob-store.js';
 import { CaseCollisions, isCaseInsensitive } from './case-collisions.js';
 import { createCheckpointSlot, ensureStoreId, readStoreId } from './checkpoint-slot.js';
 import { followDirectory } from './follow-view.js';
-import { errorCode, inlineIo, listDir, readingFile, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
+import { errorCode, inlineIo, listDir, removeTemporariesOf, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
 import { compactJournal, liveFrom, locateRevision } from './journal-compact.js';
-import { scanJournal, type JournalInfo } from './journal-scan.js';
+import type { JournalInfo } from './journal-scan.js';
 import { Layout } from './layout.js';
 import { acquireLock, lockHolder, type WriterLock } from './lock.js';
 import { PositionSet } from './position-set.js';
 import { Positions } from './positions.js';
-import { readSnapshotFile, writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
+import { readManifest, writeManifest, type Manifest } from './manifest.js';
+import { captureManifest } from './manifest-capture.js';
+import { writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
+import { loadStream, StaleManifestError, type StreamFileNames } from './stream-load.js';
 import { lineCharsBound, MAX_FLUSH_CHARS, StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
 import { StreamFiles } from './stream-files.js';
 import { StoreReader } from './store-reader.js';
@@ -80,6 +83,13 @@ const MAX_OPEN_JOURNALS = 256;
  * once; the timer is only a safety net.
  */
 const WRITER_FOLLOW_POLL_MS = 1000;
+/**
+ * The writer records a manifest at close and, in the background, once this many positions settled since the
+ * last one, or after `MANIFEST_INTERVAL_MS` with any change: after a crash, open reads at most what was
+ * written since, and of each journal only from its last checkpoint on.
+ */
+const MANIFEST_EVERY_POSITIONS = 10_000;
+const MANIFEST_INTERVAL_MS = 30_000;
 
 /**
  * Opens (creating if needed) a file store in `options.directory`: checksummed JSONL journals, snapshot files
@@ -178,6 +188,10 @@ class FileStore implements EventStore {
   readonly #openView: () => Promise<EventStore>;
   /** Set by `open()`; undefined in a read-only view of a store no writer has given an id yet. */
   #storeId: string | undefined;
+  /** The watermark the last manifest recorded (or open found). */
+  #manifestAt = 0;
+  #manifestSave: Promise<void> | undefined;
+  #manifestTimer: NodeJS.Timeout | undefined;
   readonly checkpoints: CheckpointSlot;
 
   constructor(
@@ -226,20 +240,24 @@ class FileStore implements EventStore {
       now: () => readClock(clock),
       assertNotPoisoned: () => this.#assertNotPoisoned(),
       poison: (reason, cause) => this.#poison(reason, cause),
+      damaged: (error) => this.#damaged(error),
       touched: (entry) => this.#touched(entry),
     };
   }
 
-  /** Reads the directory: tombstones, blob owners, every snapshot and journal; finishes interrupted deletes. */
+  /**
+   * Reads the directory: tombstones, blob owners, the manifest, then each stream's files — only what changed
+   * since the manifest recorded them (see `loadStream`), every line of the rest; finishes interrupted deletes.
+   */
   async open(): Promise<void> {
     const repair = !this.#readOnly;
     if (repair) await this.#removeTemporaries();
+    const manifest = await readManifest(this.#fs, this.#layout.manifest);
     this.#tombstones = await Tombstones.load(this.#fs, this.#layout.tombstones, repair);
-    let maxPosition = this.#tombstones.maxPosition;
     await this.#blobs.load(repair);
     if (await isCaseInsensitive(this.#fs, this.#layout.directory)) this.#cases = new CaseCollisions();
 
-    const names = new Map<StreamId, { journal: boolean; snapshot: boolean }>();
+    const names = new Map<StreamId, StreamFileNames>();
     for (const name of await listDir(this.#fs, this.#layout.streams)) {
       const parsed = Layout.parseStreamFile(name);
       if (!parsed) continue;
@@ -248,23 +266,39 @@ class FileStore implements EventStore {
       names.set(parsed.stream, files);
     }
     for (const stream of [...names.keys(), ...this.#blobs.owners()]) this.#cases?.claim(stream);
-    const queue = [...names];
-    const found = new PositionSet();
-    for (const mark of this.#tombstones.marks.values()) found.claim(mark.position, this.#layout.tombstones, undefined);
-    const worker = async () => {
-      for (let next = queue.pop(); next; next = queue.pop()) {
-        const [stream, files] = next;
-        const [snapshotPath, journalPath] = [this.#layout.snapshot(stream), this.#layout.journal(stream)];
-        const stored = files.snapshot ? await readingFile(snapshotPath, () => readSnapshotFile(this.#fs, snapshotPath, stream)) : undefined;
-        if (stored) found.claim(stored.position, snapshotPath, 1);
-        const from = stored?.snapshot.revision ?? 0;
-        const journal = files.journal ? await readingFile(journalPath, () => scanJournal(this.#fs, journalPath, stream, from, repair, found)) : undefined;
-        const entry = this.#entry(stream);
-        entry.load(journal, stored && { revision: stored.snapshot.revision, position: stored.position, recordedAt: stored.recordedAt });
-        maxPosition = Math.max(maxPosition, stored?.position ?? 0, journal?.maxPosition ?? 0);
-      }
+    const loadAll = async (records: Manifest | undefined): Promise<number> => {
+      this.#entries.clear();
+      const queue = [...names];
+      const found = new PositionSet();
+      for (const mark of this.#tombstones.marks.values()) found.claim(mark.position, this.#layout.tombstones, undefined);
+      const load = { fs: this.#fs, layout: this.#layout, repair, positions: found, manifestPosition: records?.position ?? 0 };
+      let max = this.#tombstones.maxPosition;
+      let failed = false;
+      const worker = async () => {
+        for (let next = queue.pop(); next && !failed; next = queue.pop()) {
+          const [stream, files] = next;
+          try {
+            const { snapshot, journal, idsPending } = await loadStream(load, stream, files, records?.streams.get(stream));
+            this.#entry(stream).load(journal, snapshot, idsPending);
+            max = Math.max(max, snapshot?.position ?? 0, journal?.maxPosition ?? 0);
+          } catch (error) {
+            failed = true;
+            throw error;
+          }
+        }
+      };
+      // Every worker stops before the next attempt starts over.
+      const outcomes = await Promise.allSettled(Array.from({ length: OPEN_CONCURRENCY }, worker));
+      for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
+      return max;
     };
-    await Promise.all(Array.from({ length: OPEN_CONCURRENCY }, worker));
+    let maxPosition: number;
+    try {
+      maxPosition = await loadAll(manifest?.formatVersion === this.#format ? manifest : undefined);
+    } catch (error) {
+      if (!(error instanceof StaleManifestError)) throw error;
+      maxPosition = await loadAll(undefined);
+    }
 
     for (const [stream, mark] of this.#tombstones.marks) {
       const entry = this.#entry(stream);
@@ -281,8 +315,44 @@ class FileStore implements EventStore {
         entry.setTombstone(mark);
       }
     }
-    this.#positions = new Positions(maxPosition, () => this.#changes.notify());
+    this.#positions = new Positions(maxPosition, () => {
+      this.#changes.notify();
+      if (this.#positions.watermark - this.#manifestAt >= MANIFEST_EVERY_POSITIONS) this.#saveManifestSoon();
+    });
+    this.#manifestAt = maxPosition;
     this.#storeId = repair ? await ensureStoreId(this.#fs, this.#layout) : await readStoreId(this.#fs, this.#layout);
+    if (repair) {
+      this.#manifestTimer = setInterval(() => {
+        if (this.#positions.watermark !== this.#manifestAt) this.#saveManifestSoon();
+      }, MANIFEST_INTERVAL_MS);
+      this.#manifestTimer.unref();
+    }
+  }
+
+  /** Starts recording the manifest in the background, unless a recording is under way; never on an append's path. */
+  #saveManifestSoon(): void {
+    if (this.#manifestSave || this.#closed) return;
+    const saving = this.#track(async () => {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      await this.#saveManifest();
+    })
+      .catch(() => undefined)
+      .finally(() => {
+        this.#manifestSave = undefined;
+      });
+    this.#manifestSave = saving;
+  }
+
+  /**
+   * Records what the streams hold now. Not after writes were refused: the state may then differ from the files
+   * (the last manifest stays, and open checks it against the files as always).
+   */
+  async #saveManifest(): Promise<void> {
+    if (this.#poisoned) return;
+    const at = this.#positions.watermark;
+    const manifest = await captureManifest(this.#fs, this.#layout, this.#entries.values(), this.#format, at);
+    await writeManifest(this.#fs, this.#layout.manifest, manifest);
+    this.#manifestAt = Math.max(this.#manifestAt, at);
   }
 
   append(stream: StreamId, events: readonly NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult> {
@@ -505,6 +575,7 @@ class FileStore implements EventStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearInterval(this.#manifestTimer);
     this.#changes.close();
     // Compactions, deletes, restores and blob writes first: appends held back by them join the queues drained next.
     await Promise.allSettled([...this.#inFlight]);
@@ -513,6 +584,9 @@ class FileStore implements EventStore {
       await entry.closeFile();
     }
     this.#reader.closeAll();
+    // Everything is settled: the next open reads only the manifest and the files changed after it. It only
+    // ever saves work, so failing to record it does not fail the close.
+    if (!this.#readOnly) await this.#saveManifest().catch(() => undefined);
     // Versions held back for feed reads keep descriptors on replaced files: nothing will read them now.
     for (const entry of this.#entries.values()) entry.dropHeldVersions(Number.MAX_SAFE_INTEGER);
     await this.#lock?.release().catch(() => undefined);
@@ -674,6 +748,7 @@ class FileStore implements EventStore {
         if (Layout.isTemporary(name)) await unlinkIfPresent(this.#fs, `${dir}/${name}`);
       }
     }
+    await removeTemporariesOf(this.#fs, this.#layout.manifest);
   }
 }
 

@@ -1,5 +1,6 @@
 import {
   ConcurrencyError,
+  CorruptionError,
   InvalidInputError,
   revisionMatches,
   SessionfoldError,
@@ -11,7 +12,7 @@ import {
 } from '@sessionfold/core/kernel';
 import { errorCode, syncDir, writeAll, writeAllSync, type FileSystem, type InlineIo } from './fs-layer.js';
 import { eventPayloadJson, frameLine } from './journal-codec.js';
-import { CHECKPOINT_EVERY, emptyJournal, type JournalInfo } from './journal-scan.js';
+import { CHECKPOINT_EVERY, emptyJournal, readEventIds, type EventIdEntry, type JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
 import type { Positions } from './positions.js';
 import { StreamFiles, type ChangeMark } from './stream-files.js';
@@ -33,6 +34,8 @@ export interface StoreContext {
   assertNotPoisoned(): void;
   /** Marks the store as refusing writes until reopened, saying why. */
   poison(reason: string, cause: unknown): void;
+  /** Damage found in what writes build on: reported, and the store refuses writes until reopened. */
+  damaged(error: CorruptionError): void;
   /** Called on every flush, so the store can keep the number of open journal descriptors bounded. */
   touched(entry: StreamEntry): void;
 }
@@ -99,7 +102,13 @@ export class StreamEntry {
   #inlineCredit = 0;
   #flushing: Promise<void> | undefined;
   #exclusive: Promise<void> | undefined;
+  /** Counts exclusive operations begun and ended: odd while one runs (its files may be changing). */
+  #generation = 0;
   readonly #pendingIds = new Map<string, Promise<AppendResult>>();
+  /** The journal's event ids are not known yet (opened from a manifest): read before an append needs them. */
+  #idsPending = false;
+  /** Reading them; every append waits for it, so appends keep the order they came in. */
+  #idsLoad: Promise<void> | undefined;
 
   constructor(ctx: StoreContext, name: StreamId) {
     this.#ctx = ctx;
@@ -160,8 +169,13 @@ export class StreamEntry {
     return files;
   }
 
-  /** Sets the durable state found at open (or, in a read-only view, found again after the writer replaced files). */
-  load(journal: JournalInfo | undefined, snapshot: ChangeMark | undefined): void {
+  /**
+   * Sets the durable state found at open (or, in a read-only view, found again after the writer replaced
+   * files); `idsPending` when the journal's event ids were not read, so they are read before the first append
+   * that carries one.
+   */
+  load(journal: JournalInfo | undefined, snapshot: ChangeMark | undefined, idsPending = false): void {
+    this.#idsPending = idsPending && journal !== undefined;
     this.#journalExists = journal !== undefined;
     this.#files = new StreamFiles(snapshot, journal ?? emptyJournal(snapshot?.revision ?? 0));
     this.#revision = Math.max(this.journal.lastRevision, snapshot?.revision ?? 0);
@@ -170,6 +184,9 @@ export class StreamEntry {
 
   /** Queues a validated batch whose lines take at most `chars` code units (≤ `MAX_FLUSH_CHARS`); resolves once it is durable. */
   append(events: readonly NewEvent[], dataJson: readonly string[], chars: number, expected: ExpectedRevision): Promise<AppendResult> {
+    if (this.#idsLoad || (this.#idsPending && events.some((event) => event.eventId !== undefined))) {
+      return this.#withIds().then(() => this.append(events, dataJson, chars, expected));
+    }
     if (this.#exclusive) return this.#exclusive.then(() => this.append(events, dataJson, chars, expected));
     try {
       this.#ctx.assertNotPoisoned();
@@ -230,13 +247,45 @@ export class StreamEntry {
     while (this.#exclusive) await this.#exclusive;
     let done!: () => void;
     this.#exclusive = new Promise<void>((resolve) => (done = resolve));
+    this.#generation++;
     try {
       if (this.#flushing) await this.#flushing;
       return await task();
     } finally {
+      this.#generation++;
       this.#exclusive = undefined;
       done();
     }
+  }
+
+  /**
+   * Changes each time an exclusive operation (compaction, deletion, restore: the only ones that replace or
+   * remove files) begins or ends; odd while one runs. Equal before and after a look at the files, and even,
+   * means the files looked at are the ones the stream's state describes (appends only make the journal longer).
+   */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /** Reads the journal's event ids once, before any append goes on. */
+  #withIds(): Promise<void> {
+    this.#idsLoad ??= this.exclusive(async () => {
+      if (!this.#idsPending) return;
+      const journal = this.journal;
+      let ids: Map<string, EventIdEntry>;
+      try {
+        ids = await readEventIds(this.#ctx.fs, this.#ctx.layout.journal(this.name), journal);
+      } catch (error) {
+        if (error instanceof CorruptionError) this.#ctx.damaged(error);
+        else if (!(error instanceof SessionfoldError)) throw new StorageError(`Could not read ${this.#ctx.layout.journal(this.name)}.`, { cause: error });
+        throw error;
+      }
+      for (const [id, where] of ids) journal.eventIds.set(id, where);
+      this.#idsPending = false;
+    }).finally(() => {
+      this.#idsLoad = undefined;
+    });
+    return this.#idsLoad;
   }
 
   /** True when nothing is queued, flushing or running exclusively: its descriptor may be closed. */
@@ -267,6 +316,7 @@ export class StreamEntry {
    */
   reset(tombstone: ChangeMark | undefined, retired?: StreamFiles): void {
     this.#tombstone = tombstone;
+    this.#idsPending = false;
     this.#files = new StreamFiles(undefined, emptyJournal(0), retired ? (tombstone?.position ?? 0) : 0, retired);
     this.#journalExists = false;
     this.#revision = 0;
