@@ -37,6 +37,8 @@ export interface JournalInfo {
   tornBytes: number;
   /** Inode of the file scanned: a read-only view refuses to read a journal replaced since (0: unknown). */
   ino: number;
+  /** Checksum of the last committed line ('' when there is none): tells a journal from another of the same length. */
+  lastHash: string;
 }
 
 /** Where an event id was committed: the append's result and the event's own revision (for compaction). */
@@ -60,6 +62,7 @@ export function emptyJournal(snapshotRevision: number): JournalInfo {
     eventIds: new Map(),
     tornBytes: 0,
     ino: 0,
+    lastHash: '',
   };
 }
 
@@ -83,7 +86,7 @@ export async function scanJournal(
 /**
  * Reads on from what `recorded` (a manifest's description of the journal) says it held: the lines from its
  * last checkpoint to the end are read and checked as `scanJournal` checks them, and must still hold that
- * checkpoint's line and, ending at `recorded.length`, its last line. A torn tail is cut (`repair`) or
+ * checkpoint's line and, ending at `recorded.length`, its last line (same checksum). A torn tail is cut (`repair`) or
  * ignored. Undefined when the journal does not continue `recorded` (replaced, compacted, or damaged where
  * it was read) or cannot say (no live line): then only a full scan can tell. 'stale' when a
  * line past `recorded` holds a position at or below `recordedAt`: no manifest of that time can explain it. Event ids are not gathered.
@@ -139,7 +142,7 @@ export interface PositionClaims {
 interface Resume {
   recorded: JournalInfo;
   from: Checkpoint;
-  /** Set when the batch ending at `recorded.length` ends with the recorded last revision and position. */
+  /** Set when the batch ending at `recorded.length` ends with the recorded last line (revision, position, checksum). */
   lastLineFound: boolean;
 }
 
@@ -231,8 +234,10 @@ async function scanLines(
     info.lastRevision = last.event.revision;
     info.length = last.line.next;
     info.lines = last.line.no;
+    info.lastHash = last.line.hash;
     if (resume && last.line.next === resume.recorded.length) {
-      resume.lastLineFound = last.event.revision === resume.recorded.lastRevision && last.event.position === resume.recorded.maxPosition;
+      const { recorded } = resume;
+      resume.lastLineFound = last.event.revision === recorded.lastRevision && last.event.position === recorded.maxPosition && last.line.hash === recorded.lastHash;
     }
     batch = [];
   };

@@ -68,6 +68,7 @@ type JournalRow = [
   mtimeMs: number,
   /** revision, position, offset, line of each checkpoint, in a row. */
   checkpoints: number[],
+  lastHash: string,
 ];
 
 /** The manifest's bytes: one framed line (`<sha256> <json>\n`), checked by the same checksum as journal lines. */
@@ -96,6 +97,7 @@ export function encodeManifest(manifest: Manifest): string {
         known ? stamp.ino : -1,
         known ? stamp.mtimeMs : -1,
         checkpoints,
+        info.lastHash,
       ];
     }
     streams.push([stream, snapshotRow, journalRow]);
@@ -168,8 +170,9 @@ function asSnapshot(row: unknown): ManifestStream['snapshot'] {
 }
 
 function asJournal(row: unknown, snapshotRevision: number): ManifestStream['journal'] {
-  if (!Array.isArray(row) || row.length !== 11) return undefined;
-  const [length, lastRevision, maxPosition, liveOffset, liveLine, firstPosition, lastPosition, lines, ino, mtimeMs, flat] = row as unknown[];
+  if (!Array.isArray(row) || row.length !== 12) return undefined;
+  const [length, lastRevision, maxPosition, liveOffset, liveLine, firstPosition, lastPosition, lines, ino, mtimeMs, flat, lastHash] = row as unknown[];
+  if (typeof lastHash !== 'string' || !/^(?:[0-9a-f]{64})?$/.test(lastHash)) return undefined;
   const counts = [length, lastRevision, maxPosition, liveOffset, liveLine, firstPosition, lastPosition, lines];
   if (!counts.every(isCount) || !Array.isArray(flat) || flat.length % 4 !== 0 || !flat.every(isCount)) return undefined;
   const stamp = asStamp(length, ino, mtimeMs);
@@ -191,6 +194,7 @@ function asJournal(row: unknown, snapshotRevision: number): ManifestStream['jour
     lastPosition: lastPosition as number,
     lines: lines as number,
     checkpoints,
+    lastHash,
   };
   return { info, stamp };
 }

@@ -616,6 +616,7 @@ export class StreamEntry {
     }
     journal.length += byteCount;
     journal.lines = lineNo;
+    journal.lastHash = (lines[lines.length - 1] as string).slice(0, 64);
     journal.lastRevision = this.#revision;
     journal.maxPosition = journal.lastPosition;
   }

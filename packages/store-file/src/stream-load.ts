@@ -56,8 +56,15 @@ async function fromRecord(load: StreamLoad, stream: StreamId, names: StreamFileN
   const { fs, layout } = load;
   if (names.snapshot !== (record.snapshot !== undefined) || names.journal !== (record.journal !== undefined)) return undefined;
   if (record.snapshot) {
-    const now = await stampOf(fs, layout.snapshot(stream));
-    if (!now || !unchanged(now, record.snapshot.stamp)) return undefined;
+    const path = layout.snapshot(stream);
+    const now = await stampOf(fs, path);
+    if (!now) return undefined;
+    if (!unchanged(now, record.snapshot.stamp)) {
+      // Another file (a copy of the directory, or a newer snapshot): small, so read it and see whether it is the one recorded.
+      const stored = await readingFile(path, () => readSnapshotFile(fs, path, stream));
+      const { mark } = record.snapshot;
+      if (!stored || stored.snapshot.revision !== mark.revision || stored.position !== mark.position || stored.recordedAt !== mark.recordedAt) return undefined;
+    }
   }
   const snapshot = record.snapshot?.mark;
   if (!record.journal) return { snapshot, journal: undefined, idsPending: false };
