@@ -6,7 +6,7 @@ import { InvalidInputError, type EventStore, type StreamId } from '@sessionfold/
 import { nodeFileSystem, type FileSystem } from './fs-layer.js';
 import { frameLine } from './journal-codec.js';
 import { fileStore } from './index.js';
-import { collect, freshDir, randomStream } from './test-support.fixture.js';
+import { ChildOutput, ChildPool, collect, freshDir, randomStream, startChild } from './test-support.fixture.js';
 
 const manifestOf = (dir: string) => join(dir, 'manifest.json');
 const journalOf = (dir: string, stream: StreamId) => join(dir, 'streams', `${stream}.jsonl`);
@@ -238,5 +238,64 @@ describe('the manifest', () => {
     const { shown, openReads } = await viewWithReads(dir);
     expect(openReads).toEqual([]);
     expect(shown).toEqual(before);
+  });
+});
+
+describe('after SIGKILL of a writer between manifests', () => {
+  it('every acknowledged batch is there, positions go on uniquely and retried event ids are recognised', async () => {
+    const dir = freshDir();
+    const streams = [randomStream('a'), randomStream('b')];
+    const pool = new ChildPool(() => new ChildOutput(startChild('appender', [])), 2);
+    const acks: { stream: StreamId; run: string; w: number; batch: number; size: number; revision: number }[] = [];
+    try {
+      for (let kill = 0; kill < 6; kill++) {
+        const child = pool.take();
+        child.child.stdin?.write(`go ${dir} ${streams.join(',')} 4\n`);
+        const run = (await child.waitFor((line) => line.startsWith('open '))).split(' ')[1] as string;
+        // Enough acknowledged appends that each journal grows past the manifest the last writer left.
+        await child.waitFor((line) => line.startsWith('ack ') && Number(line.split(' ')[3]) >= 60);
+        await child.kill();
+        for (const line of child.lines.filter((l) => l.startsWith('ack '))) {
+          const [, stream, w, batch, size, revision] = line.split(' ');
+          acks.push({ stream: stream as StreamId, run, w: Number(w), batch: Number(batch), size: Number(size), revision: Number(revision) });
+        }
+        // The writer's open reads the manifest and the tails past it, cutting what the kill tore.
+        const { fs, journalBytes } = counting();
+        const writer = await fileStore({ directory: dir, fs });
+        const openBytes = journalBytes();
+        try {
+          const shown = await contents(writer);
+          // Not every journal line was read again: what the manifest recorded is taken from it.
+          const total = streams.reduce((sum, stream) => sum + statSync(journalOf(dir, stream)).size, 0);
+          if (kill > 0) expect(openBytes).toBeLessThan(total);
+          expect(shown).toEqual(await fullScanOf(dir));
+          for (const ack of acks) {
+            const events = (shown.streams[ack.stream] as { events: { data: unknown }[] }).events;
+            expect(events[ack.revision - 1]?.data, `acknowledged ${ack.stream}@${ack.revision}`).toMatchObject({
+              run: ack.run,
+              w: ack.w,
+              batch: ack.batch,
+              i: ack.size - 1,
+            });
+          }
+          const positions = shown.feed.map((record) => record.position);
+          expect(new Set(positions).size).toBe(positions.length);
+          expect(positions).toEqual([...positions].sort((x, y) => x - y));
+          // Retries are answered with their first result: batches of this run (past the manifest) and of every earlier one (in it).
+          for (const ack of acks.filter((a) => (a.run === run && a.batch === 60) || (a.w >= 0 && a.batch === 0))) {
+            const retry = Array.from({ length: ack.size }, (_, i) => ({ type: 'Step', data: null, eventId: `${ack.run}-${ack.w}-${ack.batch}-${i}` }));
+            expect((await writer.append(ack.stream, retry, { expectedRevision: 'any' })).revision).toBe(ack.revision);
+          }
+          const next = await writer.append(streams[0] as StreamId, [{ type: 'Between', data: { run: 'parent', w: -1, batch: kill, i: 0 } }], { expectedRevision: 'any' });
+          expect(next.position).toBeGreaterThan(Math.max(...positions));
+          acks.push({ stream: streams[0] as StreamId, run: 'parent', w: -1, batch: kill, size: 1, revision: next.revision });
+        } finally {
+          // A clean close: the next child starts from a fresh manifest.
+          await writer.close();
+        }
+      }
+    } finally {
+      await pool.dispose();
+    }
   });
 });
