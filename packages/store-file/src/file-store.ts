@@ -19,7 +19,10 @@ import {
   validateStreamsOptions,
   validateWriteOptions,
   validateFollowOptions,
+  storeObserverOf,
   type AppendResult,
+  type ObserverCall,
+  type StoreObserver,
   type CheckpointSlot,
   type FollowOptions,
   type StoreStatus,
@@ -72,6 +75,8 @@ export interface FileStoreOptions {
   maxEventBytes?: number;
   /** Replaces file-system calls, e.g. to inject a full disk or a failing fdatasync in tests. */
   fs?: Partial<FileSystem>;
+  /** Told of durable appends and flushes, compactions and damage found, for an application's logger and metrics. */
+  observer?: StoreObserver;
 }
 
 /** Journals scanned at once when opening: enough to overlap reads with hashing, few enough descriptors. */
@@ -104,6 +109,7 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
   const maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
   if (!Number.isSafeInteger(maxEventBytes) || maxEventBytes < 1) throw new InvalidInputError('maxEventBytes', 'expected an integer ≥ 1');
   const readOnly = options.readOnly === true;
+  const observe = storeObserverOf(options.observer);
   const fsl = withOverrides(options.fs);
   const layout = new Layout(options.directory);
   let lock: WriterLock | undefined;
@@ -141,6 +147,7 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
       lock,
       Math.max(format, BASE_FORMAT_VERSION),
       openView,
+      options.observer === undefined ? undefined : observe,
     );
     await store.open();
     if (!readOnly && format < BASE_FORMAT_VERSION) {
@@ -154,6 +161,7 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
     return store;
   } catch (error) {
     await lock?.release().catch(() => undefined);
+    if (error instanceof CorruptionError) observe('corruptionFound', { error });
     throw translate(error, `could not open ${layout.directory}`);
   }
 }
@@ -186,6 +194,7 @@ class FileStore implements EventStore {
   /** Wakes this process's followers when a change settles, and ends them at close. */
   readonly #changes = new ChangeSignal();
   readonly #openView: () => Promise<EventStore>;
+  readonly #observe: ObserverCall<StoreObserver>;
   /** Set by `open()`; undefined in a read-only view of a store no writer has given an id yet. */
   #storeId: string | undefined;
   /** The watermark the last manifest recorded (or open found). */
@@ -203,8 +212,10 @@ class FileStore implements EventStore {
     lock: WriterLock | undefined,
     format: number,
     openView: () => Promise<EventStore>,
+    observe: ObserverCall<StoreObserver> | undefined,
   ) {
     this.#openView = openView;
+    this.#observe = observe ?? (() => undefined);
     this.checkpoints = createCheckpointSlot({
       fs: fsl,
       layout,
@@ -242,6 +253,8 @@ class FileStore implements EventStore {
       poison: (reason, cause) => this.#poison(reason, cause),
       damaged: (error) => this.#damaged(error),
       touched: (entry) => this.#touched(entry),
+      observe: this.#observe,
+      observing: observe !== undefined,
     };
   }
 
@@ -406,6 +419,7 @@ class FileStore implements EventStore {
       this.#cases?.check(stream);
       const entry = this.#entries.get(stream);
       if (!entry || entry.revision === 0) throw new InvalidInputError('stream', `stream ${stream} does not exist`);
+      const started = performance.now();
       await entry.exclusive(async () => {
         this.#assertNotPoisoned();
         if (entry.revision === 0) throw new InvalidInputError('stream', `stream ${stream} does not exist`);
@@ -421,9 +435,11 @@ class FileStore implements EventStore {
         const cut = entry.journalExists ? await this.#noticing(locateRevision(this.#fs, path, entry.journal, kept.revision + 1)) : undefined;
         // The version being replaced keeps its own description of the journal: appends after this one grow only the new.
         const journal = cut ? liveFrom(entry.journal, cut) : { ...entry.journal, checkpoints: [...entry.journal.checkpoints] };
+        const covered = entry.snapshot?.revision ?? 0;
         await this.#writeSnapshot(entry, kept, journal, async () => {
           if (cut) await this.#noticing(compactJournal(this.#ctx, entry, path, cut, kept.revision));
         });
+        this.#observe('compacted', { stream, revision: kept.revision, droppedEvents: kept.revision - covered, durationMs: performance.now() - started });
       });
     });
   }
@@ -640,8 +656,9 @@ class FileStore implements EventStore {
     }
   }
 
-  /** Damage in a journal or snapshot: nothing more is written on top of it until the store is reopened. */
+  /** Damage in a journal or snapshot: reported, and nothing more is written on top of it until the store is reopened. */
   #damaged(error: CorruptionError): void {
+    this.#observe('corruptionFound', { error });
     this.#poison(`${error.file}${error.line === undefined ? '' : `:${error.line}`} is damaged`, error);
   }
 

@@ -8,6 +8,8 @@ import {
   type AppendResult,
   type ExpectedRevision,
   type NewEvent,
+  type ObserverCall,
+  type StoreObserver,
   type StreamId,
 } from '@sessionfold/core/kernel';
 import { errorCode, syncDir, writeAll, writeAllSync, type FileSystem, type InlineIo } from './fs-layer.js';
@@ -38,6 +40,9 @@ export interface StoreContext {
   damaged(error: CorruptionError): void;
   /** Called on every flush, so the store can keep the number of open journal descriptors bounded. */
   touched(entry: StreamEntry): void;
+  /** The application's observer; `observing` is false when it has none, so flushes skip measuring. */
+  readonly observe: ObserverCall<StoreObserver>;
+  readonly observing: boolean;
 }
 
 /**
@@ -70,6 +75,8 @@ interface PendingAppend {
   chars: number;
   firstRevision: number;
   result: AppendResult;
+  /** `performance.now()` at the call, when the store has an observer (else 0). */
+  startedAt: number;
   resolve(result: AppendResult): void;
   reject(error: unknown): void;
 }
@@ -220,6 +227,7 @@ export class StreamEntry {
       chars,
       firstRevision: this.#head + 1,
       result: { revision: this.#head + events.length, position: 0 },
+      startedAt: this.#ctx.observing ? performance.now() : 0,
       resolve,
       reject,
     };
@@ -385,8 +393,9 @@ export class StreamEntry {
       return;
     }
     const { start, lines, bytes } = framed;
+    let syncMs: number;
     try {
-      await this.#persist(bytes, this.#inlineIo(batch, bytes));
+      syncMs = await this.#persist(bytes, this.#inlineIo(batch, bytes));
     } catch (error) {
       positions.settle(start);
       this.#fail(batch, error);
@@ -394,6 +403,7 @@ export class StreamEntry {
     }
     this.#committed(batch, lines, bytes.length);
     positions.settle(start);
+    if (this.#ctx.observing) this.#observeFlush(batch, lines, bytes.length, syncMs);
     // Each result is a fresh object made by #frame and kept nowhere else, so callers get it as is.
     for (let b = 0; b < batch.length; b++) {
       const pending = batch[b] as PendingAppend;
@@ -480,7 +490,7 @@ export class StreamEntry {
    * whole success path then runs without yielding). Every failure is handled alike on both paths: a failed
    * write is cut back and rejects with `StorageError`; a failed fdatasync poisons the store.
    */
-  async #persist(bytes: Buffer, io: InlineIo | undefined): Promise<void> {
+  async #persist(bytes: Buffer, io: InlineIo | undefined): Promise<number> {
     const { layout } = this.#ctx;
     try {
       this.#ctx.assertNotPoisoned();
@@ -491,9 +501,11 @@ export class StreamEntry {
       await this.#cutBack();
       throw new StorageError(`Could not write to ${layout.journal(this.name)}.`, { cause });
     }
+    const syncStart = this.#ctx.observing ? performance.now() : 0;
     try {
       if (io) io.fdatasyncSync(this.#fd as number);
       else await this.#sync();
+      return this.#ctx.observing ? performance.now() - syncStart : 0;
     } catch (cause) {
       // After a failed fdatasync the kernel may have dropped the dirty pages: a later fsync that succeeds
       // would prove nothing, so nothing more is written until the store is reopened and the tail re-read.
@@ -503,6 +515,19 @@ export class StreamEntry {
         cause,
         poisoned: true,
       });
+    }
+  }
+
+  /** Tells the observer of a durable flush and of each append it made durable. */
+  #observeFlush(batch: PendingAppend[], lines: string[], bytes: number, syncMs: number): void {
+    const { observe } = this.#ctx;
+    observe('flushed', { appends: batch.length, events: lines.length, bytes, syncMs });
+    const now = performance.now();
+    let line = 0;
+    for (const pending of batch) {
+      let appendBytes = 0;
+      for (let i = 0; i < pending.events.length; i++) appendBytes += Buffer.byteLength(lines[line++] as string);
+      observe('appendCommitted', { stream: this.name, events: pending.events.length, bytes: appendBytes, durationMs: now - pending.startedAt });
     }
   }
 
