@@ -49,7 +49,7 @@ import { Layout } from './layout.js';
 import { acquireLock, lockHolder, type WriterLock } from './lock.js';
 import { PositionSet } from './position-set.js';
 import { Positions } from './positions.js';
-import { readManifest, writeManifest, type Manifest } from './manifest.js';
+import { readManifest, UNKNOWN_STAMP, writeManifest, type FileStamp, type Manifest, type ManifestStream } from './manifest.js';
 import { captureManifest } from './manifest-capture.js';
 import { writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
 import { loadStream, StaleManifestError, type StreamFileNames } from './stream-load.js';
@@ -102,6 +102,17 @@ const MANIFEST_INTERVAL_MS = 30_000;
  * a damaged record anywhere is a `CorruptionError` and nothing is rewritten.
  */
 export async function fileStore(options: FileStoreOptions): Promise<EventStore> {
+  return (await openFileStore(options, undefined)).store;
+}
+
+/** A view and what it knows of the files, for the next view of a follow to start from (see `followDirectory`). */
+export interface KnownView {
+  store: EventStore;
+  known(): Manifest;
+}
+
+/** `fileStore`, for a read-only view that may start from what an earlier view knew (`known`) instead of the manifest. */
+async function openFileStore(options: FileStoreOptions, known: Manifest | undefined): Promise<KnownView> {
   if (typeof options !== 'object' || options === null) throw new InvalidInputError('options', 'expected { directory }');
   if (typeof options.directory !== 'string' || options.directory.length === 0) {
     throw new InvalidInputError('directory', 'fileStore needs the path of a directory');
@@ -137,7 +148,8 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
     // Read before anything is created or repaired: a layout of a newer release is not this one's to touch.
     const format = await readStoreFormat(fsl, layout.format);
     if (!readOnly) for (const dir of [layout.streams, layout.blobs, layout.owners]) await createDirectory(fsl, dir);
-    const openView = () => fileStore({ directory: layout.directory, readOnly: true, maxEventBytes, ...(options.fs ? { fs: options.fs } : {}) });
+    const openView = (knownBefore: Manifest | undefined) =>
+      openFileStore({ directory: layout.directory, readOnly: true, maxEventBytes, ...(options.fs ? { fs: options.fs } : {}) }, knownBefore);
     const store = new FileStore(
       fsl,
       layout,
@@ -149,7 +161,7 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
       openView,
       options.observer === undefined ? undefined : observe,
     );
-    await store.open();
+    await store.open(known);
     if (!readOnly && format < BASE_FORMAT_VERSION) {
       try {
         await writeStoreFormat(fsl, layout.format, BASE_FORMAT_VERSION);
@@ -158,7 +170,7 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
         throw error;
       }
     }
-    return store;
+    return { store, known: () => store.known() };
   } catch (error) {
     await lock?.release().catch(() => undefined);
     if (error instanceof CorruptionError) observe('corruptionFound', { error });
@@ -193,7 +205,9 @@ class FileStore implements EventStore {
   #poisoned: { reason: string; cause: unknown } | undefined;
   /** Wakes this process's followers when a change settles, and ends them at close. */
   readonly #changes = new ChangeSignal();
-  readonly #openView: () => Promise<EventStore>;
+  readonly #openView: (known: Manifest | undefined) => Promise<KnownView>;
+  /** A read-only view's knowledge of each stream's files, with their stamps as they were before it read them. */
+  readonly #known = new Map<StreamId, ManifestStream>();
   readonly #observe: ObserverCall<StoreObserver>;
   /** Set by `open()`; undefined in a read-only view of a store no writer has given an id yet. */
   #storeId: string | undefined;
@@ -211,7 +225,7 @@ class FileStore implements EventStore {
     maxEventBytes: number,
     lock: WriterLock | undefined,
     format: number,
-    openView: () => Promise<EventStore>,
+    openView: (known: Manifest | undefined) => Promise<KnownView>,
     observe: ObserverCall<StoreObserver> | undefined,
   ) {
     this.#openView = openView;
@@ -262,10 +276,10 @@ class FileStore implements EventStore {
    * Reads the directory: tombstones, blob owners, the manifest, then each stream's files — only what changed
    * since the manifest recorded them (see `loadStream`), every line of the rest; finishes interrupted deletes.
    */
-  async open(): Promise<void> {
+  async open(known?: Manifest): Promise<void> {
     const repair = !this.#readOnly;
     if (repair) await this.#removeTemporaries();
-    const manifest = await readManifest(this.#fs, this.#layout.manifest);
+    const manifest = known ?? (await readManifest(this.#fs, this.#layout.manifest));
     this.#tombstones = await Tombstones.load(this.#fs, this.#layout.tombstones, repair);
     await this.#blobs.load(repair);
     if (await isCaseInsensitive(this.#fs, this.#layout.directory)) this.#cases = new CaseCollisions();
@@ -281,6 +295,7 @@ class FileStore implements EventStore {
     for (const stream of [...names.keys(), ...this.#blobs.owners()]) this.#cases?.claim(stream);
     const loadAll = async (records: Manifest | undefined): Promise<number> => {
       this.#entries.clear();
+      this.#known.clear();
       const queue = [...names];
       const found = new PositionSet();
       for (const mark of this.#tombstones.marks.values()) found.claim(mark.position, this.#layout.tombstones, undefined);
@@ -291,8 +306,9 @@ class FileStore implements EventStore {
         for (let next = queue.pop(); next && !failed; next = queue.pop()) {
           const [stream, files] = next;
           try {
-            const { snapshot, journal, idsPending } = await loadStream(load, stream, files, records?.streams.get(stream));
+            const { snapshot, journal, idsPending, stamps } = await loadStream(load, stream, files, records?.streams.get(stream));
             this.#entry(stream).load(journal, snapshot, idsPending);
+            if (this.#readOnly) this.#known.set(stream, knownOf(snapshot, journal, stamps));
             max = Math.max(max, snapshot?.position ?? 0, journal?.maxPosition ?? 0);
           } catch (error) {
             failed = true;
@@ -366,6 +382,14 @@ class FileStore implements EventStore {
     const manifest = await captureManifest(this.#fs, this.#layout, this.#entries.values(), this.#format, at);
     await writeManifest(this.#fs, this.#layout.manifest, manifest);
     this.#manifestAt = Math.max(this.#manifestAt, at);
+  }
+
+  /**
+   * What this read-only view knows of the files. Its position is 0: the writer flushes streams in parallel, so
+   * a line written after this view opened may hold a position below ones it saw.
+   */
+  known(): Manifest {
+    return { formatVersion: this.#format, position: 0, streams: this.#known };
   }
 
   append(stream: StreamId, events: readonly NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult> {
@@ -553,7 +577,8 @@ class FileStore implements EventStore {
   /**
    * The writer yields each change as it settles (woken by its own commits); a read-only view polls the
    * directory every 50 ms and yields changes once they have been on disk for 100 ms, within about 200 ms plus
-   * the time to open a view twice (see `followDirectory`).
+   * twice the time of one read: an `lstat` of every stream file and a read of the journals changed since the
+   * previous read, each from its last checkpoint (at most 255 lines before the new ones; see `followDirectory`).
    */
   follow(options?: FollowOptions): AsyncIterable<RecordedEvent> {
     this.#assertOpen();
@@ -792,6 +817,18 @@ function ownCopies(batch: ValidatedAppend): { copies: NewEvent[]; dataJson: stri
     chars += lineCharsBound(json, type, eventId);
   }
   return { copies, dataJson, chars, versioned };
+}
+
+/** A stream as a view loaded it, for the next view: a journal's stamp counts only if it was taken at the length read. */
+function knownOf(
+  snapshot: ChangeMark | undefined,
+  journal: JournalInfo | undefined,
+  stamps: { snapshot?: FileStamp | undefined; journal?: FileStamp | undefined },
+): ManifestStream {
+  const known: ManifestStream = {};
+  if (snapshot) known.snapshot = { mark: snapshot, stamp: stamps.snapshot ?? UNKNOWN_STAMP };
+  if (journal) known.journal = { info: journal, stamp: stamps.journal?.size === journal.length ? stamps.journal : UNKNOWN_STAMP };
+  return known;
 }
 
 /** Creates `path` (0700) if missing; a failure names the directory. */

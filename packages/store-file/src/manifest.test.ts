@@ -299,3 +299,32 @@ describe('after SIGKILL of a writer between manifests', () => {
     }
   });
 });
+
+describe("a read-only view's follow", () => {
+  it('reads again only the journals the writer changed since its last read', async () => {
+    const dir = freshDir();
+    const streams = Array.from({ length: 30 }, (_, i) => randomStream(`f${i}`));
+    const writer = await fileStore({ directory: dir });
+    const { fs, reads } = counting();
+    const view = await fileStore({ directory: dir, readOnly: true, fs });
+    const controller = new AbortController();
+    const follower = view.follow({ fromPosition: 1, signal: controller.signal })[Symbol.asyncIterator]();
+    try {
+      for (const stream of streams) await writer.append(stream, [{ type: 'E', data: stream }], { expectedRevision: 'no_stream' });
+      for (let i = 0; i < streams.length; i++) await follower.next();
+      reads.splice(0);
+      const changed = streams[7] as StreamId;
+      await writer.append(changed, [{ type: 'E', data: 'later' }], { expectedRevision: 1 });
+      const next = await follower.next();
+      expect(next.value).toMatchObject({ streamId: changed, revision: 2, data: 'later' });
+      const journals = reads.filter((path) => path.endsWith('.jsonl'));
+      expect(journals.length).toBeGreaterThan(0);
+      expect(new Set(journals)).toEqual(new Set([journalOf(dir, changed)]));
+    } finally {
+      controller.abort();
+      await follower.return?.();
+      await view.close();
+      await writer.close();
+    }
+  });
+});

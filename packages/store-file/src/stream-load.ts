@@ -2,7 +2,7 @@ import type { StreamId } from '@sessionfold/core/kernel';
 import { readingFile, type FileSystem } from './fs-layer.js';
 import { resumeJournal, scanJournal, type JournalInfo, type PositionClaims } from './journal-scan.js';
 import type { Layout } from './layout.js';
-import { stampOf, unchanged, type ManifestStream } from './manifest.js';
+import { stampOf, unchanged, type FileStamp, type ManifestStream } from './manifest.js';
 import { readSnapshotFile } from './snapshot-file.js';
 import type { ChangeMark } from './stream-files.js';
 
@@ -12,6 +12,8 @@ export interface LoadedStream {
   journal: JournalInfo | undefined;
   /** The journal's event ids were not read: the stream reads them before its first append. */
   idsPending: boolean;
+  /** The files' stamps, taken before they were read (so never newer than what was read). */
+  stamps: { snapshot?: FileStamp | undefined; journal?: FileStamp | undefined };
 }
 
 /** Which of a stream's files the directory lists. */
@@ -44,21 +46,27 @@ export async function loadStream(load: StreamLoad, stream: StreamId, names: Stre
 /** Reads a stream's snapshot and its whole journal, checking every line. */
 async function scanStream({ fs, layout, repair, positions }: StreamLoad, stream: StreamId, names: StreamFileNames): Promise<LoadedStream> {
   const [snapshotPath, journalPath] = [layout.snapshot(stream), layout.journal(stream)];
+  const stamps = {
+    snapshot: names.snapshot ? await stampOf(fs, snapshotPath) : undefined,
+    journal: names.journal ? await stampOf(fs, journalPath) : undefined,
+  };
   const stored = names.snapshot ? await readingFile(snapshotPath, () => readSnapshotFile(fs, snapshotPath, stream)) : undefined;
   if (stored) positions.claim(stored.position, snapshotPath, 1);
   const from = stored?.snapshot.revision ?? 0;
   const journal = names.journal ? await readingFile(journalPath, () => scanJournal(fs, journalPath, stream, from, repair, positions)) : undefined;
   const snapshot = stored && { revision: stored.snapshot.revision, position: stored.position, recordedAt: stored.recordedAt };
-  return { snapshot, journal, idsPending: false };
+  return { snapshot, journal, idsPending: false, stamps };
 }
 
 async function fromRecord(load: StreamLoad, stream: StreamId, names: StreamFileNames, record: ManifestStream): Promise<LoadedStream | undefined> {
   const { fs, layout } = load;
+  const stamps: LoadedStream['stamps'] = {};
   if (names.snapshot !== (record.snapshot !== undefined) || names.journal !== (record.journal !== undefined)) return undefined;
   if (record.snapshot) {
     const path = layout.snapshot(stream);
     const now = await stampOf(fs, path);
     if (!now) return undefined;
+    stamps.snapshot = now;
     if (!unchanged(now, record.snapshot.stamp)) {
       // Another file (a copy of the directory, or a newer snapshot): small, so read it and see whether it is the one recorded.
       const stored = await readingFile(path, () => readSnapshotFile(fs, path, stream));
@@ -67,20 +75,21 @@ async function fromRecord(load: StreamLoad, stream: StreamId, names: StreamFileN
     }
   }
   const snapshot = record.snapshot?.mark;
-  if (!record.journal) return { snapshot, journal: undefined, idsPending: false };
+  if (!record.journal) return { snapshot, journal: undefined, idsPending: false, stamps };
   const path = layout.journal(stream);
   const now = await stampOf(fs, path);
   if (!now || now.size < record.journal.info.length) return undefined;
+  stamps.journal = now;
   // Each load gets its own copy: the writer extends it in place.
   const info = record.journal.info;
   if (unchanged(now, record.journal.stamp)) {
-    return { snapshot, journal: { ...info, checkpoints: [...info.checkpoints], eventIds: new Map(), ino: now.ino }, idsPending: true };
+    return { snapshot, journal: { ...info, checkpoints: [...info.checkpoints], eventIds: new Map(), ino: now.ino }, idsPending: true, stamps };
   }
   const journal = await readingFile(path, () =>
     resumeJournal(fs, path, stream, snapshot?.revision ?? 0, load.repair, load.positions, info, load.manifestPosition),
   );
   if (journal === 'stale') throw new StaleManifestError(path);
-  return journal && { snapshot, journal, idsPending: true };
+  return journal && { snapshot, journal, idsPending: true, stamps };
 }
 
 /**
