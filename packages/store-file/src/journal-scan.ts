@@ -237,7 +237,8 @@ async function scanLines(
     info.lastHash = last.line.hash;
     if (resume && last.line.next === resume.recorded.length) {
       const { recorded } = resume;
-      resume.lastLineFound = last.event.revision === recorded.lastRevision && last.event.position === recorded.maxPosition && last.line.hash === recorded.lastHash;
+      resume.lastLineFound =
+        last.event.revision === recorded.lastRevision && last.event.position === recorded.maxPosition && last.line.hash === recorded.lastHash;
     }
     batch = [];
   };

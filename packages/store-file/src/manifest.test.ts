@@ -126,7 +126,14 @@ describe('the manifest', () => {
       // The ids were read from the journal for that first append with an id.
       expect(reads.filter((path) => path === journalOf(dir, a))).toHaveLength(2);
       await expect(
-        store.append(a, [{ type: 'E', data: 'new', eventId: 'fresh' }, { type: 'E', data: 'dup', eventId: `${a}-20` }], { expectedRevision: 'any' }),
+        store.append(
+          a,
+          [
+            { type: 'E', data: 'new', eventId: 'fresh' },
+            { type: 'E', data: 'dup', eventId: `${a}-20` },
+          ],
+          { expectedRevision: 'any' },
+        ),
       ).rejects.toBeInstanceOf(InvalidInputError);
       // Ids the snapshot covers are gone from the compacted stream; later ones are still recognised.
       const kept = await store.append(b, [{ type: 'E', data: 'again', eventId: `${b}-200` }], { expectedRevision: 'any' });
@@ -286,7 +293,9 @@ describe('after SIGKILL of a writer between manifests', () => {
             const retry = Array.from({ length: ack.size }, (_, i) => ({ type: 'Step', data: null, eventId: `${ack.run}-${ack.w}-${ack.batch}-${i}` }));
             expect((await writer.append(ack.stream, retry, { expectedRevision: 'any' })).revision).toBe(ack.revision);
           }
-          const next = await writer.append(streams[0] as StreamId, [{ type: 'Between', data: { run: 'parent', w: -1, batch: kill, i: 0 } }], { expectedRevision: 'any' });
+          const next = await writer.append(streams[0] as StreamId, [{ type: 'Between', data: { run: 'parent', w: -1, batch: kill, i: 0 } }], {
+            expectedRevision: 'any',
+          });
           expect(next.position).toBeGreaterThan(Math.max(...positions));
           acks.push({ stream: streams[0] as StreamId, run: 'parent', w: -1, batch: kill, size: 1, revision: next.revision });
         } finally {

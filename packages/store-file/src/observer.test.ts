@@ -30,7 +30,11 @@ describe('fileStore({ observer })', () => {
     const { observer, calls } = recording();
     const store = await fileStore({ directory: dir, observer });
     const stream = randomStream();
-    await store.append(stream, [1, 2, 3].map((n) => ({ type: 'E', data: { n } })), { expectedRevision: 'no_stream' });
+    await store.append(
+      stream,
+      [1, 2, 3].map((n) => ({ type: 'E', data: { n } })),
+      { expectedRevision: 'no_stream' },
+    );
     expect(calls.appendCommitted).toEqual([{ stream, events: 3, bytes: statSync(journalOf(dir, stream)).size, durationMs: expect.any(Number) }]);
     // Concurrent appends share flushes: every append and byte is counted once.
     await Promise.all(Array.from({ length: 20 }, (_, i) => store.append(stream, [{ type: 'E', data: i }], { expectedRevision: 'any' })));
