@@ -552,13 +552,16 @@ export class StreamEntry {
 
   /** fdatasyncs the journal and, for a new journal, its directory entry. */
   async #sync(): Promise<void> {
-    await this.#ctx.fs.fdatasync(this.#fd as number);
-    this.#inlineCredit = this.#queue.length === 0 ? INLINE_RUN : 0;
-    // A new journal's name must be durable too, or the fsynced bytes could vanish with it.
+    const { fs, layout } = this.#ctx;
     if (this.#unsyncedName) {
-      await syncDir(this.#ctx.fs, this.#ctx.layout.streams);
+      // A new journal's name must be durable too, or the fsynced bytes could vanish with it. Neither sync needs
+      // the other done first (the append is acknowledged only once both are), so they wait on the disk together.
+      await Promise.all([fs.fdatasync(this.#fd as number), syncDir(fs, layout.streams)]);
       this.#unsyncedName = false;
+    } else {
+      await fs.fdatasync(this.#fd as number);
     }
+    this.#inlineCredit = this.#queue.length === 0 ? INLINE_RUN : 0;
   }
 
   /** Opens (or creates, 0600) the journal for writing. */
