@@ -99,7 +99,8 @@ const MANIFEST_INTERVAL_MS = 30_000;
 /**
  * Opens (creating if needed) a file store in `options.directory`: checksummed JSONL journals, snapshot files
  * and blobs. A writer takes the directory's exclusive lock, cuts torn tails and finishes interrupted deletes;
- * a damaged record anywhere is a `CorruptionError` and nothing is rewritten.
+ * a damaged record it reads is a `CorruptionError` and nothing is rewritten. With a manifest from an earlier
+ * writer, only the files changed since are read (see the README); `verify()` checks every file.
  */
 export async function fileStore(options: FileStoreOptions): Promise<EventStore> {
   return (await openFileStore(options, undefined)).store;
@@ -149,7 +150,16 @@ async function openFileStore(options: FileStoreOptions, known: Manifest | undefi
     const format = await readStoreFormat(fsl, layout.format);
     if (!readOnly) for (const dir of [layout.streams, layout.blobs, layout.owners]) await createDirectory(fsl, dir);
     const openView = (knownBefore: Manifest | undefined) =>
-      openFileStore({ directory: layout.directory, readOnly: true, maxEventBytes, ...(options.fs ? { fs: options.fs } : {}) }, knownBefore);
+      openFileStore(
+        {
+          directory: layout.directory,
+          readOnly: true,
+          maxEventBytes,
+          ...(options.fs ? { fs: options.fs } : {}),
+          ...(options.observer ? { observer: options.observer } : {}),
+        },
+        knownBefore,
+      );
     const store = new FileStore(
       fsl,
       layout,
