@@ -1,4 +1,4 @@
-import { copyFileSync, cpSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -111,6 +111,26 @@ describe('the manifest', () => {
     await writer.close();
     expect((await viewWithReads(dir)).openReads).toEqual([]);
     expect(b).toBeDefined();
+  });
+
+  it('is recorded in the background by a writer that keeps running, once 10,000 positions settled', async () => {
+    const dir = freshDir();
+    const stream = randomStream();
+    const writer = await fileStore({ directory: dir });
+    try {
+      for (let batch = 0; batch < 101; batch++) {
+        await writer.append(stream, Array.from({ length: 100 }, (_, i) => ({ type: 'E', data: { batch, i } })), { expectedRevision: 'any' });
+      }
+      for (let tries = 0; tries < 400 && !existsSync(manifestOf(dir)); tries++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(existsSync(manifestOf(dir))).toBe(true);
+      await writer.append(stream, [{ type: 'E', data: 'after' }], { expectedRevision: 'any' });
+      // A view opened now reads the journal from the last checkpoint before the manifest's end, not whole.
+      const { shown, openBytes } = await viewWithReads(dir);
+      expect(shown.feed).toHaveLength(10_101);
+      expect(openBytes).toBeLessThan(statSync(journalOf(dir, stream)).size / 10);
+    } finally {
+      await writer.close();
+    }
   });
 
   it('keeps idempotent appends: a retried event id is recognised after a reopen from the manifest', async () => {
