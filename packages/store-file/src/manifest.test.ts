@@ -119,7 +119,11 @@ describe('the manifest', () => {
     const writer = await fileStore({ directory: dir });
     try {
       for (let batch = 0; batch < 101; batch++) {
-        await writer.append(stream, Array.from({ length: 100 }, (_, i) => ({ type: 'E', data: { batch, i } })), { expectedRevision: 'any' });
+        await writer.append(
+          stream,
+          Array.from({ length: 100 }, (_, i) => ({ type: 'E', data: { batch, i } })),
+          { expectedRevision: 'any' },
+        );
       }
       for (let tries = 0; tries < 400 && !existsSync(manifestOf(dir)); tries++) await new Promise((resolve) => setTimeout(resolve, 10));
       expect(existsSync(manifestOf(dir))).toBe(true);
