@@ -10,7 +10,15 @@ export interface FeedSource {
   next(): Promise<RecordedEvent | undefined>;
   /** Releases what the source holds when the merge stops early. */
   close(): Promise<void>;
+  /** Starts fetching the first record ahead of need (opening its file), for a source the merge will reach soon. */
+  prefetch?(): void;
 }
+
+/**
+ * Sources fetched ahead of the merge, in key order: a feed over many short journals would otherwise wait for one
+ * open and one read after another; a few in flight keep the disk (and the thread pool) busy meanwhile.
+ */
+const READ_AHEAD = 64;
 
 /**
  * Merges sources by position with a binary heap. A source is advanced only when it holds the lowest key,
@@ -49,11 +57,19 @@ export async function* mergeByPosition(open: () => FeedSource[], done?: () => vo
     }
   };
   for (let i = (heap.length >> 1) - 1; i >= 0; i--) down(i);
+  // Sources start in about the order of their first keys: keep the next few of that order fetching.
+  const order = sources.filter((source) => source.prefetch).sort((a, b) => a.key - b.key);
+  const started = new Set<FeedSource>();
+  let ahead = 0;
   try {
     while (heap.length > 0) {
       const top = heap[0] as (typeof heap)[number];
       // A held record is the lowest key of all, every other key being a lower bound: safe to emit.
       if (top.record) yield top.record;
+      if (!started.has(top.source)) {
+        started.add(top.source);
+        for (; ahead < order.length && ahead < started.size + READ_AHEAD; ahead++) (order[ahead] as FeedSource).prefetch?.();
+      }
       const record = await top.source.next();
       top.record = record;
       if (record) {

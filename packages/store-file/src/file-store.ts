@@ -19,7 +19,10 @@ import {
   validateStreamsOptions,
   validateWriteOptions,
   validateFollowOptions,
+  storeObserverOf,
   type AppendResult,
+  type ObserverCall,
+  type StoreObserver,
   type CheckpointSlot,
   type FollowOptions,
   type StoreStatus,
@@ -39,14 +42,17 @@ import { BlobStore } from './blob-store.js';
 import { CaseCollisions, isCaseInsensitive } from './case-collisions.js';
 import { createCheckpointSlot, ensureStoreId, readStoreId } from './checkpoint-slot.js';
 import { followDirectory } from './follow-view.js';
-import { errorCode, inlineIo, listDir, readingFile, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
+import { errorCode, inlineIo, listDir, removeTemporariesOf, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
 import { compactJournal, liveFrom, locateRevision } from './journal-compact.js';
-import { scanJournal, type JournalInfo } from './journal-scan.js';
+import type { JournalInfo } from './journal-scan.js';
 import { Layout } from './layout.js';
 import { acquireLock, lockHolder, type WriterLock } from './lock.js';
 import { PositionSet } from './position-set.js';
 import { Positions } from './positions.js';
-import { readSnapshotFile, writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
+import { readManifest, UNKNOWN_STAMP, writeManifest, type FileStamp, type Manifest, type ManifestStream } from './manifest.js';
+import { captureManifest } from './manifest-capture.js';
+import { writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
+import { loadStream, StaleManifestError, type StreamFileNames } from './stream-load.js';
 import { lineCharsBound, MAX_FLUSH_CHARS, StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
 import { StreamFiles } from './stream-files.js';
 import { StoreReader } from './store-reader.js';
@@ -69,6 +75,8 @@ export interface FileStoreOptions {
   maxEventBytes?: number;
   /** Replaces file-system calls, e.g. to inject a full disk or a failing fdatasync in tests. */
   fs?: Partial<FileSystem>;
+  /** Told of durable appends and flushes, compactions and damage found, for an application's logger and metrics. */
+  observer?: StoreObserver;
 }
 
 /** Journals scanned at once when opening: enough to overlap reads with hashing, few enough descriptors. */
@@ -80,13 +88,32 @@ const MAX_OPEN_JOURNALS = 256;
  * once; the timer is only a safety net.
  */
 const WRITER_FOLLOW_POLL_MS = 1000;
+/**
+ * The writer records a manifest at close and, in the background, once this many positions settled since the
+ * last one, or after `MANIFEST_INTERVAL_MS` with any change: after a crash, open reads at most what was
+ * written since, and of each journal only from its last checkpoint on.
+ */
+const MANIFEST_EVERY_POSITIONS = 10_000;
+const MANIFEST_INTERVAL_MS = 30_000;
 
 /**
  * Opens (creating if needed) a file store in `options.directory`: checksummed JSONL journals, snapshot files
  * and blobs. A writer takes the directory's exclusive lock, cuts torn tails and finishes interrupted deletes;
- * a damaged record anywhere is a `CorruptionError` and nothing is rewritten.
+ * a damaged record it reads is a `CorruptionError` and nothing is rewritten. With a manifest from an earlier
+ * writer, only the files changed since are read (see the README); `verify()` checks every file.
  */
 export async function fileStore(options: FileStoreOptions): Promise<EventStore> {
+  return (await openFileStore(options, undefined)).store;
+}
+
+/** A view and what it knows of the files, for the next view of a follow to start from (see `followDirectory`). */
+export interface KnownView {
+  store: EventStore;
+  known(): Manifest;
+}
+
+/** `fileStore`, for a read-only view that may start from what an earlier view knew (`known`) instead of the manifest. */
+async function openFileStore(options: FileStoreOptions, known: Manifest | undefined): Promise<KnownView> {
   if (typeof options !== 'object' || options === null) throw new InvalidInputError('options', 'expected { directory }');
   if (typeof options.directory !== 'string' || options.directory.length === 0) {
     throw new InvalidInputError('directory', 'fileStore needs the path of a directory');
@@ -94,6 +121,7 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
   const maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
   if (!Number.isSafeInteger(maxEventBytes) || maxEventBytes < 1) throw new InvalidInputError('maxEventBytes', 'expected an integer ≥ 1');
   const readOnly = options.readOnly === true;
+  const observe = storeObserverOf(options.observer);
   const fsl = withOverrides(options.fs);
   const layout = new Layout(options.directory);
   let lock: WriterLock | undefined;
@@ -121,7 +149,17 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
     // Read before anything is created or repaired: a layout of a newer release is not this one's to touch.
     const format = await readStoreFormat(fsl, layout.format);
     if (!readOnly) for (const dir of [layout.streams, layout.blobs, layout.owners]) await createDirectory(fsl, dir);
-    const openView = () => fileStore({ directory: layout.directory, readOnly: true, maxEventBytes, ...(options.fs ? { fs: options.fs } : {}) });
+    const openView = (knownBefore: Manifest | undefined) =>
+      openFileStore(
+        {
+          directory: layout.directory,
+          readOnly: true,
+          maxEventBytes,
+          ...(options.fs ? { fs: options.fs } : {}),
+          ...(options.observer ? { observer: options.observer } : {}),
+        },
+        knownBefore,
+      );
     const store = new FileStore(
       fsl,
       layout,
@@ -131,8 +169,9 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
       lock,
       Math.max(format, BASE_FORMAT_VERSION),
       openView,
+      options.observer === undefined ? undefined : observe,
     );
-    await store.open();
+    await store.open(known);
     if (!readOnly && format < BASE_FORMAT_VERSION) {
       try {
         await writeStoreFormat(fsl, layout.format, BASE_FORMAT_VERSION);
@@ -141,9 +180,10 @@ export async function fileStore(options: FileStoreOptions): Promise<EventStore> 
         throw error;
       }
     }
-    return store;
+    return { store, known: () => store.known() };
   } catch (error) {
     await lock?.release().catch(() => undefined);
+    if (error instanceof CorruptionError) observe('corruptionFound', { error });
     throw translate(error, `could not open ${layout.directory}`);
   }
 }
@@ -175,9 +215,16 @@ class FileStore implements EventStore {
   #poisoned: { reason: string; cause: unknown } | undefined;
   /** Wakes this process's followers when a change settles, and ends them at close. */
   readonly #changes = new ChangeSignal();
-  readonly #openView: () => Promise<EventStore>;
+  readonly #openView: (known: Manifest | undefined) => Promise<KnownView>;
+  /** A read-only view's knowledge of each stream's files, with their stamps as they were before it read them. */
+  readonly #known = new Map<StreamId, ManifestStream>();
+  readonly #observe: ObserverCall<StoreObserver>;
   /** Set by `open()`; undefined in a read-only view of a store no writer has given an id yet. */
   #storeId: string | undefined;
+  /** The watermark the last manifest recorded (or open found). */
+  #manifestAt = 0;
+  #manifestSave: Promise<void> | undefined;
+  #manifestTimer: NodeJS.Timeout | undefined;
   readonly checkpoints: CheckpointSlot;
 
   constructor(
@@ -188,9 +235,11 @@ class FileStore implements EventStore {
     maxEventBytes: number,
     lock: WriterLock | undefined,
     format: number,
-    openView: () => Promise<EventStore>,
+    openView: (known: Manifest | undefined) => Promise<KnownView>,
+    observe: ObserverCall<StoreObserver> | undefined,
   ) {
     this.#openView = openView;
+    this.#observe = observe ?? (() => undefined);
     this.checkpoints = createCheckpointSlot({
       fs: fsl,
       layout,
@@ -226,20 +275,26 @@ class FileStore implements EventStore {
       now: () => readClock(clock),
       assertNotPoisoned: () => this.#assertNotPoisoned(),
       poison: (reason, cause) => this.#poison(reason, cause),
+      damaged: (error) => this.#damaged(error),
       touched: (entry) => this.#touched(entry),
+      observe: this.#observe,
+      observing: observe !== undefined,
     };
   }
 
-  /** Reads the directory: tombstones, blob owners, every snapshot and journal; finishes interrupted deletes. */
-  async open(): Promise<void> {
+  /**
+   * Reads the directory: tombstones, blob owners, the manifest, then each stream's files — only what changed
+   * since the manifest recorded them (see `loadStream`), every line of the rest; finishes interrupted deletes.
+   */
+  async open(known?: Manifest): Promise<void> {
     const repair = !this.#readOnly;
     if (repair) await this.#removeTemporaries();
+    const manifest = known ?? (await readManifest(this.#fs, this.#layout.manifest));
     this.#tombstones = await Tombstones.load(this.#fs, this.#layout.tombstones, repair);
-    let maxPosition = this.#tombstones.maxPosition;
     await this.#blobs.load(repair);
     if (await isCaseInsensitive(this.#fs, this.#layout.directory)) this.#cases = new CaseCollisions();
 
-    const names = new Map<StreamId, { journal: boolean; snapshot: boolean }>();
+    const names = new Map<StreamId, StreamFileNames>();
     for (const name of await listDir(this.#fs, this.#layout.streams)) {
       const parsed = Layout.parseStreamFile(name);
       if (!parsed) continue;
@@ -248,23 +303,41 @@ class FileStore implements EventStore {
       names.set(parsed.stream, files);
     }
     for (const stream of [...names.keys(), ...this.#blobs.owners()]) this.#cases?.claim(stream);
-    const queue = [...names];
-    const found = new PositionSet();
-    for (const mark of this.#tombstones.marks.values()) found.claim(mark.position, this.#layout.tombstones, undefined);
-    const worker = async () => {
-      for (let next = queue.pop(); next; next = queue.pop()) {
-        const [stream, files] = next;
-        const [snapshotPath, journalPath] = [this.#layout.snapshot(stream), this.#layout.journal(stream)];
-        const stored = files.snapshot ? await readingFile(snapshotPath, () => readSnapshotFile(this.#fs, snapshotPath, stream)) : undefined;
-        if (stored) found.claim(stored.position, snapshotPath, 1);
-        const from = stored?.snapshot.revision ?? 0;
-        const journal = files.journal ? await readingFile(journalPath, () => scanJournal(this.#fs, journalPath, stream, from, repair, found)) : undefined;
-        const entry = this.#entry(stream);
-        entry.load(journal, stored && { revision: stored.snapshot.revision, position: stored.position, recordedAt: stored.recordedAt });
-        maxPosition = Math.max(maxPosition, stored?.position ?? 0, journal?.maxPosition ?? 0);
-      }
+    const loadAll = async (records: Manifest | undefined): Promise<number> => {
+      this.#entries.clear();
+      this.#known.clear();
+      const queue = [...names];
+      const found = new PositionSet();
+      for (const mark of this.#tombstones.marks.values()) found.claim(mark.position, this.#layout.tombstones, undefined);
+      const load = { fs: this.#fs, layout: this.#layout, repair, positions: found, manifestPosition: records?.position ?? 0 };
+      let max = this.#tombstones.maxPosition;
+      let failed = false;
+      const worker = async () => {
+        for (let next = queue.pop(); next && !failed; next = queue.pop()) {
+          const [stream, files] = next;
+          try {
+            const { snapshot, journal, idsPending, stamps } = await loadStream(load, stream, files, records?.streams.get(stream));
+            this.#entry(stream).load(journal, snapshot, idsPending);
+            if (this.#readOnly) this.#known.set(stream, knownOf(snapshot, journal, stamps));
+            max = Math.max(max, snapshot?.position ?? 0, journal?.maxPosition ?? 0);
+          } catch (error) {
+            failed = true;
+            throw error;
+          }
+        }
+      };
+      // Every worker stops before the next attempt starts over.
+      const outcomes = await Promise.allSettled(Array.from({ length: OPEN_CONCURRENCY }, worker));
+      for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason;
+      return max;
     };
-    await Promise.all(Array.from({ length: OPEN_CONCURRENCY }, worker));
+    let maxPosition: number;
+    try {
+      maxPosition = await loadAll(manifest?.formatVersion === this.#format ? manifest : undefined);
+    } catch (error) {
+      if (!(error instanceof StaleManifestError)) throw error;
+      maxPosition = await loadAll(undefined);
+    }
 
     for (const [stream, mark] of this.#tombstones.marks) {
       const entry = this.#entry(stream);
@@ -281,8 +354,52 @@ class FileStore implements EventStore {
         entry.setTombstone(mark);
       }
     }
-    this.#positions = new Positions(maxPosition, () => this.#changes.notify());
+    this.#positions = new Positions(maxPosition, () => {
+      this.#changes.notify();
+      if (this.#positions.watermark - this.#manifestAt >= MANIFEST_EVERY_POSITIONS) this.#saveManifestSoon();
+    });
+    this.#manifestAt = maxPosition;
     this.#storeId = repair ? await ensureStoreId(this.#fs, this.#layout) : await readStoreId(this.#fs, this.#layout);
+    if (repair) {
+      this.#manifestTimer = setInterval(() => {
+        if (this.#positions.watermark !== this.#manifestAt) this.#saveManifestSoon();
+      }, MANIFEST_INTERVAL_MS);
+      this.#manifestTimer.unref();
+    }
+  }
+
+  /** Starts recording the manifest in the background, unless a recording is under way; never on an append's path. */
+  #saveManifestSoon(): void {
+    if (this.#manifestSave || this.#closed) return;
+    const saving = this.#track(async () => {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      await this.#saveManifest();
+    })
+      .catch(() => undefined)
+      .finally(() => {
+        this.#manifestSave = undefined;
+      });
+    this.#manifestSave = saving;
+  }
+
+  /**
+   * Records what the streams hold now. Not after writes were refused: the state may then differ from the files
+   * (the last manifest stays, and open checks it against the files as always).
+   */
+  async #saveManifest(): Promise<void> {
+    if (this.#poisoned) return;
+    const at = this.#positions.watermark;
+    const manifest = await captureManifest(this.#fs, this.#layout, this.#entries.values(), this.#format, at);
+    await writeManifest(this.#fs, this.#layout.manifest, manifest);
+    this.#manifestAt = Math.max(this.#manifestAt, at);
+  }
+
+  /**
+   * What this read-only view knows of the files. Its position is 0: the writer flushes streams in parallel, so
+   * a line written after this view opened may hold a position below ones it saw.
+   */
+  known(): Manifest {
+    return { formatVersion: this.#format, position: 0, streams: this.#known };
   }
 
   append(stream: StreamId, events: readonly NewEvent[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult> {
@@ -336,6 +453,7 @@ class FileStore implements EventStore {
       this.#cases?.check(stream);
       const entry = this.#entries.get(stream);
       if (!entry || entry.revision === 0) throw new InvalidInputError('stream', `stream ${stream} does not exist`);
+      const started = performance.now();
       await entry.exclusive(async () => {
         this.#assertNotPoisoned();
         if (entry.revision === 0) throw new InvalidInputError('stream', `stream ${stream} does not exist`);
@@ -351,9 +469,11 @@ class FileStore implements EventStore {
         const cut = entry.journalExists ? await this.#noticing(locateRevision(this.#fs, path, entry.journal, kept.revision + 1)) : undefined;
         // The version being replaced keeps its own description of the journal: appends after this one grow only the new.
         const journal = cut ? liveFrom(entry.journal, cut) : { ...entry.journal, checkpoints: [...entry.journal.checkpoints] };
+        const covered = entry.snapshot?.revision ?? 0;
         await this.#writeSnapshot(entry, kept, journal, async () => {
           if (cut) await this.#noticing(compactJournal(this.#ctx, entry, path, cut, kept.revision));
         });
+        this.#observe('compacted', { stream, revision: kept.revision, droppedEvents: kept.revision - covered, durationMs: performance.now() - started });
       });
     });
   }
@@ -467,7 +587,8 @@ class FileStore implements EventStore {
   /**
    * The writer yields each change as it settles (woken by its own commits); a read-only view polls the
    * directory every 50 ms and yields changes once they have been on disk for 100 ms, within about 200 ms plus
-   * the time to open a view twice (see `followDirectory`).
+   * twice the time of one read: an `lstat` of every stream file and a read of the journals changed since the
+   * previous read, each from its last checkpoint (at most 255 lines before the new ones; see `followDirectory`).
    */
   follow(options?: FollowOptions): AsyncIterable<RecordedEvent> {
     this.#assertOpen();
@@ -505,6 +626,7 @@ class FileStore implements EventStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearInterval(this.#manifestTimer);
     this.#changes.close();
     // Compactions, deletes, restores and blob writes first: appends held back by them join the queues drained next.
     await Promise.allSettled([...this.#inFlight]);
@@ -513,6 +635,9 @@ class FileStore implements EventStore {
       await entry.closeFile();
     }
     this.#reader.closeAll();
+    // Everything is settled: the next open reads only the manifest and the files changed after it. It only
+    // ever saves work, so failing to record it does not fail the close.
+    if (!this.#readOnly) await this.#saveManifest().catch(() => undefined);
     // Versions held back for feed reads keep descriptors on replaced files: nothing will read them now.
     for (const entry of this.#entries.values()) entry.dropHeldVersions(Number.MAX_SAFE_INTEGER);
     await this.#lock?.release().catch(() => undefined);
@@ -566,8 +691,9 @@ class FileStore implements EventStore {
     }
   }
 
-  /** Damage in a journal or snapshot: nothing more is written on top of it until the store is reopened. */
+  /** Damage in a journal or snapshot: reported, and nothing more is written on top of it until the store is reopened. */
   #damaged(error: CorruptionError): void {
+    this.#observe('corruptionFound', { error });
     this.#poison(`${error.file}${error.line === undefined ? '' : `:${error.line}`} is damaged`, error);
   }
 
@@ -674,6 +800,7 @@ class FileStore implements EventStore {
         if (Layout.isTemporary(name)) await unlinkIfPresent(this.#fs, `${dir}/${name}`);
       }
     }
+    await removeTemporariesOf(this.#fs, this.#layout.manifest);
   }
 }
 
@@ -700,6 +827,18 @@ function ownCopies(batch: ValidatedAppend): { copies: NewEvent[]; dataJson: stri
     chars += lineCharsBound(json, type, eventId);
   }
   return { copies, dataJson, chars, versioned };
+}
+
+/** A stream as a view loaded it, for the next view: a journal's stamp counts only if it was taken at the length read. */
+function knownOf(
+  snapshot: ChangeMark | undefined,
+  journal: JournalInfo | undefined,
+  stamps: { snapshot?: FileStamp | undefined; journal?: FileStamp | undefined },
+): ManifestStream {
+  const known: ManifestStream = {};
+  if (snapshot) known.snapshot = { mark: snapshot, stamp: stamps.snapshot ?? UNKNOWN_STAMP };
+  if (journal) known.journal = { info: journal, stamp: stamps.journal?.size === journal.length ? stamps.journal : UNKNOWN_STAMP };
+  return known;
 }
 
 /** Creates `path` (0700) if missing; a failure names the directory. */

@@ -2,6 +2,7 @@ import { basename, join } from 'node:path';
 import { followFeed, StorageError, type ChangeSignal, type EventStore, type RecordedEvent } from '@sessionfold/core/kernel';
 import { errorCode, listDir, type FileSystem } from './fs-layer.js';
 import { Layout } from './layout.js';
+import type { Manifest } from './manifest.js';
 
 /** How often a read-only view's follow looks at the directory (one `lstat` per stream file) for the writer's changes. */
 export const VIEW_POLL_MS = 50;
@@ -18,11 +19,14 @@ const OPEN_ATTEMPTS = 3;
 /** Views in a row whose read the writer cut short (by replacing a file under it) before the failure is passed on. */
 const INTERRUPTED_READS = 20;
 
-/** What following a directory needs: its files, a way to open a fresh read-only view of it, the view's close signal. */
+/**
+ * What following a directory needs: its files, a way to open a fresh read-only view of it (starting from what
+ * the previous view knew, if any), the view's close signal.
+ */
 export interface DirectoryFollow {
   readonly fs: FileSystem;
   readonly layout: Layout;
-  openView(): Promise<EventStore>;
+  openView(known: Manifest | undefined): Promise<{ store: EventStore; known(): Manifest }>;
   readonly changes: ChangeSignal;
 }
 
@@ -30,8 +34,10 @@ export interface DirectoryFollow {
  * The follow of a read-only view, whose writer is another process. A view is a picture of the directory at its
  * open; to keep going past the writer's compactions and deletes (which a view's own `readAll` cannot show
  * whole), each read opens a fresh read-only view, reads the feed from where the follower is, and closes it.
- * Between reads it polls the directory's files (names, sizes, times, inodes) and reads again only when they
- * changed, so a quiet directory costs one `lstat` per stream file per poll.
+ * Each view starts from what the previous one knew, as a writer's open starts from the manifest: files whose
+ * size, inode and time are unchanged are not read, a journal that grew is read from its last checkpoint, a
+ * replaced file in full. Between reads it polls the directory's files (names, sizes, times, inodes) and reads
+ * again only when they changed, so a quiet directory costs one `lstat` per stream file per poll.
  */
 export function followDirectory(ctx: DirectoryFollow, fromPosition: number, signal: AbortSignal | undefined): AsyncIterable<RecordedEvent> {
   let lastPrint: string | undefined;
@@ -83,10 +89,14 @@ export function followDirectory(ctx: DirectoryFollow, fromPosition: number, sign
     return limit;
   };
 
+  /** What the last view knew: the next one reads only the files changed since (their tails, as after a manifest). */
+  let known: Manifest | undefined;
   const openView = async (): Promise<EventStore> => {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await ctx.openView();
+        const view = await ctx.openView(known);
+        known = view.known();
+        return view.store;
       } catch (error) {
         if (attempt >= OPEN_ATTEMPTS) throw error;
         await new Promise((resolve) => setTimeout(resolve, VIEW_POLL_MS));

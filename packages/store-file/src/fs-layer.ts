@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import { SessionfoldError, StorageError } from '@sessionfold/core/kernel';
-import { SessionFileIoError, errorCode, syncDirectory, type AtomicWriteFileHandle, type AtomicWriteFs } from '@sessionfold/atomic-write';
+import { dirname, join } from 'node:path';
+import { SessionFileIoError, errorCode, isTemporaryName, syncDirectory, type AtomicWriteFileHandle, type AtomicWriteFs } from '@sessionfold/atomic-write';
 
 export { errorCode };
 
@@ -33,7 +34,8 @@ export interface FileSystem {
   link(existing: string, path: string): Promise<void>;
   readdir(path: string): Promise<string[]>;
   mkdir(path: string, mode: number): Promise<void>;
-  lstat(path: string): Promise<{ isDirectory(): boolean; size: number }>;
+  /** Size, and (when the file system gives them) the inode and modification time that tell a file changed. */
+  lstat(path: string): Promise<{ isDirectory(): boolean; size: number; ino?: number; mtimeMs?: number }>;
   readFile(path: string): Promise<Buffer>;
 }
 
@@ -131,6 +133,13 @@ export async function unlinkIfPresent(fsl: FileSystem, path: string): Promise<bo
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return false;
     throw error;
+  }
+}
+
+/** Removes what atomic writes of `path` cut short left behind; only the writer, holding the lock, calls it. */
+export async function removeTemporariesOf(fsl: FileSystem, path: string): Promise<void> {
+  for (const name of await listDir(fsl, dirname(path))) {
+    if (isTemporaryName(name, path)) await unlinkIfPresent(fsl, join(dirname(path), name));
   }
 }
 

@@ -204,3 +204,47 @@ describe('group commit', () => {
     await reopened.close();
   });
 });
+
+describe('the first append of a stream', () => {
+  it("waits on the journal's fdatasync and its directory's fsync together, and is acknowledged only once both are done", async () => {
+    const steps: string[] = [];
+    let releaseData!: () => void;
+    let releaseDir!: () => void;
+    const dataHeld = new Promise<void>((resolve) => (releaseData = resolve));
+    const dirHeld = new Promise<void>((resolve) => (releaseDir = resolve));
+    let armed = false;
+    const fs: Partial<FileSystem> = {
+      fdatasync: async (fd) => {
+        if (armed) {
+          steps.push('fdatasync');
+          await dataHeld;
+        }
+        return nodeFileSystem.fdatasync(fd);
+      },
+      fsync: async (fd) => {
+        if (armed) {
+          steps.push('fsync');
+          await dirHeld;
+        }
+        return nodeFileSystem.fsync(fd);
+      },
+    };
+    const store = await fileStore({ directory: freshDir(), fs });
+    armed = true;
+    let acknowledged = false;
+    const append = store.append(randomStream(), [{ type: 'E', data: 1 }], { expectedRevision: 'no_stream' }).then((result) => {
+      acknowledged = true;
+      return result;
+    });
+    // Both start before either is let go (bounded wait, so a store that syncs them one after the other fails here instead of hanging).
+    for (let tries = 0; steps.length < 2 && tries < 200; tries++) await new Promise((resolve) => setTimeout(resolve, 5));
+    releaseData();
+    expect(steps.sort()).toEqual(['fdatasync', 'fsync']);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(acknowledged).toBe(false);
+    releaseDir();
+    expect((await append).revision).toBe(1);
+    armed = false;
+    await store.close();
+  });
+});

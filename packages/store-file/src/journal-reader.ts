@@ -2,13 +2,17 @@ import { CorruptionError } from '@sessionfold/core/kernel';
 import type { FileSystem } from './fs-layer.js';
 import { decodeLine } from './journal-codec.js';
 
-/** A complete, checksum-verified line: 1-based number, byte range `[offset, next)` and parsed payload. */
+/** A complete, checksum-verified line: 1-based number, byte range `[offset, next)`, parsed payload and its checksum (hex). */
 export interface Line {
   no: number;
   offset: number;
   next: number;
   value: unknown;
+  hash: string;
 }
+
+/** Hex characters of a line's checksum, which starts the line. */
+const HASH_CHARS = 64;
 
 const NEWLINE = 0x0a;
 const EMPTY = Buffer.alloc(0);
@@ -54,8 +58,8 @@ export class LineReader {
   /** The next lines (at least one), or undefined when `end` is reached. */
   async next(): Promise<Line[] | undefined> {
     const lines: Line[] = [];
-    const more = await this.visit((value, no, offset, next) => {
-      lines.push({ no, offset, next, value });
+    const more = await this.visit((value, no, offset, next, data, start) => {
+      lines.push({ no, offset, next, value, hash: data.toString('latin1', start, start + HASH_CHARS) });
     });
     return more ? lines : undefined;
   }
@@ -64,7 +68,7 @@ export class LineReader {
    * Hands the next chunk's lines (at least one) to `visitor` without building a `Line` for each: the hot path
    * of replays. Resolves false, with nothing visited, once `end` is reached; the visitor may call `stop()`.
    */
-  async visit(visitor: (value: unknown, no: number, offset: number, next: number) => void): Promise<boolean> {
+  async visit(visitor: (value: unknown, no: number, offset: number, next: number, data: Buffer, start: number) => void): Promise<boolean> {
     for (;;) {
       if (this.#position >= this.#end) {
         this.tail = this.#leftover;
@@ -80,7 +84,7 @@ export class LineReader {
       for (let nl = data.indexOf(NEWLINE, start); nl !== -1; nl = data.indexOf(NEWLINE, start)) {
         const decoded = decodeLine(data, start, nl);
         if ('reason' in decoded) throw new CorruptionError(this.#file, this.#lineNo, decoded.reason);
-        visitor(decoded.value, this.#lineNo++, base + start, base + nl + 1);
+        visitor(decoded.value, this.#lineNo++, base + start, base + nl + 1, data, start);
         visited++;
         start = nl + 1;
         if (this.#stopped) break;

@@ -2,7 +2,6 @@ import { CorruptionError, type AppendResult } from '@sessionfold/core/kernel';
 import { errorCode, type FileSystem } from './fs-layer.js';
 import { asEventLine, isLineMissingItsNewline, misplaced, type EventLine } from './journal-codec.js';
 import { LineReader, type Line } from './journal-reader.js';
-import type { PositionSet } from './position-set.js';
 
 /** A place to start reading a journal from: the first live line and every line whose revision is a multiple of `CHECKPOINT_EVERY`. */
 export interface Checkpoint {
@@ -38,6 +37,8 @@ export interface JournalInfo {
   tornBytes: number;
   /** Inode of the file scanned: a read-only view refuses to read a journal replaced since (0: unknown). */
   ino: number;
+  /** Checksum of the last committed line ('' when there is none): tells a journal from another of the same length. */
+  lastHash: string;
 }
 
 /** Where an event id was committed: the append's result and the event's own revision (for compaction). */
@@ -61,6 +62,7 @@ export function emptyJournal(snapshotRevision: number): JournalInfo {
     eventIds: new Map(),
     tornBytes: 0,
     ino: 0,
+    lastHash: '',
   };
 }
 
@@ -76,7 +78,79 @@ export async function scanJournal(
   stream: string,
   snapshotRevision: number,
   repair: boolean,
-  positions?: PositionSet,
+  positions?: PositionClaims,
+): Promise<JournalInfo | undefined> {
+  return scanFile(fsl, path, repair, (reader) => scanLines(reader(0, 1), path, stream, snapshotRevision, positions, undefined));
+}
+
+/**
+ * Reads on from what `recorded` (a manifest's description of the journal) says it held: the lines from its
+ * last checkpoint to the end are read and checked as `scanJournal` checks them, and must still hold that
+ * checkpoint's line and, ending at `recorded.length`, its last line (same checksum). A torn tail is cut (`repair`) or
+ * ignored. Undefined when the journal does not continue `recorded` (replaced, compacted, or damaged where
+ * it was read) or cannot say (no live line): then only a full scan can tell. 'stale' when a
+ * line past `recorded` holds a position at or below `recordedAt`: no manifest of that time can explain it. Event ids are not gathered.
+ */
+export async function resumeJournal(
+  fsl: FileSystem,
+  path: string,
+  stream: string,
+  snapshotRevision: number,
+  repair: boolean,
+  positions: PositionClaims,
+  recorded: JournalInfo,
+  recordedAt: number,
+): Promise<JournalInfo | undefined | 'stale'> {
+  const from = recorded.checkpoints[recorded.checkpoints.length - 1];
+  if (!from) return undefined;
+  // Claimed once the journal is known to continue `recorded`: a full scan after a mismatch claims them again.
+  const claims: [number, number][] = [];
+  const resume: Resume = { recorded, from, lastLineFound: false };
+  let info: JournalInfo | undefined;
+  try {
+    info = await scanFile(fsl, path, false, (reader) =>
+      scanLines(
+        reader(from.offset, from.line),
+        path,
+        stream,
+        snapshotRevision,
+        { claim: (position, _path, line) => claims.push([position, line ?? 0]) },
+        resume,
+      ),
+    );
+  } catch (error) {
+    if (error instanceof CorruptionError) return undefined;
+    throw error;
+  }
+  const again = info?.checkpoints[recorded.checkpoints.length - 1];
+  if (!info || !again || again.offset !== from.offset || again.revision !== from.revision || again.position !== from.position) return undefined;
+  if (!resume.lastLineFound) return undefined;
+  for (const [position, line] of claims) {
+    if (line > recorded.lines && position <= recordedAt) return 'stale';
+    positions.claim(position, path, line);
+  }
+  if (repair && info.tornBytes > 0) await cutTail(fsl, path, info.length);
+  return info;
+}
+
+/** What records the positions a scan finds (a `PositionSet`). */
+export interface PositionClaims {
+  claim(position: number, path: string, line: number | undefined): void;
+}
+
+/** Where a resumed scan starts: the recorded description and its last checkpoint. */
+interface Resume {
+  recorded: JournalInfo;
+  from: Checkpoint;
+  /** Set when the batch ending at `recorded.length` ends with the recorded last line (revision, position, checksum). */
+  lastLineFound: boolean;
+}
+
+async function scanFile(
+  fsl: FileSystem,
+  path: string,
+  repair: boolean,
+  scan: (reader: (offset: number, line: number) => LineReader) => Promise<JournalInfo>,
 ): Promise<JournalInfo | undefined> {
   let fd: number;
   try {
@@ -90,30 +164,48 @@ export async function scanJournal(
   try {
     const stats = await fsl.fstat(fd);
     size = stats.size;
-    info = await scanLines(new LineReader(fsl, fd, path, 0, size, 1), path, stream, snapshotRevision, positions);
+    info = await scan((offset, line) => new LineReader(fsl, fd, path, offset, size, line));
     info.ino = stats.ino;
   } finally {
     await fsl.close(fd);
   }
   info.tornBytes = size - info.length;
-  if (info.tornBytes > 0 && repair) {
-    const wfd = await fsl.open(path, 'r+');
-    try {
-      await fsl.ftruncate(wfd, info.length);
-      await fsl.fsync(wfd);
-    } finally {
-      await fsl.close(wfd);
-    }
-  }
+  if (info.tornBytes > 0 && repair) await cutTail(fsl, path, info.length);
   return info;
 }
 
-async function scanLines(reader: LineReader, path: string, stream: string, snapshotRevision: number, positions: PositionSet | undefined): Promise<JournalInfo> {
+/** Cuts a torn tail off at `length` and fsyncs the file. */
+async function cutTail(fsl: FileSystem, path: string, length: number): Promise<void> {
+  const wfd = await fsl.open(path, 'r+');
+  try {
+    await fsl.ftruncate(wfd, length);
+    await fsl.fsync(wfd);
+  } finally {
+    await fsl.close(wfd);
+  }
+}
+
+async function scanLines(
+  reader: LineReader,
+  path: string,
+  stream: string,
+  snapshotRevision: number,
+  positions: PositionClaims | undefined,
+  resume: Resume | undefined,
+): Promise<JournalInfo> {
   const info = emptyJournal(snapshotRevision);
   info.lastRevision = 0;
   let prevRevision = 0;
   let prevPosition = 0;
   let seenLive = false;
+  if (resume) {
+    const { recorded, from } = resume;
+    Object.assign(info, recorded, { checkpoints: recorded.checkpoints.slice(0, -1), eventIds: new Map(), tornBytes: 0 });
+    // The checkpoint is found again by the same rule that recorded it: the first live line, or a multiple of CHECKPOINT_EVERY.
+    seenLive = info.checkpoints.length > 0;
+    prevRevision = from.revision - 1;
+    prevPosition = from.position - 1;
+  }
   /** Set once a line names its stream: every later line must too. */
   let named = false;
   /** Lines of the batch being read; they count only once the batch's last line is found. */
@@ -142,6 +234,12 @@ async function scanLines(reader: LineReader, path: string, stream: string, snaps
     info.lastRevision = last.event.revision;
     info.length = last.line.next;
     info.lines = last.line.no;
+    info.lastHash = last.line.hash;
+    if (resume && last.line.next === resume.recorded.length) {
+      const { recorded } = resume;
+      resume.lastLineFound =
+        last.event.revision === recorded.lastRevision && last.event.position === recorded.maxPosition && last.line.hash === recorded.lastHash;
+    }
     batch = [];
   };
 
@@ -187,4 +285,32 @@ async function scanLines(reader: LineReader, path: string, stream: string, snaps
     info.liveLine = info.lines + 1;
   }
   return info;
+}
+
+/**
+ * The event ids of a journal's live lines, with the result of the append that carried each, for a stream
+ * opened from a manifest (which does not hold them): read on the stream's first append, checking each line.
+ */
+export async function readEventIds(fsl: FileSystem, path: string, journal: JournalInfo): Promise<Map<string, EventIdEntry>> {
+  const ids = new Map<string, EventIdEntry>();
+  if (journal.liveOffset >= journal.length) return ids;
+  const fd = await fsl.open(path, 'r');
+  try {
+    const reader = new LineReader(fsl, fd, path, journal.liveOffset, journal.length, journal.liveLine);
+    let batch: { eventId: string; revision: number }[] = [];
+    for (let lines = await reader.next(); lines; lines = await reader.next()) {
+      for (const line of lines) {
+        const event = asEventLine(line.value);
+        if (typeof event === 'string') throw new CorruptionError(path, line.no, event);
+        if (event.eventId !== undefined) batch.push({ eventId: event.eventId, revision: event.revision });
+        if (event.more === true) continue;
+        const result: AppendResult = { revision: event.revision, position: event.position };
+        for (const { eventId, revision } of batch) ids.set(eventId, { result, revision });
+        batch = [];
+      }
+    }
+  } finally {
+    await fsl.close(fd);
+  }
+  return ids;
 }

@@ -21,6 +21,8 @@ export class Layout {
   readonly storeId: string;
   /** `<dir>/checkpoints/`: projection checkpoints, outside every stream. */
   readonly checkpoints: string;
+  /** `<dir>/manifest.json`: what the writer last knew of every stream's files, so open need not read them all. */
+  readonly manifest: string;
 
   constructor(directory: string) {
     this.directory = resolve(directory);
@@ -31,6 +33,7 @@ export class Layout {
     this.format = join(this.directory, 'format.json');
     this.storeId = join(this.directory, 'store-id.json');
     this.checkpoints = join(this.directory, 'checkpoints');
+    this.manifest = join(this.directory, 'manifest.json');
   }
 
   /** `<dir>/checkpoints/<name>` */

@@ -1,7 +1,6 @@
 import { CorruptionError, StorageError, UnsupportedFormatError } from '@sessionfold/core/kernel';
-import { isTemporaryName, writeFileAtomic } from '@sessionfold/atomic-write';
-import { dirname, join } from 'node:path';
-import { atomicWriteFs, errorCode, listDir, unlinkIfPresent, type FileSystem } from './fs-layer.js';
+import { writeFileAtomic } from '@sessionfold/atomic-write';
+import { atomicWriteFs, errorCode, removeTemporariesOf, type FileSystem } from './fs-layer.js';
 import { decodeLine, frameLine } from './journal-codec.js';
 
 /** Names the kind of directory, so a store is never mistaken for some other directory of JSON files. */
@@ -51,9 +50,7 @@ export async function readStoreFormat(fsl: FileSystem, path: string): Promise<nu
  * what an earlier attempt cut short left behind. Only the writer, holding the lock, calls it.
  */
 export async function writeStoreFormat(fsl: FileSystem, path: string, version: number): Promise<void> {
-  for (const name of await listDir(fsl, dirname(path))) {
-    if (isTemporaryName(name, path)) await unlinkIfPresent(fsl, join(dirname(path), name));
-  }
+  await removeTemporariesOf(fsl, path);
   const line = frameLine(JSON.stringify({ format: STORE_FORMAT, formatVersion: version }));
   try {
     await writeFileAtomic(path, line, { mode: 0o600, fs: atomicWriteFs(fsl) });

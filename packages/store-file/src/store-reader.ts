@@ -198,20 +198,33 @@ export class StoreReader {
   /** A stream's journal as a feed input, opened only when the merge first needs it. */
   #journalSource(entry: StreamEntry, files: StreamFiles, from: number, upTo: number): FeedSource {
     let events: AsyncIterableIterator<RecordedEvent> | undefined;
+    /** The first step, fetched by the first `next` or ahead of it by `prefetch`. */
+    let first: Promise<IteratorResult<RecordedEvent>> | undefined;
+    let firstTaken = false;
+    const fetchFirst = () =>
+      (first ??= (async () => {
+        const journal = files.journal;
+        const handle = await this.#openJournal(entry, files);
+        if (!handle) throw this.#journalChanged(entry.name);
+        const window: EventWindow = { minRevision: 1, minPosition: from, maxPosition: upTo };
+        events = this.#events(handle, entry.name, startPoint(journal, 'position', from), journal.length, window);
+        return events.next();
+      })());
     return {
       key: from,
+      // A failure fetched ahead is reported by the `next` that takes it.
+      prefetch: () => void fetchFirst().catch(() => undefined),
       next: async () => {
-        if (!events) {
-          const journal = files.journal;
-          const handle = await this.#openJournal(entry, files);
-          if (!handle) throw this.#journalChanged(entry.name);
-          const window: EventWindow = { minRevision: 1, minPosition: from, maxPosition: upTo };
-          events = this.#events(handle, entry.name, startPoint(journal, 'position', from), journal.length, window);
+        let step: IteratorResult<RecordedEvent>;
+        if (firstTaken) step = await (events as AsyncIterableIterator<RecordedEvent>).next();
+        else {
+          firstTaken = true;
+          step = await fetchFirst();
         }
-        const step = await events.next();
         return step.done ? undefined : step.value;
       },
       close: async () => {
+        await first?.catch(() => undefined);
         await events?.return?.();
       },
     };

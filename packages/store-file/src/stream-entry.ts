@@ -1,5 +1,6 @@
 import {
   ConcurrencyError,
+  CorruptionError,
   InvalidInputError,
   revisionMatches,
   SessionfoldError,
@@ -7,11 +8,13 @@ import {
   type AppendResult,
   type ExpectedRevision,
   type NewEvent,
+  type ObserverCall,
+  type StoreObserver,
   type StreamId,
 } from '@sessionfold/core/kernel';
 import { errorCode, syncDir, writeAll, writeAllSync, type FileSystem, type InlineIo } from './fs-layer.js';
 import { eventPayloadJson, frameLine } from './journal-codec.js';
-import { CHECKPOINT_EVERY, emptyJournal, type JournalInfo } from './journal-scan.js';
+import { CHECKPOINT_EVERY, emptyJournal, readEventIds, type EventIdEntry, type JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
 import type { Positions } from './positions.js';
 import { StreamFiles, type ChangeMark } from './stream-files.js';
@@ -33,8 +36,13 @@ export interface StoreContext {
   assertNotPoisoned(): void;
   /** Marks the store as refusing writes until reopened, saying why. */
   poison(reason: string, cause: unknown): void;
+  /** Damage found in what writes build on: reported, and the store refuses writes until reopened. */
+  damaged(error: CorruptionError): void;
   /** Called on every flush, so the store can keep the number of open journal descriptors bounded. */
   touched(entry: StreamEntry): void;
+  /** The application's observer; `observing` is false when it has none, so flushes skip measuring. */
+  readonly observe: ObserverCall<StoreObserver>;
+  readonly observing: boolean;
 }
 
 /**
@@ -67,6 +75,8 @@ interface PendingAppend {
   chars: number;
   firstRevision: number;
   result: AppendResult;
+  /** `performance.now()` at the call, when the store has an observer (else 0). */
+  startedAt: number;
   resolve(result: AppendResult): void;
   reject(error: unknown): void;
 }
@@ -99,7 +109,13 @@ export class StreamEntry {
   #inlineCredit = 0;
   #flushing: Promise<void> | undefined;
   #exclusive: Promise<void> | undefined;
+  /** Counts exclusive operations begun and ended: odd while one runs (its files may be changing). */
+  #generation = 0;
   readonly #pendingIds = new Map<string, Promise<AppendResult>>();
+  /** The journal's event ids are not known yet (opened from a manifest): read before an append needs them. */
+  #idsPending = false;
+  /** Reading them; every append waits for it, so appends keep the order they came in. */
+  #idsLoad: Promise<void> | undefined;
 
   constructor(ctx: StoreContext, name: StreamId) {
     this.#ctx = ctx;
@@ -160,8 +176,13 @@ export class StreamEntry {
     return files;
   }
 
-  /** Sets the durable state found at open (or, in a read-only view, found again after the writer replaced files). */
-  load(journal: JournalInfo | undefined, snapshot: ChangeMark | undefined): void {
+  /**
+   * Sets the durable state found at open (or, in a read-only view, found again after the writer replaced
+   * files); `idsPending` when the journal's event ids were not read, so they are read before the first append
+   * that carries one.
+   */
+  load(journal: JournalInfo | undefined, snapshot: ChangeMark | undefined, idsPending = false): void {
+    this.#idsPending = idsPending && journal !== undefined;
     this.#journalExists = journal !== undefined;
     this.#files = new StreamFiles(snapshot, journal ?? emptyJournal(snapshot?.revision ?? 0));
     this.#revision = Math.max(this.journal.lastRevision, snapshot?.revision ?? 0);
@@ -170,6 +191,9 @@ export class StreamEntry {
 
   /** Queues a validated batch whose lines take at most `chars` code units (≤ `MAX_FLUSH_CHARS`); resolves once it is durable. */
   append(events: readonly NewEvent[], dataJson: readonly string[], chars: number, expected: ExpectedRevision): Promise<AppendResult> {
+    if (this.#idsLoad || (this.#idsPending && events.some((event) => event.eventId !== undefined))) {
+      return this.#withIds().then(() => this.append(events, dataJson, chars, expected));
+    }
     if (this.#exclusive) return this.#exclusive.then(() => this.append(events, dataJson, chars, expected));
     try {
       this.#ctx.assertNotPoisoned();
@@ -203,6 +227,7 @@ export class StreamEntry {
       chars,
       firstRevision: this.#head + 1,
       result: { revision: this.#head + events.length, position: 0 },
+      startedAt: this.#ctx.observing ? performance.now() : 0,
       resolve,
       reject,
     };
@@ -230,13 +255,45 @@ export class StreamEntry {
     while (this.#exclusive) await this.#exclusive;
     let done!: () => void;
     this.#exclusive = new Promise<void>((resolve) => (done = resolve));
+    this.#generation++;
     try {
       if (this.#flushing) await this.#flushing;
       return await task();
     } finally {
+      this.#generation++;
       this.#exclusive = undefined;
       done();
     }
+  }
+
+  /**
+   * Changes each time an exclusive operation (compaction, deletion, restore: the only ones that replace or
+   * remove files) begins or ends; odd while one runs. Equal before and after a look at the files, and even,
+   * means the files looked at are the ones the stream's state describes (appends only make the journal longer).
+   */
+  get generation(): number {
+    return this.#generation;
+  }
+
+  /** Reads the journal's event ids once, before any append goes on. */
+  #withIds(): Promise<void> {
+    this.#idsLoad ??= this.exclusive(async () => {
+      if (!this.#idsPending) return;
+      const journal = this.journal;
+      let ids: Map<string, EventIdEntry>;
+      try {
+        ids = await readEventIds(this.#ctx.fs, this.#ctx.layout.journal(this.name), journal);
+      } catch (error) {
+        if (error instanceof CorruptionError) this.#ctx.damaged(error);
+        else if (!(error instanceof SessionfoldError)) throw new StorageError(`Could not read ${this.#ctx.layout.journal(this.name)}.`, { cause: error });
+        throw error;
+      }
+      for (const [id, where] of ids) journal.eventIds.set(id, where);
+      this.#idsPending = false;
+    }).finally(() => {
+      this.#idsLoad = undefined;
+    });
+    return this.#idsLoad;
   }
 
   /** True when nothing is queued, flushing or running exclusively: its descriptor may be closed. */
@@ -267,6 +324,7 @@ export class StreamEntry {
    */
   reset(tombstone: ChangeMark | undefined, retired?: StreamFiles): void {
     this.#tombstone = tombstone;
+    this.#idsPending = false;
     this.#files = new StreamFiles(undefined, emptyJournal(0), retired ? (tombstone?.position ?? 0) : 0, retired);
     this.#journalExists = false;
     this.#revision = 0;
@@ -335,8 +393,9 @@ export class StreamEntry {
       return;
     }
     const { start, lines, bytes } = framed;
+    let syncMs: number;
     try {
-      await this.#persist(bytes, this.#inlineIo(batch, bytes));
+      syncMs = await this.#persist(bytes, this.#inlineIo(batch, bytes));
     } catch (error) {
       positions.settle(start);
       this.#fail(batch, error);
@@ -344,6 +403,7 @@ export class StreamEntry {
     }
     this.#committed(batch, lines, bytes.length);
     positions.settle(start);
+    if (this.#ctx.observing) this.#observeFlush(batch, lines, bytes.length, syncMs);
     // Each result is a fresh object made by #frame and kept nowhere else, so callers get it as is.
     for (let b = 0; b < batch.length; b++) {
       const pending = batch[b] as PendingAppend;
@@ -430,7 +490,7 @@ export class StreamEntry {
    * whole success path then runs without yielding). Every failure is handled alike on both paths: a failed
    * write is cut back and rejects with `StorageError`; a failed fdatasync poisons the store.
    */
-  async #persist(bytes: Buffer, io: InlineIo | undefined): Promise<void> {
+  async #persist(bytes: Buffer, io: InlineIo | undefined): Promise<number> {
     const { layout } = this.#ctx;
     try {
       this.#ctx.assertNotPoisoned();
@@ -441,9 +501,11 @@ export class StreamEntry {
       await this.#cutBack();
       throw new StorageError(`Could not write to ${layout.journal(this.name)}.`, { cause });
     }
+    const syncStart = this.#ctx.observing ? performance.now() : 0;
     try {
       if (io) io.fdatasyncSync(this.#fd as number);
       else await this.#sync();
+      return this.#ctx.observing ? performance.now() - syncStart : 0;
     } catch (cause) {
       // After a failed fdatasync the kernel may have dropped the dirty pages: a later fsync that succeeds
       // would prove nothing, so nothing more is written until the store is reopened and the tail re-read.
@@ -453,6 +515,19 @@ export class StreamEntry {
         cause,
         poisoned: true,
       });
+    }
+  }
+
+  /** Tells the observer of a durable flush and of each append it made durable. */
+  #observeFlush(batch: PendingAppend[], lines: string[], bytes: number, syncMs: number): void {
+    const { observe } = this.#ctx;
+    observe('flushed', { appends: batch.length, events: lines.length, bytes, syncMs });
+    const now = performance.now();
+    let line = 0;
+    for (const pending of batch) {
+      let appendBytes = 0;
+      for (let i = 0; i < pending.events.length; i++) appendBytes += Buffer.byteLength(lines[line++] as string);
+      observe('appendCommitted', { stream: this.name, events: pending.events.length, bytes: appendBytes, durationMs: now - pending.startedAt });
     }
   }
 
@@ -477,13 +552,16 @@ export class StreamEntry {
 
   /** fdatasyncs the journal and, for a new journal, its directory entry. */
   async #sync(): Promise<void> {
-    await this.#ctx.fs.fdatasync(this.#fd as number);
-    this.#inlineCredit = this.#queue.length === 0 ? INLINE_RUN : 0;
-    // A new journal's name must be durable too, or the fsynced bytes could vanish with it.
+    const { fs, layout } = this.#ctx;
     if (this.#unsyncedName) {
-      await syncDir(this.#ctx.fs, this.#ctx.layout.streams);
+      // A new journal's name must be durable too, or the fsynced bytes could vanish with it. Neither sync needs
+      // the other done first (the append is acknowledged only once both are), so they wait on the disk together.
+      await Promise.all([fs.fdatasync(this.#fd as number), syncDir(fs, layout.streams)]);
       this.#unsyncedName = false;
+    } else {
+      await fs.fdatasync(this.#fd as number);
     }
+    this.#inlineCredit = this.#queue.length === 0 ? INLINE_RUN : 0;
   }
 
   /** Opens (or creates, 0600) the journal for writing. */
@@ -566,6 +644,7 @@ export class StreamEntry {
     }
     journal.length += byteCount;
     journal.lines = lineNo;
+    journal.lastHash = (lines[lines.length - 1] as string).slice(0, 64);
     journal.lastRevision = this.#revision;
     journal.maxPosition = journal.lastPosition;
   }

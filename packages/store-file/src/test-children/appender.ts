@@ -1,5 +1,5 @@
 // Appends batches in a loop to a few streams from several concurrent workers and prints each acknowledged
-// batch as `ack <stream> <worker> <batch> <size> <revision>`. Waits for `go <directory> <streams> <workers>`
+// batch as `ack <stream> <worker> <batch> <size> <revision>`; event ids are `<pid>-<worker>-<batch>-<index>`. Waits for `go <directory> <streams> <workers>`
 // on stdin before opening the store, so the next child can load while the previous one holds the lock.
 import { createInterface } from 'node:readline';
 import { fileStore } from '@sessionfold/store-file';
@@ -20,6 +20,7 @@ async function worker(w: number): Promise<never> {
     const events = Array.from({ length: size }, (_, i) => ({
       type: 'Step',
       data: { run: nonce, w, batch, i, size, pad: 'x'.repeat((batch * 37) % 200) },
+      eventId: `${nonce}-${w}-${batch}-${i}`,
     }));
     const { revision } = await store.append(stream, events, { expectedRevision: 'any' });
     process.stdout.write(`ack ${stream} ${w} ${batch} ${size} ${revision}\n`);

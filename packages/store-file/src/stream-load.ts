@@ -1,0 +1,104 @@
+import type { StreamId } from '@sessionfold/core/kernel';
+import { readingFile, type FileSystem } from './fs-layer.js';
+import { resumeJournal, scanJournal, type JournalInfo, type PositionClaims } from './journal-scan.js';
+import type { Layout } from './layout.js';
+import { stampOf, unchanged, type FileStamp, type ManifestStream } from './manifest.js';
+import { readSnapshotFile } from './snapshot-file.js';
+import type { ChangeMark } from './stream-files.js';
+
+/** What opening learned of one stream's files. */
+export interface LoadedStream {
+  snapshot: ChangeMark | undefined;
+  journal: JournalInfo | undefined;
+  /** The journal's event ids were not read: the stream reads them before its first append. */
+  idsPending: boolean;
+  /** The files' stamps, taken before they were read (so never newer than what was read). */
+  stamps: { snapshot?: FileStamp | undefined; journal?: FileStamp | undefined };
+}
+
+/** Which of a stream's files the directory lists. */
+export interface StreamFileNames {
+  journal: boolean;
+  snapshot: boolean;
+}
+
+/** How to load a stream: its files, whether torn tails are cut, and where the positions found are claimed. */
+export interface StreamLoad {
+  fs: FileSystem;
+  layout: Layout;
+  repair: boolean;
+  positions: PositionClaims;
+  /** The manifest's position: lines added after it must hold later ones. */
+  manifestPosition: number;
+}
+
+/**
+ * Loads a stream from what the manifest recorded of it when its files still match: a file whose size, inode
+ * and time are as recorded is not read at all; a journal that grew is read from its last checkpoint on (that
+ * part checked line by line, and found to continue what was recorded). Anything else — no record, a file
+ * added, gone, replaced, shorter or rewritten, a snapshot that changed — is read in full as without a manifest.
+ */
+export async function loadStream(load: StreamLoad, stream: StreamId, names: StreamFileNames, record: ManifestStream | undefined): Promise<LoadedStream> {
+  const recorded = record && (await fromRecord(load, stream, names, record));
+  return recorded ?? scanStream(load, stream, names);
+}
+
+/** Reads a stream's snapshot and its whole journal, checking every line. */
+async function scanStream({ fs, layout, repair, positions }: StreamLoad, stream: StreamId, names: StreamFileNames): Promise<LoadedStream> {
+  const [snapshotPath, journalPath] = [layout.snapshot(stream), layout.journal(stream)];
+  const stamps = {
+    snapshot: names.snapshot ? await stampOf(fs, snapshotPath) : undefined,
+    journal: names.journal ? await stampOf(fs, journalPath) : undefined,
+  };
+  const stored = names.snapshot ? await readingFile(snapshotPath, () => readSnapshotFile(fs, snapshotPath, stream)) : undefined;
+  if (stored) positions.claim(stored.position, snapshotPath, 1);
+  const from = stored?.snapshot.revision ?? 0;
+  const journal = names.journal ? await readingFile(journalPath, () => scanJournal(fs, journalPath, stream, from, repair, positions)) : undefined;
+  const snapshot = stored && { revision: stored.snapshot.revision, position: stored.position, recordedAt: stored.recordedAt };
+  return { snapshot, journal, idsPending: false, stamps };
+}
+
+async function fromRecord(load: StreamLoad, stream: StreamId, names: StreamFileNames, record: ManifestStream): Promise<LoadedStream | undefined> {
+  const { fs, layout } = load;
+  const stamps: LoadedStream['stamps'] = {};
+  if (names.snapshot !== (record.snapshot !== undefined) || names.journal !== (record.journal !== undefined)) return undefined;
+  if (record.snapshot) {
+    const path = layout.snapshot(stream);
+    const now = await stampOf(fs, path);
+    if (!now) return undefined;
+    stamps.snapshot = now;
+    if (!unchanged(now, record.snapshot.stamp)) {
+      // Another file (a copy of the directory, or a newer snapshot): small, so read it and see whether it is the one recorded.
+      const stored = await readingFile(path, () => readSnapshotFile(fs, path, stream));
+      const { mark } = record.snapshot;
+      if (!stored || stored.snapshot.revision !== mark.revision || stored.position !== mark.position || stored.recordedAt !== mark.recordedAt) return undefined;
+    }
+  }
+  const snapshot = record.snapshot?.mark;
+  if (!record.journal) return { snapshot, journal: undefined, idsPending: false, stamps };
+  const path = layout.journal(stream);
+  const now = await stampOf(fs, path);
+  if (!now || now.size < record.journal.info.length) return undefined;
+  stamps.journal = now;
+  // Each load gets its own copy: the writer extends it in place.
+  const info = record.journal.info;
+  if (unchanged(now, record.journal.stamp)) {
+    return { snapshot, journal: { ...info, checkpoints: [...info.checkpoints], eventIds: new Map(), ino: now.ino }, idsPending: true, stamps };
+  }
+  const journal = await readingFile(path, () =>
+    resumeJournal(fs, path, stream, snapshot?.revision ?? 0, load.repair, load.positions, info, load.manifestPosition),
+  );
+  if (journal === 'stale') throw new StaleManifestError(path);
+  return journal && { snapshot, journal, idsPending: true, stamps };
+}
+
+/**
+ * A line written after the manifest holds a position that had settled before it: the manifest cannot explain
+ * the files (a line copied or moved, or a manifest from elsewhere), so open reads every file as without one.
+ */
+export class StaleManifestError extends Error {
+  constructor(path: string) {
+    super(`${path} holds a line added after the manifest at a position settled before it`);
+    this.name = 'StaleManifestError';
+  }
+}
