@@ -26,6 +26,7 @@ describeEventStoreConformance('fileStore', () => open(join(root, `store-${++coun
     return open(directory);
   },
   withClock: (clock) => fileStore({ directory: join(root, `store-${++count}`), clock }),
+  withObserver: (observer) => fileStore({ directory: join(root, `store-${++count}`), observer }),
   verify: true,
   follow: true,
   checkpoints: true,
