@@ -492,8 +492,10 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     health: () => run(() => projection.catchUp()),
 
     close: async () => {
+      if (closed) return;
       closed = true;
-      // Catch-ups in flight end between two records: what they applied so far is consistent and checkpointed.
+      // Catch-ups asked for by calls still in flight end between two records: what they applied is consistent, and
+      // the last checkpoint covers it (the follow kept the projection near the feed's end).
       projection.stop();
       await Promise.all([follower?.close(), projection.idle(), compactor?.close()]);
       await checkpoints?.close();
