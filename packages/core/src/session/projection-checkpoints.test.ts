@@ -59,9 +59,9 @@ async function answers(history: SessionHistory) {
   const heads = await history.commandHeads();
   const records = await Promise.all(list.map((record) => settled(history.get(record.id))));
   const restarts = [];
-  for (const record of list) {
-    const key = record.state['startIdempotencyId'];
-    if (typeof key !== 'string' || record.phase === 'complete') continue;
+  for (const record of records) {
+    const key = 'error' in record ? undefined : record.state['startIdempotencyId'];
+    if (typeof key !== 'string' || ('error' in record ? true : record.phase === 'complete')) continue;
     const again = await settled(history.start({ idempotencyId: key, startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' }));
     restarts.push('error' in again ? again : [again.value.id, again.created]);
   }
