@@ -141,7 +141,7 @@ describe.each(DURABLE_KINDS.map((kind) => [kind.name, kind] as const))('projecti
       await copyStore(store, copy);
       const text = await store.checkpoints?.load(CHECKPOINT_NAME);
       expect(text).toBeDefined();
-      await copy.checkpoints?.save(CHECKPOINT_NAME, text as string);
+      await copy.checkpoints?.save(CHECKPOINT_NAME, text as Uint8Array);
 
       const { loaded, fromCheckpoint, fromFeed } = await compareWithRebuilt(copy);
       expect(of(loaded, 'checkpointIgnored')).toEqual([expect.objectContaining({ reason: 'store' })]);

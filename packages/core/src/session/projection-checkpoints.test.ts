@@ -164,7 +164,7 @@ describe('projection checkpoints', () => {
       const first = await open(store);
       await fill(first.history, 'kept', 6);
       await first.history.close();
-      const text = (await store.checkpoints?.load(PROJECTION_CHECKPOINT_NAME)) as string;
+      const text = Buffer.from((await store.checkpoints?.load(PROJECTION_CHECKPOINT_NAME)) as Uint8Array).toString('utf8');
       const target = await tamper(store, text);
       const reopened = await open(target);
       const rebuilt = await open(target, { checkpoints: false });

@@ -39,7 +39,7 @@ export interface CheckpointLoadObservation {
   /** The feed position it covers: the open read the feed from the next one. */
   position: number;
   sessions: number;
-  /** Size of the checkpoint's text, in UTF-16 code units (about its bytes for ASCII data). */
+  /** Size of the checkpoint, in bytes. */
   size: number;
   durationMs: number;
 }
@@ -126,7 +126,8 @@ export class ProjectionCheckpoints {
     const usable = image as ProjectionImage;
     this.#projection.restore(usable);
     this.#savedPosition = usable.position;
-    this.#report.loaded({ position: usable.position, sessions: usable.sessions.length, size: data.length, durationMs: performance.now() - started });
+    const size = typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength;
+    this.#report.loaded({ position: usable.position, sessions: usable.sessions.length, size, durationMs: performance.now() - started });
   }
 
   /** Counts `changes` applied; starts a background save once enough have been. */
@@ -160,9 +161,9 @@ export class ProjectionCheckpoints {
     let size = 0;
     try {
       this.#storeId ??= await this.#slot.storeId();
-      const text = await encodeProjectionImage(image, this.#storeId);
-      size = text.length;
-      await this.#slot.save(PROJECTION_CHECKPOINT_NAME, text);
+      const bytes = await encodeProjectionImage(image, this.#storeId);
+      size = bytes.byteLength;
+      await this.#slot.save(PROJECTION_CHECKPOINT_NAME, bytes);
       this.#savedPosition = Math.max(this.#savedPosition, image.position);
       this.#report.saved({ position: image.position, sessions: image.sessions.length, size, durationMs: performance.now() - started });
     } catch (error) {

@@ -68,10 +68,11 @@ export interface RefusedCheckpoint {
 }
 
 /**
- * The checkpoint text of `image`: a header line (format, versions, store id, position, sha256 of the body) and a
- * JSON body. Serialised a slice of sessions at a time, yielding in between; the image must not change meanwhile.
+ * The checkpoint bytes of `image`: a header line (format, versions, store id, position, sha256 of the body) and a
+ * JSON body, UTF-8. Serialised a slice of sessions at a time, yielding in between; the image must not change
+ * meanwhile. Bytes rather than text: a slot stores and checks them without converting them.
  */
-export async function encodeProjectionImage(image: ProjectionImage, storeId: string): Promise<string> {
+export async function encodeProjectionImage(image: ProjectionImage, storeId: string): Promise<Uint8Array> {
   const hash = createHash('sha256');
   const parts: string[] = [];
   const add = (part: string) => {
@@ -97,7 +98,7 @@ export async function encodeProjectionImage(image: ProjectionImage, storeId: str
     sessions: image.sessions.length,
     sha256: hash.digest('hex'),
   };
-  return `${JSON.stringify(header)}\n${parts.join('')}`;
+  return Buffer.from(`${JSON.stringify(header)}\n${parts.join('')}`, 'utf8');
 }
 
 /**
@@ -106,12 +107,12 @@ export async function encodeProjectionImage(image: ProjectionImage, storeId: str
  * schema: that would cost more than the rest of the load.
  */
 export function decodeProjectionImage(data: CheckpointData, storeId: string): ProjectionImage | RefusedCheckpoint {
-  const text = typeof data === 'string' ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
-  const end = text.indexOf('\n');
+  const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  const end = bytes.indexOf(0x0a);
   if (end < 0) return damaged('the header line has no newline');
   let header: Partial<Header>;
   try {
-    header = JSON.parse(text.slice(0, end)) as Partial<Header>;
+    header = JSON.parse(bytes.toString('utf8', 0, end)) as Partial<Header>;
   } catch {
     return damaged('the header line is not JSON');
   }
@@ -129,11 +130,10 @@ export function decodeProjectionImage(data: CheckpointData, storeId: string): Pr
   if (header.storeId !== storeId) return { reason: 'store', message: `the checkpoint was saved in store ${String(header.storeId)}, not ${storeId}` };
   const { position, highestEnqueueOrder, last } = header;
   if (!wholeNumber(position) || !wholeNumber(highestEnqueueOrder) || !validMark(last, position)) return damaged('the header is not well-formed');
-  const body = text.slice(end + 1);
-  if (createHash('sha256').update(body).digest('hex') !== header.sha256) return damaged('the body does not match its sha256');
+  if (createHash('sha256').update(bytes.subarray(end + 1)).digest('hex') !== header.sha256) return damaged('the body does not match its sha256');
   let parsed: { catalog?: unknown; sessions?: unknown };
   try {
-    parsed = JSON.parse(body) as typeof parsed;
+    parsed = JSON.parse(bytes.toString('utf8', end + 1)) as typeof parsed;
   } catch {
     return damaged('the body is not JSON');
   }
