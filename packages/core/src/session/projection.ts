@@ -152,6 +152,12 @@ export class SessionProjection {
     return [...this.#sessions].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   }
 
+  /** Session streams in `phase`, in name order: filtered before sorting, so a few among many cost little. */
+  sessionsInPhase(phase: Phase): [StreamId, ProjectedStream<SessionStreamState>][] {
+    const found = [...this.#sessions].filter(([, projected]) => projected.state.record?.phase === phase);
+    return found.sort(([a], [b]) => compareText(a, b));
+  }
+
   /** The projected catalog. */
   catalog(): ProjectedStream<CatalogState> {
     return this.#catalog;

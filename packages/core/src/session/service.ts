@@ -348,9 +348,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     await checkpoints?.load();
     await projection.catchUp();
     if (readOnly) return;
-    for (const [stream, projected] of projection.sessions()) {
-      if (projected.state.record?.phase === 'complete') await completions.finish(stream);
-    }
+    for (const [stream] of projection.sessionsInPhase('complete')) await completions.finish(stream);
   });
   const follow = store.follow;
   if (options.follow !== false && typeof follow === 'function') {
@@ -463,8 +461,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       run(async () => {
         await projection.catchUp();
         const released: string[] = [];
-        for (const [stream, projected] of projection.sessions()) {
-          if (projected.state.record?.phase !== 'ingress_in_progress') continue;
+        for (const [stream] of projection.sessionsInPhase('ingress_in_progress')) {
           const result = await mutate(stream, (state, at) => decideReleaseInterruptedIngress(state, at, decisionOptions));
           if (result.events.length > 0) released.push(sessionIdOfStream(stream) ?? stream);
         }
