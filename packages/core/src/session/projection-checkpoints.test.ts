@@ -263,3 +263,40 @@ async function feedPositions(store: EventStore): Promise<number[]> {
   for await (const record of store.readAll()) positions.push(record.position);
   return positions;
 }
+
+describe('closing the service', () => {
+  it('stops a catch-up in flight between two records: close does not wait for the rest of the feed, the query gets the closed error', async () => {
+    const inner = memoryStore();
+    const writer = await open(inner, { checkpoints: false });
+    await fill(writer.history, 'long', 10);
+    await writer.history.close();
+    const total = (await feedPositions(inner)).length;
+
+    let yielded = 0;
+    let slow = false;
+    const store: EventStore = {
+      ...inner,
+      readAll: (options) =>
+        (async function* () {
+          for await (const record of inner.readAll(options)) {
+            // Once slowed, each record takes a turn of the event loop: a long feed, read while close() runs.
+            if (slow) await new Promise((resolve) => setImmediate(resolve));
+            yielded++;
+            yield record;
+          }
+        })(),
+    };
+    const reader = await open(store, { checkpoints: false, follow: false });
+    // Another writer moves the feed on; the next query has all of it to read again from a projection at 0.
+    const more = await open(inner, { checkpoints: false });
+    await fill(more.history, 'more', 10);
+    await more.history.close();
+    slow = true;
+    yielded = 0;
+    const listing = reader.history.list();
+    await new Promise((resolve) => setImmediate(resolve));
+    await reader.history.close();
+    await expect(listing).rejects.toMatchObject({ code: 'invalid_request', message: 'Session History is closed.' });
+    expect(yielded).toBeLessThan((await feedPositions(inner)).length - total);
+  });
+});
