@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { copyStore, openSessionHistory, type EventStore, type SessionHistory, type SessionHistoryObserver, type SessionHistoryOptions } from '@sessionfold/core';
+import {
+  copyStore,
+  openSessionHistory,
+  type EventStore,
+  type SessionHistory,
+  type SessionHistoryObserver,
+  type SessionHistoryOptions,
+} from '@sessionfold/core';
 import { fileStore } from '@sessionfold/store-file';
 import { sqliteStore } from '@sessionfold/store-sqlite';
 import { propertyParameters } from './calls.fixture.js';
@@ -56,7 +63,8 @@ async function answers(history: SessionHistory) {
   for (const record of list) {
     // The summaries leave the start key out; the full record has it.
     const key = record.phase === 'complete' ? undefined : (await history.get(record.id)).state['startIdempotencyId'];
-    if (typeof key === 'string') starts.push(await observe(async () => (({ value, created }) => [value.id, created])(await history.start({ idempotencyId: key, ...START }))));
+    if (typeof key === 'string')
+      starts.push(await observe(async () => (({ value, created }) => [value.id, created])(await history.start({ idempotencyId: key, ...START }))));
   }
   const repeats = [];
   for (const head of heads) {
@@ -194,7 +202,9 @@ describe('the projection follows the store', () => {
       const end = (await feedPositions(other)).at(-1) as number;
       await until(() => of(watcher.calls, 'projectionCaughtUp').some((caughtUp) => caughtUp.source === 'follow' && (caughtUp.position as number) >= end));
       expect(of(watcher.calls, 'projectionCaughtUp').filter((caughtUp) => caughtUp.source === 'catch-up')).toEqual([]);
-      expect((await watcher.history.list()).map((record) => record.id)).toEqual([(await writer.start({ idempotencyId: 'seen-without-a-call', ...START })).value.id]);
+      expect((await watcher.history.list()).map((record) => record.id)).toEqual([
+        (await writer.start({ idempotencyId: 'seen-without-a-call', ...START })).value.id,
+      ]);
 
       await watcher.history.close();
       const heard = watcher.calls.length;

@@ -16,6 +16,10 @@ function recording(): { observer: Required<SessionHistoryObserver>; calls: [stri
       compaction: record('compaction'),
       conflictRetried: record('conflictRetried'),
       projectionCaughtUp: record('projectionCaughtUp'),
+      checkpointLoaded: record('checkpointLoaded'),
+      checkpointIgnored: record('checkpointIgnored'),
+      checkpointSaved: record('checkpointSaved'),
+      followFailed: record('followFailed'),
     },
   };
 }

@@ -36,7 +36,8 @@ async function fill(history: SessionHistory, tag: string, count: number): Promis
     if (index % 3 === 1) await history.claimCommand(first.value.id, { worker: 'w', leaseMs: 60_000 });
     if (index % 3 === 2) await history.completeCommand((await history.claimCommand(first.value.id)).id, { outcome: { ok: true } });
     if (index % 4 === 3) await history.stop(session.id);
-    if (index % 5 === 4) await history.complete(session.id, { expectedVersion: (await history.get(session.id)).version, state: { sessionObjectId: `${tag}-object-${index}` } });
+    if (index % 5 === 4)
+      await history.complete(session.id, { expectedVersion: (await history.get(session.id)).version, state: { sessionObjectId: `${tag}-object-${index}` } });
   }
 }
 

@@ -130,7 +130,12 @@ export function decodeProjectionImage(data: CheckpointData, storeId: string): Pr
   if (header.storeId !== storeId) return { reason: 'store', message: `the checkpoint was saved in store ${String(header.storeId)}, not ${storeId}` };
   const { position, highestEnqueueOrder, last } = header;
   if (!wholeNumber(position) || !wholeNumber(highestEnqueueOrder) || !validMark(last, position)) return damaged('the header is not well-formed');
-  if (createHash('sha256').update(bytes.subarray(end + 1)).digest('hex') !== header.sha256) return damaged('the body does not match its sha256');
+  if (
+    createHash('sha256')
+      .update(bytes.subarray(end + 1))
+      .digest('hex') !== header.sha256
+  )
+    return damaged('the body does not match its sha256');
   let parsed: { catalog?: unknown; sessions?: unknown };
   try {
     parsed = JSON.parse(bytes.toString('utf8', end + 1)) as typeof parsed;
@@ -138,7 +143,8 @@ export function decodeProjectionImage(data: CheckpointData, storeId: string): Pr
     return damaged('the body is not JSON');
   }
   const catalog = parsed.catalog as ProjectedStream<CatalogState> | undefined;
-  if (!isProjected(catalog) || !Array.isArray(catalog.state.receipts) || !catalog.state.receipts.every(isReceipt)) return damaged('the catalog is not well-formed');
+  if (!isProjected(catalog) || !Array.isArray(catalog.state.receipts) || !catalog.state.receipts.every(isReceipt))
+    return damaged('the catalog is not well-formed');
   if (!Array.isArray(parsed.sessions) || parsed.sessions.length !== header.sessions) return damaged('the session list is not well-formed');
   const sessions = new Array<readonly [StreamId, ProjectedStream<SessionStreamState>]>(parsed.sessions.length);
   for (let index = 0; index < parsed.sessions.length; index++) {
@@ -172,11 +178,7 @@ function isProjected(value: unknown): value is ProjectedStream<Record<string, un
 function validMark(mark: unknown, position: number): mark is FeedMark | null | undefined {
   if (mark === null || mark === undefined) return position === 0;
   return (
-    isObject(mark) &&
-    mark['position'] === position &&
-    typeof mark['streamId'] === 'string' &&
-    wholeNumber(mark['revision']) &&
-    typeof mark['type'] === 'string'
+    isObject(mark) && mark['position'] === position && typeof mark['streamId'] === 'string' && wholeNumber(mark['revision']) && typeof mark['type'] === 'string'
   );
 }
 

@@ -352,7 +352,11 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   });
   const follow = store.follow;
   if (options.follow !== false && typeof follow === 'function') {
-    follower = new ProjectionFollower((followOptions) => follow.call(store, followOptions), projection, (error) => observe('followFailed', { error }));
+    follower = new ProjectionFollower(
+      (followOptions) => follow.call(store, followOptions),
+      projection,
+      (error) => observe('followFailed', { error }),
+    );
   }
 
   const service: SessionHistory = {
