@@ -38,26 +38,35 @@ export function checkpointPolicy(option: unknown): CheckpointPolicy | false {
 export interface CheckpointLoadObservation {
   /** The feed position it covers: the open read the feed from the next one. */
   position: number;
+  /** Sessions it held. */
   sessions: number;
-  /** Size of the checkpoint, in bytes. */
+  /** Its size in bytes. */
   size: number;
+  /** Time to load, check and restore it. */
   durationMs: number;
 }
 
 /** A checkpoint the service did not use (the projection was rebuilt from the feed), and why. */
 export interface CheckpointIgnoredObservation {
+  /** Why, as a stable string. */
   reason: CheckpointIgnoredReason;
+  /** What was wrong, for a log. */
   message: string;
-  /** The store's error, when loading it failed (`unreadable`). */
+  /** The store's error, when loading the checkpoint or reading the feed failed (`unreadable`). */
   error?: SessionHistoryError;
 }
 
 /** A background save finished, or failed (`error` set: the previous checkpoint stays; the next save is tried later). */
 export interface CheckpointSaveObservation {
+  /** The feed position the checkpoint covers. */
   position: number;
+  /** Sessions it holds. */
   sessions: number;
+  /** Its size in bytes (0 when the save failed before it was serialised). */
   size: number;
+  /** Time to serialise and save it. */
   durationMs: number;
+  /** Why the save failed, the store's error as `cause`. */
   error?: SessionHistoryError;
 }
 

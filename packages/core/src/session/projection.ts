@@ -17,6 +17,7 @@ export interface CatchUpObservation {
   changes: number;
   /** The feed position reached. */
   position: number;
+  /** Time the catch-up or batch took. */
   durationMs: number;
   /** `catch-up`: read because a call asked for it; `follow`: pushed by the store's `follow` in the background. */
   source: 'catch-up' | 'follow';
