@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -158,6 +158,38 @@ describe.each(DURABLE_KINDS.map((kind) => [kind.name, kind] as const))('projecti
     } finally {
       await subject.dispose(store);
       await copySubject.dispose(copy);
+    }
+  });
+});
+
+describe('a checkpoint damaged on disk', () => {
+  it('in a file store is ignored (the slot refuses it) and the projection rebuilt with the same answers', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'sessionfold-cross-checkpoint-damage-'));
+    const openStore = () => fileStore({ directory: join(dir, 'store') });
+    try {
+      const store = await openStore();
+      const { history } = await openObserved(store);
+      await fill(history, 'damaged', 4);
+      await history.list();
+      await history.close();
+      await store.close();
+      const path = join(dir, 'store', 'checkpoints', CHECKPOINT_NAME);
+      const bytes = await readFile(path);
+      // A byte of the body (after the header line) changed, as a bad sector or a stray write would.
+      const at = bytes.indexOf(0x0a) + 200;
+      bytes[at] = (bytes[at] as number) ^ 0x01;
+      await writeFile(path, bytes);
+      const reopened = await openStore();
+      try {
+        const { loaded, fromCheckpoint, fromFeed } = await compareWithRebuilt(reopened);
+        expect(of(loaded, 'checkpointIgnored')).toEqual([expect.objectContaining({ reason: 'unreadable' })]);
+        expect(of(loaded, 'checkpointLoaded')).toEqual([]);
+        expect(fromCheckpoint).toEqual(fromFeed);
+      } finally {
+        await reopened.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
