@@ -193,8 +193,9 @@ export interface SessionHistory {
 }
 
 /**
- * Opens the service on `store`: builds the cross-session projection from the change feed and finishes
- * any completion a crash interrupted (receipt recorded, start key released, stream deleted).
+ * Opens the service on `store`: builds the cross-session projection from its checkpoint and the change feed after
+ * it (the whole feed without one) and finishes any completion a crash interrupted (receipt recorded, start key
+ * released, stream deleted).
  */
 export async function openSessionHistory(options: SessionHistoryOptions): Promise<SessionHistory> {
   if (typeof options !== 'object' || options === null || typeof options.store?.append !== 'function') {
