@@ -111,8 +111,10 @@ export interface SessionHistoryOptions {
    */
   checkpoints?: CheckpointPolicy | false;
   /**
-   * Whether the projection follows the store's change feed in the background (default true, for stores with
-   * `follow`), so another process's writes reach it without a call. Queries still catch up as before.
+   * Whether the projection follows the store's change feed in the background (for stores with `follow`), so
+   * another process's writes reach it without a call; queries still catch up as before. Default: true, but false
+   * with `readOnly`, which mostly serves short looks (following a read-only file-store view opens views of the
+   * whole store): pass `follow: true` to keep a long-lived read-only view live.
    */
   follow?: boolean;
   /** Hooks for the application's logger and metrics (appends, compactions, conflicts, catch-ups, checkpoints); none by default. */
@@ -352,7 +354,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     for (const [stream] of projection.sessionsInPhase('complete')) await completions.finish(stream);
   });
   const follow = store.follow;
-  if (options.follow !== false && typeof follow === 'function') {
+  if ((options.follow ?? !readOnly) && typeof follow === 'function') {
     follower = new ProjectionFollower(
       (followOptions) => follow.call(store, followOptions),
       projection,
