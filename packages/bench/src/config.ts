@@ -24,6 +24,13 @@ export interface Volumes {
   compactionEvents: number;
   /** Sessions in the store opened cold. */
   coldOpenSessions: number;
+  /** Sessions of the two stores `open-history-depth` compares, and the events each session of the deep one holds. */
+  depthSessions: number;
+  depthEvents: number;
+  /** Sessions in the store `open-many` opens. */
+  manySessions: number;
+  /** Timed opens of each store in the open scenarios (alternating where two are compared); the median counts. */
+  openRepeats: number;
   /** Session counts compared by the scaling scenario, and calls timed at each. */
   scalingSmall: number;
   scalingLarge: number;
@@ -47,6 +54,10 @@ export const QUICK: Volumes = {
   transcriptRounds: 6,
   compactionEvents: 50_000,
   coldOpenSessions: 1_000,
+  depthSessions: 1_000,
+  depthEvents: 50,
+  manySessions: 10_000,
+  openRepeats: 5,
   scalingSmall: 10,
   scalingLarge: 1_000,
   scalingCalls: 50,
@@ -68,6 +79,10 @@ export const FULL: Volumes = {
   transcriptRounds: 20,
   compactionEvents: 100_000,
   coldOpenSessions: 10_000,
+  depthSessions: 10_000,
+  depthEvents: 50,
+  manySessions: 100_000,
+  openRepeats: 5,
   scalingSmall: 10,
   scalingLarge: 10_000,
   scalingCalls: 300,
@@ -89,6 +104,10 @@ export const TINY: Volumes = {
   transcriptRounds: 2,
   compactionEvents: 200,
   coldOpenSessions: 5,
+  depthSessions: 3,
+  depthEvents: 3,
+  manySessions: 5,
+  openRepeats: 1,
   scalingSmall: 2,
   scalingLarge: 5,
   scalingCalls: 3,

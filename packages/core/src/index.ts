@@ -58,6 +58,15 @@ export { openSessionHistory, type Created, type SessionHistory, type SessionHist
 export { SessionHistoryError, type SessionHistoryErrorCode } from './session/errors.js';
 export { replaySession } from './session/replay.js';
 export { DEFAULT_COMPACTION_POLICY, type CompactionObservation, type CompactionPolicy } from './session/compaction.js';
+export {
+  DEFAULT_CHECKPOINT_POLICY,
+  type CheckpointIgnoredObservation,
+  type CheckpointLoadObservation,
+  type CheckpointPolicy,
+  type CheckpointSaveObservation,
+} from './session/projection-checkpoints.js';
+export type { CheckpointIgnoredReason } from './session/projection-image.js';
+export type { CatchUpObservation } from './session/projection.js';
 export { DEFAULT_INGRESS_POLICY, type IngressPolicy } from './session/ingress-policy.js';
 export type { SessionHistoryObserver } from './session/observer.js';
 export type { StoredObject, TranscriptEntry } from './session/view.js';

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { expect } from 'vitest';
 import { describeCall, type Call } from './calls.js';
 import { callArbitrary, commandsConstraints, PREAMBLE } from './calls.fixture.js';
-import { SessionRunner, type Step } from './runner.js';
+import { SessionRunner, type ServiceOptions, type Step } from './runner.js';
 import type { StoreKind } from './subjects.js';
 
 /** The error codes a service call may answer with; anything else (storage, corruption, a foreign error) is a failure. */
@@ -58,10 +58,10 @@ class CallOnEveryStore implements fc.AsyncCommand<object, Stores> {
   }
 }
 
-async function openStores(kinds: readonly StoreKind[]): Promise<Stores> {
+async function openStores(kinds: readonly StoreKind[], options: readonly ServiceOptions[]): Promise<Stores> {
   const runners: SessionRunner[] = [];
   try {
-    for (const kind of kinds) runners.push(await SessionRunner.open(kind.subject()));
+    for (const [index, kind] of kinds.entries()) runners.push(await SessionRunner.open(kind.subject(), options[index]));
   } catch (error) {
     await Promise.all(runners.map((runner) => runner.dispose()));
     throw error;
@@ -70,8 +70,8 @@ async function openStores(kinds: readonly StoreKind[]): Promise<Stores> {
 }
 
 /** Runs `body` on fresh stores of every kind, then checks what they hold at the end, and removes them. */
-async function onFreshStores(kinds: readonly StoreKind[], body: (stores: Stores) => Promise<void>): Promise<void> {
-  const stores = await openStores(kinds);
+async function onFreshStores(kinds: readonly StoreKind[], body: (stores: Stores) => Promise<void>, options: readonly ServiceOptions[] = []): Promise<void> {
+  const stores = await openStores(kinds, options);
   const { runners } = stores;
   try {
     for (const call of PREAMBLE) await new CallOnEveryStore(call).runOn(stores);
@@ -90,13 +90,13 @@ async function onFreshStores(kinds: readonly StoreKind[], body: (stores: Stores)
 
 /**
  * The equivalence property: after the preamble, a random sequence of calls runs on every store of `kinds`
- * (fresh ones per run). Each call must answer identically everywhere and commit the same changes; at the
- * end, after reopening, the service must answer as before and the stores must hold the same streams,
- * folded states, blobs and change feed.
+ * (fresh ones per run), the service on the i-th opened with `options[i]` (default: none). Each call must answer
+ * identically everywhere and commit the same changes; at the end, after reopening, the service must answer as
+ * before and the stores must hold the same streams, folded states, blobs and change feed.
  */
-export function equivalenceProperty(kinds: readonly StoreKind[], maxCommands = 40) {
+export function equivalenceProperty(kinds: readonly StoreKind[], maxCommands = 40, options: readonly ServiceOptions[] = []) {
   return fc.asyncProperty(fc.commands([callArbitrary.map((call) => new CallOnEveryStore(call))], commandsConstraints(maxCommands)), (commands) =>
-    onFreshStores(kinds, (stores) => fc.asyncModelRun(() => ({ model: {}, real: stores }), commands)),
+    onFreshStores(kinds, (stores) => fc.asyncModelRun(() => ({ model: {}, real: stores }), commands), options),
   );
 }
 

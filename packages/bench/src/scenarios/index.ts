@@ -2,6 +2,7 @@ import type { Scenario } from '../scenario.js';
 import { appendBatch, appendInFlightManyStreams, appendInFlightOneStream, appendSingle } from './append.js';
 import { cliReads } from './cli.js';
 import { compaction } from './compaction.js';
+import { openHistoryDepth, openManySessions } from './open.js';
 import { readAllStreams, replayStream } from './replay.js';
 import { coldOpen, serviceConcurrentTranscript, serviceRoundTrip, serviceScaling } from './service.js';
 
@@ -15,6 +16,8 @@ export const SCENARIOS: readonly Scenario[] = [
   readAllStreams,
   compaction,
   coldOpen,
+  openHistoryDepth,
+  openManySessions,
   serviceRoundTrip,
   serviceConcurrentTranscript,
   serviceScaling,

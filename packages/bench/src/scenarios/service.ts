@@ -1,3 +1,4 @@
+import type { EventStore } from '@sessionfold/core';
 import type { Measurement, Scenario, ScenarioContext } from '../scenario.js';
 import type { SessionDriver, SessionService } from '../service-api.js';
 import { alternate, perSecond, summarize, timeInFlight, timeSequential, type Timed } from '../stats.js';
@@ -10,22 +11,27 @@ async function service(context: ScenarioContext): Promise<SessionService> {
   return found;
 }
 
-/** Starts `count` sessions with 64 calls in flight (setup, untimed); resolves to their ids. */
-async function startMany(driver: SessionDriver, count: number, prefix: string): Promise<string[]> {
+/** Starts `count` sessions with `inFlight` calls in flight (setup, untimed); resolves to their ids. */
+export async function startMany(driver: SessionDriver, count: number, prefix: string, inFlight = 64): Promise<string[]> {
   const ids = new Array<string>(count);
-  await timeInFlight(count, Math.min(64, count), async (_worker, _call, index) => {
+  await timeInFlight(count, Math.min(inFlight, count), async (_worker, _call, index) => {
     ids[index] = await driver.start(`${prefix}-${index}`);
   });
   return ids;
 }
 
 /** Opens store + service in `dir`, runs `body`, closes both. */
-async function withService<T>(context: ScenarioContext, subject: StoreSubject, dir: string, body: (driver: SessionDriver) => Promise<T>): Promise<T> {
+export async function withService<T>(
+  context: ScenarioContext,
+  subject: StoreSubject,
+  dir: string,
+  body: (driver: SessionDriver, store: EventStore) => Promise<T>,
+): Promise<T> {
   const store = await subject.open(dir);
   try {
     const driver = await (await service(context)).open(store);
     try {
-      return await body(driver);
+      return await body(driver, store);
     } finally {
       await driver.close();
     }

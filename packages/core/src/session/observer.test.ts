@@ -16,6 +16,10 @@ function recording(): { observer: Required<SessionHistoryObserver>; calls: [stri
       compaction: record('compaction'),
       conflictRetried: record('conflictRetried'),
       projectionCaughtUp: record('projectionCaughtUp'),
+      checkpointLoaded: record('checkpointLoaded'),
+      checkpointIgnored: record('checkpointIgnored'),
+      checkpointSaved: record('checkpointSaved'),
+      followFailed: record('followFailed'),
     },
   };
 }
@@ -27,7 +31,8 @@ describe('the service observer', () => {
 
   it('hears of each committed append, with the calls it carried, and of each catch-up that applied changes', async () => {
     const { observer, calls } = recording();
-    const { history } = await openTestHistory({ observer, compaction: false });
+    // Without the background follow, only the catch-up of the query below applies the changes.
+    const { history } = await openTestHistory({ observer, compaction: false, follow: false });
     const session = await startConversation(history, 'observed');
     const stream = sessionStream(session.id);
     await Promise.all(Array.from({ length: 10 }, (_, index) => history.appendTranscript(session.id, { role: 'user-message', text: `${index}` })));
@@ -39,7 +44,7 @@ describe('the service observer', () => {
 
     const caughtUp = of(calls, 'projectionCaughtUp').length;
     await history.list();
-    expect(of(calls, 'projectionCaughtUp').slice(caughtUp)).toEqual([{ changes: 12, position: 12, durationMs: expect.any(Number) }]);
+    expect(of(calls, 'projectionCaughtUp').slice(caughtUp)).toEqual([{ changes: 12, position: 12, durationMs: expect.any(Number), source: 'catch-up' }]);
     await history.list();
     expect(of(calls, 'projectionCaughtUp').length).toBe(caughtUp + 1);
   });

@@ -1,6 +1,8 @@
 import { observerCaller, type ObserverCall } from '../kernel/observer.js';
 import type { StreamId } from '../kernel/port.js';
 import type { CompactionObservation } from './compaction.js';
+import type { CatchUpObservation } from './projection.js';
+import type { CheckpointIgnoredObservation, CheckpointLoadObservation, CheckpointSaveObservation } from './projection-checkpoints.js';
 import { SessionHistoryError } from './errors.js';
 
 /**
@@ -15,11 +17,31 @@ export interface SessionHistoryObserver {
   compaction?(compaction: CompactionObservation): void;
   /** An append found `stream` changed by another process and is decided again; `attempt` counts from 1 per write. */
   conflictRetried?(conflict: { stream: StreamId; attempt: number }): void;
-  /** The cross-session projection applied `changes` feed records (its lag), reaching feed `position`. */
-  projectionCaughtUp?(catchUp: { changes: number; position: number; durationMs: number }): void;
+  /**
+   * The cross-session projection applied `changes` feed records (its lag), reaching feed `position`: a catch-up a
+   * call asked for (`source: 'catch-up'`), or records the store's `follow` pushed (`source: 'follow'`).
+   */
+  projectionCaughtUp?(catchUp: CatchUpObservation): void;
+  /** The open started from the checkpoint saved at feed `position`, and read only the feed after it. */
+  checkpointLoaded?(load: CheckpointLoadObservation): void;
+  /** The open found no usable checkpoint (`reason` says why) and rebuilt the projection from the whole feed. */
+  checkpointIgnored?(ignored: CheckpointIgnoredObservation): void;
+  /** A checkpoint save finished, or failed (`error` set; the previous checkpoint stays, the next save comes later). */
+  checkpointSaved?(save: CheckpointSaveObservation): void;
+  /** Following the store's feed failed; it starts again from the projection's position a second later. */
+  followFailed?(failure: { error: SessionHistoryError }): void;
 }
 
-const HOOKS = ['appendCommitted', 'compaction', 'conflictRetried', 'projectionCaughtUp'] as const;
+const HOOKS = [
+  'appendCommitted',
+  'compaction',
+  'conflictRetried',
+  'projectionCaughtUp',
+  'checkpointLoaded',
+  'checkpointIgnored',
+  'checkpointSaved',
+  'followFailed',
+] as const;
 
 /** Checks the `observer` option and returns a caller of its hooks that never throws. */
 export function observerOf(option: unknown): ObserverCall<SessionHistoryObserver> {

@@ -3,14 +3,24 @@ import { prepareReducer } from '../kernel/versioning.js';
 import { DELETED_RECORD, SNAPSHOT_RECORD, type EventStore, type RecordedEvent, type Snapshot, type StreamId } from '../kernel/port.js';
 import { CATALOG_STREAM, SESSION_STREAM_PREFIX, sessionIdOfStream } from './ids.js';
 import { isOpenCommand } from './decisions.js';
+import { SessionHistoryError, messages } from './errors.js';
 import type { CatalogState, Phase, SessionCommand, SessionRecord, SessionStreamState } from './model.js';
+import type { FeedMark, ProjectedStream, ProjectionImage } from './projection-image.js';
 import { catalogReducer, sessionSummaryReducer } from './reducer.js';
 import { receiptRecord, summaryRecord } from './view.js';
 
-/** A stream's folded state and the revision it reflects. */
-export interface ProjectedStream<S> {
-  revision: number;
-  state: S;
+export type { ProjectedStream } from './projection-image.js';
+
+/** What the projection tells of each catch-up or batch of followed changes that applied something. */
+export interface CatchUpObservation {
+  /** Feed records applied: how far behind the projection was. */
+  changes: number;
+  /** The feed position reached. */
+  position: number;
+  /** Time the catch-up or batch took. */
+  durationMs: number;
+  /** `catch-up`: read because a call asked for it; `follow`: pushed by the store's `follow` in the background. */
+  source: 'catch-up' | 'follow';
 }
 
 /**
@@ -28,14 +38,60 @@ export class SessionProjection {
   readonly #noted = new Map<string, StreamId>();
   #highestEnqueueOrder = 0;
   #lastPosition = 0;
+  #last: FeedMark | null = null;
   #queue: Promise<void> = Promise.resolve();
+  /** Fired by `stop`: catch-ups end between two records, so closing never waits for a long one. */
+  readonly #stopping = new AbortController();
 
-  readonly #caughtUp: (catchUp: { changes: number; position: number; durationMs: number }) => void;
+  readonly #caughtUp: (catchUp: CatchUpObservation) => void;
 
   /** `caughtUp` hears of every catch-up that applied changes. */
-  constructor(store: EventStore, caughtUp: (catchUp: { changes: number; position: number; durationMs: number }) => void = () => undefined) {
+  constructor(store: EventStore, caughtUp: (catchUp: CatchUpObservation) => void = () => undefined) {
     this.#store = store;
     this.#caughtUp = caughtUp;
+  }
+
+  /** The last feed position applied. */
+  position(): number {
+    return this.#lastPosition;
+  }
+
+  /** How many sessions the projection holds. */
+  size(): number {
+    return this.#sessions.size;
+  }
+
+  /**
+   * The projection as it stands, for a checkpoint. Every change replaces whole states (never edits one in place)
+   * and moves the position in the same step, so the image stays consistent while the projection moves on.
+   */
+  image(): ProjectionImage {
+    return {
+      position: this.#lastPosition,
+      last: this.#last,
+      highestEnqueueOrder: this.#highestEnqueueOrder,
+      sessions: [...this.#sessions],
+      catalog: this.#catalog,
+    };
+  }
+
+  /** Starts from a checkpoint's image instead of the feed's beginning; only before the first catch-up. */
+  restore(image: ProjectionImage): void {
+    this.#sessions.clear();
+    this.#commandStreams.clear();
+    this.#highestEnqueueOrder = image.highestEnqueueOrder;
+    for (const [stream, projected] of image.sessions) {
+      this.#sessions.set(stream, projected);
+      this.#index(stream, undefined, projected);
+    }
+    this.#catalog = image.catalog;
+    this.#lastPosition = image.position;
+    this.#last = image.last;
+  }
+
+  /** Ends catch-ups in flight between two records and refuses later ones (with the service's `closed` error). */
+  stop(): void {
+    this.#stopping.abort();
   }
 
   /**
@@ -43,10 +99,32 @@ export class SessionProjection {
    * and each one reads the feed afresh, so it returns only after seeing what was committed before it began.
    */
   catchUp(): Promise<void> {
-    const run = this.#queue.then(
-      () => this.#readFeed(),
-      () => this.#readFeed(),
-    );
+    return this.#enqueue(() => this.#readFeed());
+  }
+
+  /**
+   * Applies records the store's `follow` yielded, in the catch-ups' queue: `take` hands over those read so far
+   * and is called again until it returns none. Records at or before the position reached are skipped: a
+   * catch-up may have applied them already.
+   */
+  applyFollowed(take: () => readonly RecordedEvent[]): Promise<void> {
+    return this.#enqueue(async () => {
+      const started = performance.now();
+      let changes = 0;
+      for (let batch = take(); batch.length > 0; batch = take()) {
+        for (const record of batch) {
+          if (this.#stopping.signal.aborted) return;
+          if (record.position <= this.#lastPosition) continue;
+          await this.#apply(record);
+          changes++;
+        }
+      }
+      if (changes > 0) this.#caughtUp({ changes, position: this.#lastPosition, durationMs: performance.now() - started, source: 'follow' });
+    });
+  }
+
+  #enqueue(task: () => Promise<void>): Promise<void> {
+    const run = this.#queue.then(task, task);
     this.#queue = run.catch(() => undefined);
     return run;
   }
@@ -73,6 +151,12 @@ export class SessionProjection {
   /** Session streams in name order with their projected state. */
   sessions(): [StreamId, ProjectedStream<SessionStreamState>][] {
     return [...this.#sessions].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  }
+
+  /** Session streams in `phase`, in name order: filtered before sorting, so a few among many cost little. */
+  sessionsInPhase(phase: Phase): [StreamId, ProjectedStream<SessionStreamState>][] {
+    const found = [...this.#sessions].filter(([, projected]) => projected.state.record?.phase === phase);
+    return found.sort(([a], [b]) => compareText(a, b));
   }
 
   /** The projected catalog. */
@@ -133,33 +217,40 @@ export class SessionProjection {
   }
 
   async #readFeed(): Promise<void> {
+    const stopping = this.#stopping.signal;
+    if (stopping.aborted) throw SessionHistoryError.invalid(messages.closed);
     const noted = [...this.#noted.keys()];
     const started = performance.now();
     let changes = 0;
     for await (const record of this.#store.readAll({ fromPosition: this.#lastPosition + 1 })) {
+      if (stopping.aborted) throw SessionHistoryError.invalid(messages.closed);
+      // The store's follow may have delivered this one while the read was under way.
+      if (record.position <= this.#lastPosition) continue;
       await this.#apply(record);
-      this.#lastPosition = record.position;
       changes++;
     }
     for (const commandId of noted) this.#noted.delete(commandId);
-    if (changes > 0) this.#caughtUp({ changes, position: this.#lastPosition, durationMs: performance.now() - started });
+    if (changes > 0) this.#caughtUp({ changes, position: this.#lastPosition, durationMs: performance.now() - started, source: 'catch-up' });
   }
 
+  /** Applies one feed record; the state and the position move together, with no wait in between. */
   async #apply(record: RecordedEvent): Promise<void> {
     const stream = record.streamId;
     if (stream === CATALOG_STREAM) {
       const next = await this.#follow(stream, this.#catalog, catalogReducer, record);
       this.#catalog = next ?? { revision: 0, state: catalogReducer.initial(stream) };
-      return;
+    } else if (stream.startsWith(SESSION_STREAM_PREFIX) && sessionIdOfStream(stream) !== undefined) {
+      const previous = this.#sessions.get(stream);
+      const next = await this.#follow(stream, previous, sessionSummaryReducer, record);
+      if (next !== previous) {
+        this.#unindex(stream, previous, next);
+        if (next) this.#sessions.set(stream, next);
+        else this.#sessions.delete(stream);
+        this.#index(stream, previous, next);
+      }
     }
-    if (!stream.startsWith(SESSION_STREAM_PREFIX) || sessionIdOfStream(stream) === undefined) return;
-    const previous = this.#sessions.get(stream);
-    const next = await this.#follow(stream, previous, sessionSummaryReducer, record);
-    if (next === previous) return;
-    this.#unindex(stream, previous, next);
-    if (next) this.#sessions.set(stream, next);
-    else this.#sessions.delete(stream);
-    this.#index(stream, previous, next);
+    this.#lastPosition = record.position;
+    this.#last = { position: record.position, streamId: stream, revision: record.revision, type: record.type };
   }
 
   /** The stream's projection after `record`; undefined once the stream is deleted. */

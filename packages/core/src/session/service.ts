@@ -62,6 +62,8 @@ import {
 } from './inputs.js';
 import type { CatalogState, LogEntry, SessionCommand, SessionRecord, SessionStreamState, StartKeyState } from './model.js';
 import { SessionProjection } from './projection.js';
+import { ProjectionCheckpoints, checkpointPolicy, type CheckpointPolicy } from './projection-checkpoints.js';
+import { ProjectionFollower } from './projection-follower.js';
 import { BackgroundCompaction, compactionPolicy, type CompactionPolicy } from './compaction.js';
 import { ingressPolicy, type IngressPolicy } from './ingress-policy.js';
 import { CompletionSteps } from './completion.js';
@@ -99,7 +101,23 @@ export interface SessionHistoryOptions {
    * decided, so sessions failed under another policy keep their recorded attempts and times.
    */
   ingressPolicy?: Partial<IngressPolicy>;
-  /** Hooks for the application's logger and metrics (appends, compactions, conflicts, catch-ups); none by default. */
+  /**
+   * Checkpoints of the cross-session projection in the store's checkpoint slot (`store.checkpoints`; a store
+   * without one rebuilds the projection from the whole feed at every open). Default `DEFAULT_CHECKPOINT_POLICY`:
+   * saved in the background every 1,000 changes applied (or every as many changes as there are sessions, when
+   * more) and at `close()`; loaded at open, which then reads only the feed after it. A checkpoint that is missing,
+   * damaged, of another version or store, or ahead of the store's feed is ignored and the projection rebuilt.
+   * `false` neither loads nor saves.
+   */
+  checkpoints?: CheckpointPolicy | false;
+  /**
+   * Whether the projection follows the store's change feed in the background (for stores with `follow`), so
+   * another process's writes reach it without a call; queries still catch up as before. Default: true, but false
+   * with `readOnly`, which mostly serves short looks (following a read-only file-store view opens views of the
+   * whole store): pass `follow: true` to keep a long-lived read-only view live.
+   */
+  follow?: boolean;
+  /** Hooks for the application's logger and metrics (appends, compactions, conflicts, catch-ups, checkpoints); none by default. */
   observer?: SessionHistoryObserver;
   /**
    * Only look: finish no interrupted completion on open and write nothing; every method that would write
@@ -177,8 +195,9 @@ export interface SessionHistory {
 }
 
 /**
- * Opens the service on `store`: builds the cross-session projection from the change feed and finishes
- * any completion a crash interrupted (receipt recorded, start key released, stream deleted).
+ * Opens the service on `store`: builds the cross-session projection from its checkpoint and the change feed after
+ * it (the whole feed without one) and finishes any completion a crash interrupted (receipt recorded, start key
+ * released, stream deleted).
  */
 export async function openSessionHistory(options: SessionHistoryOptions): Promise<SessionHistory> {
   if (typeof options !== 'object' || options === null || typeof options.store?.append !== 'function') {
@@ -198,7 +217,27 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   const observe = observerOf(options.observer);
   const keys = Object.freeze([...(options.controlStateKeys ?? DEFAULT_CONTROL_STATE_KEYS)]);
   const decisionOptions: DecisionOptions = { controlStateKeys: keys, ingressPolicy: ingressPolicy(options.ingressPolicy) };
-  const projection = new SessionProjection(store, (catchUp) => observe('projectionCaughtUp', catchUp));
+  if (options.follow !== undefined && typeof options.follow !== 'boolean') throw SessionHistoryError.invalid('follow: expected a boolean', 'follow');
+  const readOnly = options.readOnly === true;
+  const checkpointing = checkpointPolicy(options.checkpoints);
+  const projection = new SessionProjection(store, (catchUp) => {
+    observe('projectionCaughtUp', catchUp);
+    checkpoints?.applied(catchUp.changes);
+  });
+  const slot = store.checkpoints;
+  const checkpoints =
+    checkpointing && slot
+      ? new ProjectionCheckpoints(store, slot, projection, {
+          policy: checkpointing,
+          writable: !readOnly,
+          report: {
+            loaded: (load) => observe('checkpointLoaded', load),
+            ignored: (ignored) => observe('checkpointIgnored', ignored),
+            saved: (save) => observe('checkpointSaved', save),
+          },
+        })
+      : undefined;
+  let follower: ProjectionFollower | undefined;
   let closed = false;
 
   const translate = (error: unknown): SessionHistoryError => {
@@ -308,14 +347,20 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     }
   };
 
-  const readOnly = options.readOnly === true;
   await run(async () => {
+    await checkpoints?.load();
     await projection.catchUp();
     if (readOnly) return;
-    for (const [stream, projected] of projection.sessions()) {
-      if (projected.state.record?.phase === 'complete') await completions.finish(stream);
-    }
+    for (const [stream] of projection.sessionsInPhase('complete')) await completions.finish(stream);
   });
+  const follow = store.follow;
+  if ((options.follow ?? !readOnly) && typeof follow === 'function') {
+    follower = new ProjectionFollower(
+      (followOptions) => follow.call(store, followOptions),
+      projection,
+      (error) => observe('followFailed', { error }),
+    );
+  }
 
   const service: SessionHistory = {
     start: (input) =>
@@ -423,8 +468,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       run(async () => {
         await projection.catchUp();
         const released: string[] = [];
-        for (const [stream, projected] of projection.sessions()) {
-          if (projected.state.record?.phase !== 'ingress_in_progress') continue;
+        for (const [stream] of projection.sessionsInPhase('ingress_in_progress')) {
           const result = await mutate(stream, (state, at) => decideReleaseInterruptedIngress(state, at, decisionOptions));
           if (result.events.length > 0) released.push(sessionIdOfStream(stream) ?? stream);
         }
@@ -452,8 +496,13 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     health: () => run(() => projection.catchUp()),
 
     close: async () => {
+      if (closed) return;
       closed = true;
-      await Promise.all([projection.idle(), compactor?.close()]);
+      // Catch-ups asked for by calls still in flight end between two records: what they applied is consistent, and
+      // the last checkpoint covers it (the follow kept the projection near the feed's end).
+      projection.stop();
+      await Promise.all([follower?.close(), projection.idle(), compactor?.close()]);
+      await checkpoints?.close();
     },
   };
 
