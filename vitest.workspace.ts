@@ -25,6 +25,7 @@ export default [
   project('example-custom-store', 'examples/custom-store', 120_000),
   // Starts worker processes under load; each run takes a few seconds.
   project('example-worker', 'examples/worker', 60_000),
+  project('example-observability', 'examples/observability'),
   project('install-check', 'packages/install-check', 600_000),
   // The CLI's tests spawn the built command; the run builds every package first (vitest.config.ts).
   project('cli', 'packages/cli', 120_000),

@@ -53,6 +53,7 @@ export {
   type StreamReducer,
 } from './kernel/fold.js';
 export type { EventUpcaster, EventUpcasters, StateMigration } from './kernel/versioning.js';
+export type { StoreObserver } from './kernel/observer.js';
 
 export { openSessionHistory, type Created, type SessionHistory, type SessionHistoryOptions } from './session/service.js';
 export { SessionHistoryError, type SessionHistoryErrorCode } from './session/errors.js';
