@@ -13,7 +13,8 @@ export function logObservers(logger: Logger, slowSyncMs = 50): { store: StoreObs
       flushed: ({ appends, events, bytes, syncMs }) => {
         if (syncMs >= slowSyncMs) logger.warn(`sessionfold: slow sync ${syncMs.toFixed(1)} ms for ${appends} appends (${events} events, ${bytes} bytes)`);
       },
-      compacted: ({ stream, revision, droppedEvents }) => logger.info(`sessionfold: compacted ${stream} at revision ${revision}, ${droppedEvents} events dropped`),
+      compacted: ({ stream, revision, droppedEvents }) =>
+        logger.info(`sessionfold: compacted ${stream} at revision ${revision}, ${droppedEvents} events dropped`),
       corruptionFound: ({ error }) => logger.warn(`sessionfold: damage found: ${error.message}`),
     },
     service: {

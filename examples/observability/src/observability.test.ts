@@ -35,7 +35,10 @@ describe('observing a store and the service', () => {
 
   it('fans one hook out to every observer that has it', () => {
     const seen: string[] = [];
-    const both = fanOut<{ hook?: (value: number) => void; other?: () => void }>({ hook: (value) => seen.push(`a${value}`) }, { hook: (value) => seen.push(`b${value}`), other: () => seen.push('other') });
+    const both = fanOut<{ hook?: (value: number) => void; other?: () => void }>(
+      { hook: (value) => seen.push(`a${value}`) },
+      { hook: (value) => seen.push(`b${value}`), other: () => seen.push('other') },
+    );
     both.hook?.(1);
     expect(seen).toEqual(['a1', 'b1']);
     expect(streamKind('session-0a1b')).toBe('session');

@@ -39,7 +39,9 @@ export async function runObservability(directory: string, logger: Logger = conso
   });
   const { value: session } = await history.start({ idempotencyId: `observed-${Date.now()}`, startedAt: new Date().toISOString(), sessionType: 'conversation' });
   await Promise.all(
-    Array.from({ length: CONCURRENT_LINES }, (_, i) => history.appendTranscript(session.id, { role: i % 2 === 0 ? 'user-message' : 'assistant-message', text: `line ${i}` })),
+    Array.from({ length: CONCURRENT_LINES }, (_, i) =>
+      history.appendTranscript(session.id, { role: i % 2 === 0 ? 'user-message' : 'assistant-message', text: `line ${i}` }),
+    ),
   );
   const { value: command } = await history.enqueue(session.id, { idempotencyId: 'reply', kind: 'message' });
   await history.claimCommand(command.id);
