@@ -6,7 +6,7 @@ export interface Logger {
   warn(message: string): void;
 }
 
-/** Observers that write one line per event worth a line: slow syncs, compactions, conflicts, damage. */
+/** Observers that write one line per event worth a line: slow syncs, compactions, conflicts, damage, checkpoints. */
 export function logObservers(logger: Logger, slowSyncMs = 50): { store: StoreObserver; service: SessionHistoryObserver } {
   return {
     store: {
@@ -22,6 +22,15 @@ export function logObservers(logger: Logger, slowSyncMs = 50): { store: StoreObs
       compaction: (compaction) => {
         if (compaction.error !== undefined) logger.warn(`sessionfold: background compaction of ${compaction.stream} failed: ${String(compaction.error)}`);
       },
+      checkpointLoaded: ({ position, sessions, durationMs }) =>
+        logger.info(`sessionfold: opened from the checkpoint at position ${position} (${sessions} sessions) in ${durationMs.toFixed(0)} ms`),
+      // A missing checkpoint is the first open of a store; anything else is worth a warning: the open read the whole feed.
+      checkpointIgnored: ({ reason, message }) =>
+        (reason === 'missing' ? logger.info : logger.warn)(`sessionfold: checkpoint not used (${reason}): ${message}`),
+      checkpointSaved: ({ error }) => {
+        if (error !== undefined) logger.warn(`sessionfold: checkpoint save failed: ${error.message}`);
+      },
+      followFailed: ({ error }) => logger.warn(`sessionfold: following the store failed, again in a second: ${error.message}`),
     },
   };
 }

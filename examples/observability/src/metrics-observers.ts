@@ -27,6 +27,7 @@ export function metricsObservers(meter: MeterLike): { store: StoreObserver; serv
   const corruptions = meter.createCounter('sessionfold.store.corruptions', { description: 'Damage found by reads', unit: '{problem}' });
   const conflicts = meter.createCounter('sessionfold.service.conflicts', { description: 'Writes decided again after another writer', unit: '{retry}' });
   const calls = meter.createHistogram('sessionfold.service.calls_per_append', { description: 'Calls decided together in one append', unit: '{call}' });
+  const checkpoints = meter.createCounter('sessionfold.service.checkpoints', { description: 'Projection checkpoints, by outcome', unit: '{checkpoint}' });
   const lag = meter.createHistogram('sessionfold.service.projection.changes', { description: 'Feed changes applied per catch-up', unit: '{change}' });
 
   return {
@@ -48,7 +49,9 @@ export function metricsObservers(meter: MeterLike): { store: StoreObserver; serv
       appendCommitted: (append) => calls.record(append.calls, { stream_kind: streamKind(append.stream) }),
       compaction: (compaction) => compactions.add(1, { outcome: compaction.error === undefined ? 'done' : 'failed' }),
       conflictRetried: () => conflicts.add(1),
-      projectionCaughtUp: (catchUp) => lag.record(catchUp.changes),
+      projectionCaughtUp: (catchUp) => lag.record(catchUp.changes, { source: catchUp.source }),
+      checkpointSaved: (save) => checkpoints.add(1, { outcome: save.error === undefined ? 'saved' : 'failed' }),
+      checkpointIgnored: (ignored) => checkpoints.add(1, { outcome: `ignored_${ignored.reason}` }),
     },
   };
 }
