@@ -6,13 +6,21 @@ import type { SessionProjection } from './projection.js';
 /** Records read ahead of the projection before the loop waits for it to apply them. */
 const MAX_READ_AHEAD = 4096;
 
+/**
+ * How long the loop lets changes gather after the first of a batch before it reads on: one feed read then
+ * covers every commit of that time, instead of one read per commit (this service's own calls commit often,
+ * and never need the loop to see them: their lookups catch up).
+ */
+const GATHER_MS = 50;
+
 /** How long the loop waits before following again after the store's feed failed. */
 const RETRY_MS = 1000;
 
 /**
  * Applies the store's `follow` to the projection in the background, so another process's writes are seen without
  * a call asking for them. Records go through the projection's queue (never beside a catch-up or a compaction),
- * in batches of whatever arrived while the previous batch was applied. A failure is reported and the follow
+ * in batches of whatever arrived while the previous batch was applied, reading the feed at most once per
+ * `GATHER_MS` while commits keep coming. A failure is reported and the follow
  * starts again from the projection's position a second later; `close` ends the loop and waits for it.
  */
 export class ProjectionFollower {
@@ -65,11 +73,13 @@ export class ProjectionFollower {
     };
     for await (const record of this.#follow({ fromPosition: this.#projection.position() + 1, signal })) {
       pending.push(record);
+      const starts = applying === undefined;
       applying ??= this.#projection.applyFollowed(take).catch((error: unknown) => {
         failure = error;
         failing.abort();
       });
       if (pending.length >= MAX_READ_AHEAD) await applying;
+      else if (starts) await pause(GATHER_MS, signal);
     }
     await applying;
     if (failure !== undefined) throw failure;

@@ -498,10 +498,16 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     close: async () => {
       if (closed) return;
       closed = true;
+      if (follower !== undefined) {
+        await follower.close();
+        // The follow reads in gathered batches, so the last changes may not be applied yet; they are few, and the
+        // checkpoint saved below should cover them.
+        if (checkpoints !== undefined && !readOnly) await projection.catchUp().catch(() => undefined);
+      }
       // Catch-ups asked for by calls still in flight end between two records: what they applied is consistent, and
-      // the last checkpoint covers it (the follow kept the projection near the feed's end).
+      // the last checkpoint covers it.
       projection.stop();
-      await Promise.all([follower?.close(), projection.idle(), compactor?.close()]);
+      await Promise.all([projection.idle(), compactor?.close()]);
       await checkpoints?.close();
     },
   };
