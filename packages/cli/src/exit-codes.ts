@@ -8,7 +8,12 @@ import {
   StoreLockedError,
   UnsupportedFormatError,
 } from '@sessionfold/core/kernel';
-import { SessionHistoryError } from '@sessionfold/core';
+
+/**
+ * The session service's error codes (`SessionHistoryError`), told apart by code rather than by class so that
+ * commands which never use the service do not load the session domain to classify an error.
+ */
+const SESSION_CODES: ReadonlySet<string> = new Set(['invalid_request', 'not_found', 'state_conflict', 'internal_error']);
 
 /** The exit codes of every command; `--help` and the README list them. */
 export const ExitCode = {
@@ -65,7 +70,7 @@ export interface Failure {
  */
 export function describeFailure(error: unknown): Failure {
   if (error instanceof CliError) return { exitCode: error.exitCode, code: codeOfExit(error.exitCode), message: error.message, hint: error.hint };
-  if (error instanceof SessionHistoryError) {
+  if (error instanceof SessionfoldError && SESSION_CODES.has(error.code)) {
     const exitCode =
       error.code === 'not_found'
         ? ExitCode.notFound
