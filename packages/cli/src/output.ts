@@ -30,8 +30,16 @@ export class Output {
    * command waits for anything, and the caller waits while the pipe is full.
    */
   write(text: string): Promise<void> {
+    return this.append(text) ? this.flush() : Promise.resolve();
+  }
+
+  /**
+   * Gathers text for stdout without a promise; true means a chunk is full and the caller must `await flush()`
+   * before appending more. A loop over millions of events calls this rather than awaiting `write` per line.
+   */
+  append(text: string): boolean {
     this.#pending += text;
-    if (this.#pending.length >= CHUNK) return this.flush();
+    if (this.#pending.length >= CHUNK) return true;
     if (!this.#flushScheduled) {
       this.#flushScheduled = true;
       setImmediate(() => {
@@ -39,7 +47,7 @@ export class Output {
         void this.flush();
       });
     }
-    return Promise.resolve();
+    return false;
   }
 
   /** Hands everything written so far to stdout; resolves once stdout can take more. */
@@ -67,7 +75,12 @@ export class Output {
 
   /** One JSON line (a stream of events or rows). */
   line(value: unknown): Promise<void> {
-    return this.write(`${JSON.stringify(value)}\n`);
+    return this.appendLine(value) ? this.flush() : Promise.resolve();
+  }
+
+  /** `append` of one JSON line: true means the caller must `await flush()` first. */
+  appendLine(value: unknown): boolean {
+    return this.append(`${JSON.stringify(value)}\n`);
   }
 
   /** A line of human text on stdout. */
