@@ -1,6 +1,7 @@
 import { createWriteStream, existsSync } from 'node:fs';
 import { once } from 'node:events';
 import type { Command } from 'commander';
+import type { EventStore } from '@sessionfold/core/kernel';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
 import { refused } from '../exit-codes.js';
@@ -8,6 +9,7 @@ import { examples } from '../help.js';
 import { Output } from '../output.js';
 import { parseArg } from '../parse.js';
 import { PORTABLE_FORMAT, PORTABLE_VERSION, type PortableLine } from '../portable.js';
+import { lookahead } from '../lookahead.js';
 import { progress } from '../progress.js';
 
 /**
@@ -33,30 +35,30 @@ export function registerExport(program: Command): void {
         if (fileStream) await once(fileStream, 'open');
         const target = fileStream ? new Output({ json: true, quiet: true, stdout: fileStream }) : context.out;
         const write = (line: PortableLine) => target.line(line);
+        // Counting the streams is a read of the stream list: done only when a bar shows the total.
         let total = 0;
-        for await (const _ of store.streams()) total++;
+        if (context.out.progressAllowed) for await (const _ of store.streams()) total++;
         const bar = progress(context.out, 'export', total);
         const counts = { streams: 0, events: 0, blobs: 0 };
+        // The next stream's read and blob list are asked for while this one is written.
+        const streams = lookahead(store.streams(), async ({ stream }) => {
+          const [read, blobs] = await Promise.all([store.read(stream), blobsOf(store, stream)]);
+          return { stream, read, blobs };
+        });
         try {
           await write({ kind: 'header', format: PORTABLE_FORMAT, version: PORTABLE_VERSION, exportedAt: new Date().toISOString() });
-          for await (const { stream } of store.streams()) {
-            const read = await store.read(stream);
+          for await (const { stream, read, blobs } of streams) {
             if (read.revision === 0) continue;
             counts.streams++;
             await write({ kind: 'stream', stream, revision: read.revision });
             if (read.snapshot) await write({ kind: 'snapshot', stream, snapshot: read.snapshot });
             for await (const event of read.events) {
               counts.events++;
-              await write({
-                kind: 'event',
-                stream,
-                revision: event.revision,
-                type: event.type,
-                data: event.data,
-                ...(event.eventId === undefined ? {} : { eventId: event.eventId }),
-              });
+              const line: PortableLine = { kind: 'event', stream, revision: event.revision, type: event.type, data: event.data };
+              if (event.eventId !== undefined) line.eventId = event.eventId;
+              if (target.appendLine(line)) await target.flush();
             }
-            for await (const sha256 of store.blobs(stream)) {
+            for (const sha256 of blobs) {
               const bytes = await store.getBlob(sha256);
               if (bytes === undefined) continue;
               counts.blobs++;
@@ -78,4 +80,11 @@ export function registerExport(program: Command): void {
         }
       });
     });
+}
+
+/** The sha256 of each blob `stream` owns: a short list, held so that the next stream's reads can start early. */
+async function blobsOf(store: EventStore, stream: string): Promise<string[]> {
+  const shas: string[] = [];
+  for await (const sha256 of store.blobs(stream)) shas.push(sha256);
+  return shas;
 }
