@@ -26,6 +26,8 @@ export const ExitCode = {
   notFound: 3,
   /** The store failed or is damaged; the message is the store's, followed by a hint. */
   storage: 4,
+  /** Stopped by Ctrl-C (SIGINT) or SIGTERM between two streams: what was written before is whole (128 + SIGINT). */
+  interrupted: 130,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
@@ -35,7 +37,8 @@ export const EXIT_CODES_HELP = `Exit codes:
   1  problems found (verify) or refused (e.g. a diverged destination, an import without --yes)
   2  usage error (unknown option, bad value, missing store)
   3  not found (store, session, stream, file)
-  4  storage error: the store's message and a "Try: …" hint`;
+  4  storage error: the store's message and a "Try: …" hint
+  130  interrupted: Ctrl-C stopped copy, import, export or compact --all between two streams`;
 
 /** An error the CLI reports itself: its message, exit code and an optional hint line. */
 export class CliError extends Error {
@@ -108,6 +111,8 @@ function codeOfExit(exitCode: ExitCode): string {
       return 'not_found';
     case ExitCode.storage:
       return 'storage_error';
+    case ExitCode.interrupted:
+      return 'interrupted';
     default:
       return 'refused';
   }

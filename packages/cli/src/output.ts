@@ -50,22 +50,33 @@ export class Output {
     return false;
   }
 
-  /** Hands everything written so far to stdout; resolves once stdout can take more. */
+  /** Resolves when stdout has taken what it refused; undefined while it takes everything. */
+  #drained: Promise<void> | undefined;
+
+  /**
+   * Hands everything written so far to stdout; resolves once stdout can take more. While stdout is full (a
+   * reader slower than the command), every flush waits for it to drain first, including one scheduled by
+   * `append`: text is held only up to one chunk, never queued in the stream without bound.
+   */
   async flush(): Promise<void> {
+    while (this.#drained) await this.#drained;
     const text = this.#pending;
     if (text === '') return;
     this.#pending = '';
     if (this.#stdout.write(text)) return;
-    await new Promise<void>((resolve, reject) => {
+    const drained = new Promise<void>((resolve, reject) => {
       const done = (error?: Error) => {
         this.#stdout.off('drain', done);
         this.#stdout.off('error', done);
+        this.#drained = undefined;
         if (error) reject(error);
         else resolve();
       };
       this.#stdout.once('drain', done);
       this.#stdout.once('error', done);
     });
+    this.#drained = drained;
+    await drained;
   }
 
   /** One JSON document (the `--json` result of a command). */
