@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import type { EventStore } from '@sessionfold/core/kernel';
+import type { EventStore, NewEvent } from '@sessionfold/core/kernel';
 import { fileStore } from '@sessionfold/store-file';
 import { sqliteStore } from '@sessionfold/store-sqlite';
 import { describe, expect, it } from 'vitest';
@@ -16,7 +16,7 @@ const TEXT = 'x'.repeat(800);
 
 /** Runs the built CLI with a small heap; counts stdout's lines as they come instead of keeping them. */
 function runWithSmallHeap(args: readonly string[]): Promise<{ code: number | null; lines: number; last: string; stderr: string }> {
-  const env = { ...process.env, NODE_OPTIONS: SMALL_HEAP };
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: SMALL_HEAP };
   delete env['SESSIONFOLD_STORE'];
   const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let lines = 0;
@@ -35,12 +35,7 @@ function runWithSmallHeap(args: readonly string[]): Promise<{ code: number | nul
 }
 
 /** Appends `count` events of about a kilobyte to `stream`, a thousand per call. */
-async function fill(
-  store: EventStore,
-  stream: string,
-  count: number,
-  event: (index: number) => { type: string; data: Record<string, unknown> },
-): Promise<void> {
+async function fill(store: EventStore, stream: string, count: number, event: (index: number) => NewEvent): Promise<void> {
   for (let from = 0; from < count; from += 1000) {
     const batch = Array.from({ length: Math.min(1000, count - from) }, (_, offset) => event(from + offset));
     await store.append(stream, batch, { expectedRevision: 'any' });
