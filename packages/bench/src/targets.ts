@@ -59,7 +59,13 @@ function cliCommands(store: string, id: string, text: string, meets: (row: Row) 
 
 /** The CLI's `read`, `tail`, `export` and `verify` on `store` each reach `min` × the raw read. */
 function cliRatio(store: string, min: number): Target {
-  return cliCommands(store, 'cli', `CLI read, tail, export, verify ≥ ${min} × raw read`, (row) => (row.ratio ?? 0) >= min, (row) => formatRatio(row.ratio));
+  return cliCommands(
+    store,
+    'cli',
+    `CLI read, tail, export, verify ≥ ${min} × raw read`,
+    (row) => (row.ratio ?? 0) >= min,
+    (row) => formatRatio(row.ratio),
+  );
 }
 
 /** The CLI's streaming commands on `store` each grow by less than `maxMb` over the loaded CLI. */
