@@ -69,8 +69,12 @@ export function turn(): Promise<void> {
  */
 export function turnPerStream(store: EventStore): EventStore {
   return new Proxy(store, {
-    get(target, key, receiver) {
-      if (key !== 'streams') return Reflect.get(target, key, receiver);
+    get(target, key) {
+      if (key !== 'streams') {
+        // Bound to the store itself: a store class's private fields are not reachable through the proxy.
+        const value = Reflect.get(target, key, target) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      }
       return async function* (...args: Parameters<EventStore['streams']>) {
         for await (const entry of target.streams(...args)) {
           await turn();
