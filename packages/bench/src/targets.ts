@@ -37,6 +37,48 @@ function replayBounded(store: string, maxMb: number): Target {
   };
 }
 
+/** The CLI's streaming commands, as the CLI scenario names its rows. */
+const CLI_ROWS = ['cli-read', 'cli-tail', 'cli-export', 'cli-verify'];
+
+/** Each of the CLI's streaming commands on `store` meets `meets`; `measured` lists every command's figure. */
+function cliCommands(store: string, id: string, text: string, meets: (row: Row) => boolean, figure: (row: Row) => string): Target {
+  return {
+    id: `${store}:${id}`,
+    text: `${store} ${text}`,
+    check(rows) {
+      const mine = CLI_ROWS.flatMap((scenario) => {
+        const row = find(rows, scenario, store);
+        return row ? [row] : [];
+      });
+      if (mine.length === 0) return { status: 'n/a', measured: 'not measured' };
+      const measured = mine.map((row) => `${row.scenario.slice('cli-'.length)} ${figure(row)}`).join(', ');
+      return { status: mine.every(meets) ? 'pass' : 'miss', measured };
+    },
+  };
+}
+
+/** The CLI's `read`, `tail`, `export` and `verify` on `store` each reach `min` × the raw read. */
+function cliRatio(store: string, min: number): Target {
+  return cliCommands(
+    store,
+    'cli',
+    `CLI read, tail, export, verify ≥ ${min} × raw read`,
+    (row) => (row.ratio ?? 0) >= min,
+    (row) => formatRatio(row.ratio),
+  );
+}
+
+/** The CLI's streaming commands on `store` each grow by less than `maxMb` over the loaded CLI. */
+function cliBounded(store: string, maxMb: number): Target {
+  return cliCommands(
+    store,
+    'cli-rss',
+    `CLI read, tail, export, verify peak RSS growth < ${maxMb} MB`,
+    (row) => row.rssGrowthMb !== undefined && row.rssGrowthMb < maxMb,
+    (row) => (row.rssGrowthMb === undefined ? 'n/a' : `+${row.rssGrowthMb.toFixed(1)} MB`),
+  );
+}
+
 /** `ours` is faster than `peer` on every scenario both ran. */
 function aheadOf(ours: string, peer: string): Target {
   return {
@@ -101,6 +143,12 @@ export const TARGETS: readonly Target[] = [
   ratioAtLeast('file', 'open-many', 0.33, 'open with many sessions', 'reading + parsing their summaries (within 3×)'),
   ratioAtLeast('sqlite', 'open-many', 0.33, 'open with many sessions', 'reading + parsing their summaries (within 3×)'),
   ratioAtLeast('postgres', 'open-many', 0.33, 'open with many sessions', 'reading + parsing their summaries (within 3×)'),
+  cliRatio('file', 0.7),
+  cliRatio('sqlite', 0.7),
+  cliRatio('postgres', 0.7),
+  cliBounded('file', 100),
+  cliBounded('sqlite', 100),
+  cliBounded('postgres', 100),
   flatCost('start'),
   flatCost('enqueue'),
   flatCost('claim'),

@@ -8,7 +8,12 @@ import {
   StoreLockedError,
   UnsupportedFormatError,
 } from '@sessionfold/core/kernel';
-import { SessionHistoryError } from '@sessionfold/core';
+
+/**
+ * The session service's error codes (`SessionHistoryError`), told apart by code rather than by class so that
+ * commands which never use the service do not load the session domain to classify an error.
+ */
+const SESSION_CODES: ReadonlySet<string> = new Set(['invalid_request', 'not_found', 'state_conflict', 'internal_error']);
 
 /** The exit codes of every command; `--help` and the README list them. */
 export const ExitCode = {
@@ -21,6 +26,8 @@ export const ExitCode = {
   notFound: 3,
   /** The store failed or is damaged; the message is the store's, followed by a hint. */
   storage: 4,
+  /** Stopped by Ctrl-C (SIGINT) or SIGTERM between two streams: what was written before is whole (128 + SIGINT). */
+  interrupted: 130,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
@@ -30,7 +37,8 @@ export const EXIT_CODES_HELP = `Exit codes:
   1  problems found (verify) or refused (e.g. a diverged destination, an import without --yes)
   2  usage error (unknown option, bad value, missing store)
   3  not found (store, session, stream, file)
-  4  storage error: the store's message and a "Try: …" hint`;
+  4  storage error: the store's message and a "Try: …" hint
+  130  interrupted: Ctrl-C stopped copy, import, export or compact --all between two streams`;
 
 /** An error the CLI reports itself: its message, exit code and an optional hint line. */
 export class CliError extends Error {
@@ -65,7 +73,7 @@ export interface Failure {
  */
 export function describeFailure(error: unknown): Failure {
   if (error instanceof CliError) return { exitCode: error.exitCode, code: codeOfExit(error.exitCode), message: error.message, hint: error.hint };
-  if (error instanceof SessionHistoryError) {
+  if (error instanceof SessionfoldError && SESSION_CODES.has(error.code)) {
     const exitCode =
       error.code === 'not_found'
         ? ExitCode.notFound
@@ -103,6 +111,8 @@ function codeOfExit(exitCode: ExitCode): string {
       return 'not_found';
     case ExitCode.storage:
       return 'storage_error';
+    case ExitCode.interrupted:
+      return 'interrupted';
     default:
       return 'refused';
   }

@@ -19,3 +19,14 @@ export interface PrintedChange {
 export function formatChange(out: Output, change: PrintedChange): Promise<void> {
   return out.line(change);
 }
+
+/**
+ * Prints every change of `changes` as `formatChange` does, until they end or `signal` fires. Waits only when
+ * stdout is full, so a stream of events costs no promise per line.
+ */
+export async function printChanges(out: Output, changes: AsyncIterable<PrintedChange>, signal?: AbortSignal): Promise<void> {
+  for await (const change of changes) {
+    if (out.appendLine(change)) await out.flush();
+    if (signal?.aborted) break;
+  }
+}

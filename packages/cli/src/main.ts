@@ -13,8 +13,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (error.code === 'EPIPE') process.exit(ExitCode.ok);
     throw error;
   });
-  const program = buildProgram();
   try {
+    const program = await buildProgram(argv.slice(2));
     await program.parseAsync([...argv]);
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok;
   } catch (error) {

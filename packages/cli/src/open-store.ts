@@ -1,7 +1,5 @@
 import { existsSync, statSync } from 'node:fs';
 import type { EventStore } from '@sessionfold/core/kernel';
-import { fileStore } from '@sessionfold/store-file';
-import { sqliteStore } from '@sessionfold/store-sqlite';
 import { CliError, ExitCode, notFound } from './exit-codes.js';
 import { describeLocation, type StoreLocation } from './store-url.js';
 
@@ -44,10 +42,13 @@ export async function openStore(location: StoreLocation, options: { readOnly: bo
         if (!statSync(location.directory).isDirectory())
           throw notFound(`${where} is not a directory`, `Try: --store sqlite:${location.directory} if it is a SQLite file`);
       }
+      const { fileStore } = await import('@sessionfold/store-file');
       return opened(await fileStore({ directory: location.directory, readOnly: options.readOnly }));
     }
     case 'sqlite': {
       if (options.readOnly && !existsSync(location.path)) throw notFound(`no store at ${where}: the file does not exist`, 'Try: check the path');
+      // Loaded per kind: a command on one kind of store does not load the others (better-sqlite3 is a native module).
+      const { sqliteStore } = await import('@sessionfold/store-sqlite');
       return opened(await sqliteStore({ path: location.path, readOnly: options.readOnly }));
     }
     case 'postgres':

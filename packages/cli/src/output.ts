@@ -30,8 +30,16 @@ export class Output {
    * command waits for anything, and the caller waits while the pipe is full.
    */
   write(text: string): Promise<void> {
+    return this.append(text) ? this.flush() : Promise.resolve();
+  }
+
+  /**
+   * Gathers text for stdout without a promise; true means a chunk is full and the caller must `await flush()`
+   * before appending more. A loop over millions of events calls this rather than awaiting `write` per line.
+   */
+  append(text: string): boolean {
     this.#pending += text;
-    if (this.#pending.length >= CHUNK) return this.flush();
+    if (this.#pending.length >= CHUNK) return true;
     if (!this.#flushScheduled) {
       this.#flushScheduled = true;
       setImmediate(() => {
@@ -39,25 +47,36 @@ export class Output {
         void this.flush();
       });
     }
-    return Promise.resolve();
+    return false;
   }
 
-  /** Hands everything written so far to stdout; resolves once stdout can take more. */
+  /** Resolves when stdout has taken what it refused; undefined while it takes everything. */
+  #drained: Promise<void> | undefined;
+
+  /**
+   * Hands everything written so far to stdout; resolves once stdout can take more. While stdout is full (a
+   * reader slower than the command), every flush waits for it to drain first, including one scheduled by
+   * `append`: text is held only up to one chunk, never queued in the stream without bound.
+   */
   async flush(): Promise<void> {
+    while (this.#drained) await this.#drained;
     const text = this.#pending;
     if (text === '') return;
     this.#pending = '';
     if (this.#stdout.write(text)) return;
-    await new Promise<void>((resolve, reject) => {
+    const drained = new Promise<void>((resolve, reject) => {
       const done = (error?: Error) => {
         this.#stdout.off('drain', done);
         this.#stdout.off('error', done);
+        this.#drained = undefined;
         if (error) reject(error);
         else resolve();
       };
       this.#stdout.once('drain', done);
       this.#stdout.once('error', done);
     });
+    this.#drained = drained;
+    await drained;
   }
 
   /** One JSON document (the `--json` result of a command). */
@@ -67,7 +86,12 @@ export class Output {
 
   /** One JSON line (a stream of events or rows). */
   line(value: unknown): Promise<void> {
-    return this.write(`${JSON.stringify(value)}\n`);
+    return this.appendLine(value) ? this.flush() : Promise.resolve();
+  }
+
+  /** `append` of one JSON line: true means the caller must `await flush()` first. */
+  appendLine(value: unknown): boolean {
+    return this.append(`${JSON.stringify(value)}\n`);
   }
 
   /** A line of human text on stdout. */

@@ -1,19 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { registerCompact } from './commands/compact.js';
-import { registerCopy } from './commands/copy.js';
-import { registerDelete } from './commands/delete.js';
-import { registerExport } from './commands/export.js';
-import { registerImport } from './commands/import.js';
-import { registerImportLegacy } from './commands/import-legacy.js';
-import { registerInfo } from './commands/info.js';
-import { registerList } from './commands/list.js';
-import { registerRead } from './commands/read.js';
-import { registerReplay } from './commands/replay.js';
-import { registerShow } from './commands/show.js';
-import { registerStreams } from './commands/streams.js';
-import { registerTail } from './commands/tail.js';
-import { registerVerify } from './commands/verify.js';
 import { EXIT_CODES_HELP } from './exit-codes.js';
 import { STORE_ENV } from './store-url.js';
 
@@ -29,8 +15,48 @@ function version(): string {
   return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
 }
 
-/** The `sessionfold` program with every command registered; errors and help end in a `CommanderError`. */
-export function buildProgram(): Command {
+type Register = (program: Command) => void;
+
+/**
+ * Each command's module, loaded only when needed: a command brings its own dependencies (the session domain,
+ * zod schemas, progress bars), and `read` should not pay for loading what `import-legacy` needs. In the order
+ * `--help` lists them.
+ */
+const COMMANDS: Record<string, () => Promise<Register>> = {
+  info: async () => (await import('./commands/info.js')).registerInfo,
+  list: async () => (await import('./commands/list.js')).registerList,
+  show: async () => (await import('./commands/show.js')).registerShow,
+  replay: async () => (await import('./commands/replay.js')).registerReplay,
+  streams: async () => (await import('./commands/streams.js')).registerStreams,
+  read: async () => (await import('./commands/read.js')).registerRead,
+  tail: async () => (await import('./commands/tail.js')).registerTail,
+  verify: async () => (await import('./commands/verify.js')).registerVerify,
+  export: async () => (await import('./commands/export.js')).registerExport,
+  import: async () => (await import('./commands/import.js')).registerImport,
+  compact: async () => (await import('./commands/compact.js')).registerCompact,
+  copy: async () => (await import('./commands/copy.js')).registerCopy,
+  delete: async () => (await import('./commands/delete.js')).registerDelete,
+  'import-legacy': async () => (await import('./commands/import-legacy.js')).registerImportLegacy,
+};
+
+/** Global options that take a value: the word after them is not the command's name. */
+const VALUE_OPTIONS = new Set(['-s', '--store']);
+
+/** The command `args` (without node and the script) names, when it names one this program has. */
+export function commandNamed(args: readonly string[]): string | undefined {
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index] as string;
+    if (VALUE_OPTIONS.has(arg)) index++;
+    else if (!arg.startsWith('-')) return Object.hasOwn(COMMANDS, arg) ? arg : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * The `sessionfold` program; errors and help end in a `CommanderError`. Given the command line, only the command
+ * it names is registered (its help and parsing are the same); without one (help, version, a typo) every command is.
+ */
+export async function buildProgram(args: readonly string[] = []): Promise<Command> {
   const program = new Command('sessionfold')
     .description('Look into any sessionfold store, follow it, verify it, and move it anywhere.')
     .version(version(), '-V, --version', 'print the version')
@@ -44,23 +70,8 @@ export function buildProgram(): Command {
       'after',
       `\n${STORES_HELP}\n\n${EXIT_CODES_HELP}\n\nExamples:\n  $ sessionfold info --store file:./data\n  $ SESSIONFOLD_STORE=sqlite:./sessions.db sessionfold list --phase active\n  $ sessionfold tail --follow --from end -s file:./data\n  $ sessionfold copy file:./data sqlite:./sessions.db`,
     );
-  for (const register of [
-    registerInfo,
-    registerList,
-    registerShow,
-    registerReplay,
-    registerStreams,
-    registerRead,
-    registerTail,
-    registerVerify,
-    registerExport,
-    registerImport,
-    registerCompact,
-    registerCopy,
-    registerDelete,
-    registerImportLegacy,
-  ]) {
-    register(program);
-  }
+  const named = commandNamed(args);
+  const loaders = named === undefined ? Object.values(COMMANDS) : [COMMANDS[named] as () => Promise<Register>];
+  for (const register of await Promise.all(loaders.map((load) => load()))) register(program);
   return program;
 }

@@ -1,4 +1,5 @@
-import cliProgress from 'cli-progress';
+import { createRequire } from 'node:module';
+import type cliProgressModule from 'cli-progress';
 import type { Output } from './output.js';
 
 /** Counts work done; draws a bar with items done, rate and ETA on a terminal, and nothing elsewhere. */
@@ -15,6 +16,8 @@ const SILENT: Progress = { tick: () => undefined, total: () => undefined, stop: 
 /** A progress bar for `label` over `total` items (0: unknown yet), or a silent one where no bar may be drawn. */
 export function progress(out: Output, label: string, total = 0): Progress {
   if (!out.progressAllowed) return SILENT;
+  // Loaded only where a bar is drawn: a command whose output goes to a pipe or a file never needs it.
+  const cliProgress = createRequire(import.meta.url)('cli-progress') as typeof cliProgressModule;
   const bar = new cliProgress.SingleBar(
     {
       stream: out.stderr,

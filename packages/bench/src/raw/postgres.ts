@@ -90,6 +90,9 @@ function insertRows(client: pg.Client, S: string, streams: readonly string[], fr
 /** Fills `streams` with `perStream` rows each in large transactions (setup, untimed). */
 async function fill(client: pg.Client, S: string, streams: readonly string[], perStream: number): Promise<void> {
   for (let i = 0; i < perStream; i += 2000) await insertRows(client, S, streams, i, Math.min(2000, perStream - i));
+  // Statistics for the table just filled: without them the planner takes it for a few pages and answers each
+  // page of a read with a scan and sort of the whole table, until autovacuum happens to analyze it.
+  await client.query(`ANALYZE ${S}.events`);
 }
 
 /** Reads rows by keyset pages of `PAGE`, folding each; `where` bounds the rows, `order` is the key. */

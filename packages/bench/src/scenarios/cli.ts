@@ -1,4 +1,5 @@
 import { fork } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { RawRead } from '../raw-limits.js';
 import { fillStream, withStore, type Measurement, type Scenario } from '../scenario.js';
@@ -9,14 +10,20 @@ interface CliRun {
   code: number;
   ms: number;
   rssGrowthMb: number;
+  peakRssMb: number;
 }
 
-const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+/**
+ * The child's built entry, run with no loader flags: it loads the built CLI (`packages/cli/dist`) as an installed
+ * `sessionfold` does, not TypeScript sources compiled as they load. `npx tsc -b` builds both.
+ */
+const CHILD = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? '../../dist/cli-child.js' : '../cli-child.js', import.meta.url));
 
-/** Runs `sessionfold args` in a fresh child process with this process's loader flags; stdout is discarded. */
+/** Runs `sessionfold args` in a fresh child process; its stdout is /dev/null, so the command writes all it prints. */
 function runCli(args: readonly string[]): Promise<CliRun> {
-  const child = fork(fileURLToPath(new URL(`../cli-child${extension}`, import.meta.url)), [JSON.stringify(args)], {
-    execArgv: process.execArgv,
+  if (!existsSync(CHILD)) return Promise.reject(new Error(`bench: ${CHILD} is missing: build first (npx tsc -b)`));
+  const child = fork(CHILD, [JSON.stringify(args)], {
+    execArgv: [],
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   return new Promise((resolve, reject) => {
@@ -43,8 +50,9 @@ const COMMANDS = [
 
 /**
  * The `sessionfold` command's streaming reads (`read`, `tail`, `export`, `verify`), each run as its own process
- * over the read scenarios' volumes, against the raw read of the same events: the command adds JSON output
- * (and, for verify, a second pass over the files) to what the store reads.
+ * of the built CLI over the read scenarios' volumes, against the raw read of the same events in this process:
+ * the command adds process start, opening the store, and JSON output written to /dev/null (a pipe's reader
+ * would add its own work, not the command's). Each row notes the child's absolute peak RSS.
  */
 export const cliReads: Scenario = {
   id: 'cli',
@@ -74,6 +82,7 @@ export const cliReads: Scenario = {
       const rates: number[] = [];
       const rawRates: number[] = [];
       let rss = 0;
+      let peak = 0;
       let failed: number | undefined;
       for (let repeat = 0; repeat < Math.max(1, context.volumes.readRepeats); repeat++) {
         const raw = await raws[command.raw]();
@@ -82,13 +91,14 @@ export const cliReads: Scenario = {
         if (ran.code !== 0) failed = ran.code;
         rates.push(perSecond(events, ran.ms));
         rss = Math.max(rss, ran.rssGrowthMb);
+        peak = Math.max(peak, ran.peakRssMb);
       }
       measurements.push({
         rate: median(rates),
         rawRate: median(rawRates),
         rssGrowthMb: rss,
         variant: { id: command.id, title: command.title },
-        ...(failed === undefined ? {} : { note: `the command exited with ${failed}` }),
+        note: failed === undefined ? `peak RSS ${peak.toFixed(0)} MB` : `the command exited with ${failed}`,
       });
     }
     return measurements;

@@ -3,6 +3,7 @@ import { copyStore, foldStream, InvalidInputError, type EventStore } from '@sess
 import { contextOf, withStoreAt } from '../context.js';
 import { refused } from '../exit-codes.js';
 import { examples } from '../help.js';
+import { interruptible, turnPerStream } from '../interruption.js';
 import { parseArg } from '../parse.js';
 import { progress } from '../progress.js';
 import { canonicalJson, reducerOf } from '../reducers.js';
@@ -31,33 +32,47 @@ export function registerCopy(program: Command): void {
       const to = parseStoreUrl(parseArg(z.string(), rawTo, '<to>'));
       if (describeLocation(from) === describeLocation(to)) throw refused('the source and the destination are the same store');
       const { out } = context;
-      await withStoreAt(from, true, async (source) =>
-        withStoreAt(to, false, async (destination) => {
-          let total = 0;
-          for await (const _ of source.store.streams()) total++;
-          const bar = progress(out, 'copy', total);
-          let report;
-          try {
-            report = await copyStore(source.store, destination.store, { onProgress: () => bar.tick() });
-          } catch (error) {
-            if (error instanceof InvalidInputError && error.field === 'to')
-              throw refused(`the destination diverged: ${error.message}`, 'Try: copy into an empty store');
-            throw error;
-          } finally {
-            bar.stop();
-          }
-          const mismatches = await compareFolds(source.store, destination.store);
-          const summary = { from: source.where, to: destination.where, ...report, identical: mismatches.length === 0, mismatches };
-          if (out.json) await out.document(summary);
-          else {
-            await out.text(
-              `copied ${report.streams} stream(s): ${report.events} event(s), ${report.blobs} blob(s) new; ${report.unchanged} already up to date`,
-            );
-            for (const stream of mismatches) await out.text(`differs after the copy: ${stream}`);
-            await out.text(mismatches.length === 0 ? 'both stores fold every stream to identical state' : `${mismatches.length} stream(s) fold differently`);
-          }
-          if (mismatches.length > 0) throw refused(`${mismatches.length} stream(s) fold to different state in the two stores`);
-        }),
+      await interruptible((interruption) =>
+        withStoreAt(from, true, async (source) =>
+          withStoreAt(to, false, async (destination) => {
+            let total = 0;
+            for await (const _ of source.store.streams()) total++;
+            const bar = progress(out, 'copy', total);
+            let report;
+            try {
+              let copied = 0;
+              report = await copyStore(turnPerStream(source.store), destination.store, {
+                // Called after each stream: stopping here leaves every stream in the destination whole.
+                onProgress: () => {
+                  copied++;
+                  bar.tick();
+                  if (copied < total)
+                    interruption.check(
+                      `${copied} of ${total} stream(s); each stream copied is whole`,
+                      'Try: sessionfold copy again: it copies only what is new',
+                    );
+                },
+              });
+            } catch (error) {
+              if (error instanceof InvalidInputError && error.field === 'to')
+                throw refused(`the destination diverged: ${error.message}`, 'Try: copy into an empty store');
+              throw error;
+            } finally {
+              bar.stop();
+            }
+            const mismatches = await compareFolds(source.store, destination.store);
+            const summary = { from: source.where, to: destination.where, ...report, identical: mismatches.length === 0, mismatches };
+            if (out.json) await out.document(summary);
+            else {
+              await out.text(
+                `copied ${report.streams} stream(s): ${report.events} event(s), ${report.blobs} blob(s) new; ${report.unchanged} already up to date`,
+              );
+              for (const stream of mismatches) await out.text(`differs after the copy: ${stream}`);
+              await out.text(mismatches.length === 0 ? 'both stores fold every stream to identical state' : `${mismatches.length} stream(s) fold differently`);
+            }
+            if (mismatches.length > 0) throw refused(`${mismatches.length} stream(s) fold to different state in the two stores`);
+          }),
+        ),
       );
     });
 }

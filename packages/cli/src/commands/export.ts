@@ -1,6 +1,8 @@
 import { createWriteStream, existsSync } from 'node:fs';
 import { once } from 'node:events';
+import { rm } from 'node:fs/promises';
 import type { Command } from 'commander';
+import type { EventStore } from '@sessionfold/core/kernel';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
 import { refused } from '../exit-codes.js';
@@ -8,6 +10,8 @@ import { examples } from '../help.js';
 import { Output } from '../output.js';
 import { parseArg } from '../parse.js';
 import { PORTABLE_FORMAT, PORTABLE_VERSION, type PortableLine } from '../portable.js';
+import { interruptible } from '../interruption.js';
+import { lookahead } from '../lookahead.js';
 import { progress } from '../progress.js';
 
 /**
@@ -28,54 +32,71 @@ export function registerExport(program: Command): void {
       const context = contextOf(command);
       const { out: file } = parseArg(z.object({ out: z.string().min(1).optional() }), rawOptions, '--out');
       if (file !== undefined && existsSync(file)) throw refused(`${file} exists; export never overwrites a file`, 'Try: another --out path');
-      await withStore(context, true, async ({ store }) => {
-        const fileStream = file === undefined ? undefined : createWriteStream(file, { flags: 'wx', mode: 0o600 });
-        if (fileStream) await once(fileStream, 'open');
-        const target = fileStream ? new Output({ json: true, quiet: true, stdout: fileStream }) : context.out;
-        const write = (line: PortableLine) => target.line(line);
-        let total = 0;
-        for await (const _ of store.streams()) total++;
-        const bar = progress(context.out, 'export', total);
-        const counts = { streams: 0, events: 0, blobs: 0 };
-        try {
-          await write({ kind: 'header', format: PORTABLE_FORMAT, version: PORTABLE_VERSION, exportedAt: new Date().toISOString() });
-          for await (const { stream } of store.streams()) {
-            const read = await store.read(stream);
-            if (read.revision === 0) continue;
-            counts.streams++;
-            await write({ kind: 'stream', stream, revision: read.revision });
-            if (read.snapshot) await write({ kind: 'snapshot', stream, snapshot: read.snapshot });
-            for await (const event of read.events) {
-              counts.events++;
-              await write({
-                kind: 'event',
-                stream,
-                revision: event.revision,
-                type: event.type,
-                data: event.data,
-                ...(event.eventId === undefined ? {} : { eventId: event.eventId }),
-              });
+      await interruptible((interruption) =>
+        withStore(context, true, async ({ store }) => {
+          const fileStream = file === undefined ? undefined : createWriteStream(file, { flags: 'wx', mode: 0o600 });
+          if (fileStream) await once(fileStream, 'open');
+          const target = fileStream ? new Output({ json: true, quiet: true, stdout: fileStream }) : context.out;
+          const write = (line: PortableLine) => target.line(line);
+          // Counting the streams is a read of the stream list: done only when a bar shows the total.
+          let total = 0;
+          if (context.out.progressAllowed) for await (const _ of store.streams()) total++;
+          const bar = progress(context.out, 'export', total);
+          const counts = { streams: 0, events: 0, blobs: 0 };
+          let complete = false;
+          // The next stream's read and blob list are asked for while this one is written.
+          const streams = lookahead(store.streams(), async ({ stream }) => {
+            const [read, blobs] = await Promise.all([store.read(stream), blobsOf(store, stream)]);
+            return { stream, read, blobs };
+          });
+          try {
+            await write({ kind: 'header', format: PORTABLE_FORMAT, version: PORTABLE_VERSION, exportedAt: new Date().toISOString() });
+            for await (const { stream, read, blobs } of streams) {
+              await interruption.between(
+                `${counts.streams} stream(s); ${file === undefined ? 'the output has no end line, so an import refuses it' : `the unfinished ${file} was removed`}`,
+                'Try: sessionfold export again',
+              );
+              if (read.revision === 0) continue;
+              counts.streams++;
+              await write({ kind: 'stream', stream, revision: read.revision });
+              if (read.snapshot) await write({ kind: 'snapshot', stream, snapshot: read.snapshot });
+              for await (const event of read.events) {
+                counts.events++;
+                const line: PortableLine = { kind: 'event', stream, revision: event.revision, type: event.type, data: event.data };
+                if (event.eventId !== undefined) line.eventId = event.eventId;
+                if (target.appendLine(line)) await target.flush();
+              }
+              for (const sha256 of blobs) {
+                const bytes = await store.getBlob(sha256);
+                if (bytes === undefined) continue;
+                counts.blobs++;
+                await write({ kind: 'blob', stream, sha256, base64: Buffer.from(bytes).toString('base64') });
+              }
+              bar.tick();
             }
-            for await (const sha256 of store.blobs(stream)) {
-              const bytes = await store.getBlob(sha256);
-              if (bytes === undefined) continue;
-              counts.blobs++;
-              await write({ kind: 'blob', stream, sha256, base64: Buffer.from(bytes).toString('base64') });
-            }
-            bar.tick();
+            await write({ kind: 'end', ...counts });
+            complete = true;
+          } finally {
+            bar.stop();
+            await target.flush();
+            if (fileStream) await new Promise<void>((resolve, reject) => fileStream.end((error?: Error | null) => (error ? reject(error) : resolve())));
+            // An export cut short is of no use (an import refuses it): a file this command created goes too.
+            if (file !== undefined && !complete && interruption.requested) await rm(file, { force: true });
           }
-          await write({ kind: 'end', ...counts });
-        } finally {
-          bar.stop();
-          await target.flush();
-          if (fileStream) await new Promise<void>((resolve, reject) => fileStream.end((error?: Error | null) => (error ? reject(error) : resolve())));
-        }
-        if (file !== undefined) {
-          if (context.out.json) await context.out.document({ file, ...counts });
-          else await context.out.text(`exported ${counts.streams} stream(s), ${counts.events} event(s), ${counts.blobs} blob(s) to ${file}`);
-        } else {
-          context.out.log(`exported ${counts.streams} stream(s), ${counts.events} event(s), ${counts.blobs} blob(s)`);
-        }
-      });
+          if (file !== undefined) {
+            if (context.out.json) await context.out.document({ file, ...counts });
+            else await context.out.text(`exported ${counts.streams} stream(s), ${counts.events} event(s), ${counts.blobs} blob(s) to ${file}`);
+          } else {
+            context.out.log(`exported ${counts.streams} stream(s), ${counts.events} event(s), ${counts.blobs} blob(s)`);
+          }
+        }),
+      );
     });
+}
+
+/** The sha256 of each blob `stream` owns: a short list, held so that the next stream's reads can start early. */
+async function blobsOf(store: EventStore, stream: string): Promise<string[]> {
+  const shas: string[] = [];
+  for await (const sha256 of store.blobs(stream)) shas.push(sha256);
+  return shas;
 }

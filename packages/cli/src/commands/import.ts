@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
 import { CliError, ExitCode, notFound, refused } from '../exit-codes.js';
 import { examples } from '../help.js';
+import { interruptible } from '../interruption.js';
 import { parseArg } from '../parse.js';
 import { PORTABLE_FORMAT, portableLineSchema, type PortableLine } from '../portable.js';
 import { progress } from '../progress.js';
@@ -45,34 +46,45 @@ export function registerImport(program: Command): void {
       const where = describeLocation(location);
       // A dry run only looks; a store that does not exist yet is simply empty, and is not created.
       if (options.dryRun && !storeExists(location)) return report(0);
-      await withStore(context, options.dryRun, async ({ store }) => {
-        let existing = 0;
-        const clashes: string[] = [];
-        for await (const { stream } of store.streams()) {
-          existing++;
-          if (plan.streams.has(stream)) clashes.push(stream);
-        }
-        if (clashes.length > 0) {
-          throw refused(
-            `${clashes.length} stream(s) of the file already exist in ${where} (first: ${clashes[0]}); nothing was imported`,
-            'Try: import into an empty store',
-          );
-        }
-        if (options.dryRun) return report(existing);
-        if (existing > 0 && !options.yes) {
-          throw refused(
-            `${where} already holds ${existing} stream(s); importing adds ${plan.streams.size} more`,
-            'Try: --dry-run to see what would be imported, then --yes',
-          );
-        }
-        const bar = progress(out, 'import', plan.streams.size);
-        try {
-          await load(store, file, () => bar.tick());
-        } finally {
-          bar.stop();
-        }
-        await report(existing);
-      });
+      await interruptible((interruption) =>
+        withStore(context, options.dryRun, async ({ store }) => {
+          let existing = 0;
+          const clashes: string[] = [];
+          for await (const { stream } of store.streams()) {
+            existing++;
+            if (plan.streams.has(stream)) clashes.push(stream);
+          }
+          if (clashes.length > 0) {
+            throw refused(
+              `${clashes.length} stream(s) of the file already exist in ${where} (first: ${clashes[0]}); nothing was imported`,
+              'Try: import into an empty store',
+            );
+          }
+          if (options.dryRun) return report(existing);
+          if (existing > 0 && !options.yes) {
+            throw refused(
+              `${where} already holds ${existing} stream(s); importing adds ${plan.streams.size} more`,
+              'Try: --dry-run to see what would be imported, then --yes',
+            );
+          }
+          const bar = progress(out, 'import', plan.streams.size);
+          try {
+            let loaded = 0;
+            await load(store, file, async () => {
+              loaded++;
+              bar.tick();
+              if (loaded < plan.streams.size)
+                await interruption.between(
+                  `${loaded} of ${plan.streams.size} stream(s); each stream imported is whole`,
+                  'Try: sessionfold delete or a fresh store for the streams imported, then import again',
+                );
+            });
+          } finally {
+            bar.stop();
+          }
+          await report(existing);
+        }),
+      );
 
       async function report(existing: number): Promise<void> {
         const summary = {
@@ -176,7 +188,7 @@ async function checkFile(file: string): Promise<Plan> {
 }
 
 /** Writes the (already checked) file into the store, stream by stream. */
-async function load(store: EventStore, file: string, streamDone: () => void): Promise<void> {
+async function load(store: EventStore, file: string, streamDone: () => Promise<void>): Promise<void> {
   let stream: string | undefined;
   let revision = 0;
   let batch: NewEvent[] = [];
@@ -189,7 +201,7 @@ async function load(store: EventStore, file: string, streamDone: () => void): Pr
     switch (value.kind) {
       case 'stream':
         await flush();
-        if (stream) streamDone();
+        if (stream) await streamDone();
         stream = value.stream;
         revision = 0;
         break;
@@ -206,7 +218,7 @@ async function load(store: EventStore, file: string, streamDone: () => void): Pr
         break;
       case 'end':
         await flush();
-        if (stream) streamDone();
+        if (stream) await streamDone();
         break;
       default:
         break;

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
 import { notFound } from '../exit-codes.js';
 import { examples } from '../help.js';
-import { formatChange } from '../format-change.js';
+import { formatChange, printChanges } from '../format-change.js';
 import { integerText, parseArg, streamIdText } from '../parse.js';
 
 /** `read <stream> [--from-revision N]`: the stream's raw events (its snapshot first, when it covers the start). */
@@ -24,7 +24,7 @@ export function registerRead(program: Command): void {
         if (read.snapshot) {
           await formatChange(context.out, { streamId: stream, type: '$snapshot', revision: read.snapshot.revision, data: read.snapshot as never });
         }
-        for await (const event of read.events) await formatChange(context.out, event);
+        await printChanges(context.out, read.events);
       });
     });
 }

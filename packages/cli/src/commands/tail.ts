@@ -1,17 +1,10 @@
-import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Command } from 'commander';
-import { StorageError, type RecordedEvent } from '@sessionfold/core/kernel';
 import { z } from 'zod';
-import { contextOf } from '../context.js';
+import { contextOf, withStore } from '../context.js';
 import { examples } from '../help.js';
-import { formatChange } from '../format-change.js';
-import { openStore, type OpenedStore } from '../open-store.js';
+import { printChanges } from '../format-change.js';
 import { integerText, parseArg } from '../parse.js';
-import { parseStoreUrl, type StoreLocation } from '../store-url.js';
-
-/** How long a follower without the store's own `follow()` waits between looks at the feed. */
-const POLL_INTERVAL_MS = 200;
+import { endOfFeed, followChanges, lastChanges } from '../tail-feed.js';
 
 const fromSchema = z.union([z.literal('start'), z.literal('end'), integerText(1)]);
 const optionsSchema = z.object({ follow: z.boolean().default(false), from: fromSchema.optional(), lines: integerText(0).optional() });
@@ -37,123 +30,28 @@ export function registerTail(program: Command): void {
     )
     .action(async (rawOptions: unknown, command: Command) => {
       const context = contextOf(command);
+      const { out } = context;
       const options = parseArg(optionsSchema, rawOptions, 'options');
-      const location = parseStoreUrl(context.storeUrl);
       const abort = new AbortController();
       const onSignal = () => abort.abort();
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
-      // Taken before the view opens: a write in between then shows as a change, never as nothing new.
-      const seen = { fingerprint: location.kind === 'file' && options.follow ? await directoryFingerprint(location.directory) : '' };
-      let opened = await openStore(location, { readOnly: true });
       try {
-        const print = (change: RecordedEvent) => formatChange(context.out, change);
-        let next = await startPosition(opened, options.from);
-        next = await printExisting(opened, next, options.lines, print, abort.signal);
-        if (!options.follow) return;
-        const store = opened.store;
-        if (store.follow) {
-          for await (const change of store.follow({ fromPosition: next, signal: abort.signal })) {
-            await print(change);
-            if (abort.signal.aborted) break;
+        await withStore(context, true, async ({ store }) => {
+          const from = options.from === undefined || options.from === 'start' ? 1 : options.from === 'end' ? await endOfFeed(store) : options.from;
+          if (options.lines === undefined) {
+            // One read from `from` on: with --follow, the store's follow() yields what is there, then what comes.
+            const changes = options.follow ? followChanges(store, from, abort.signal) : store.readAll({ fromPosition: from });
+            await printChanges(out, changes, abort.signal);
+            return;
           }
-          return;
-        }
-        while (!abort.signal.aborted) {
-          await sleep(POLL_INTERVAL_MS, abort.signal);
-          if (abort.signal.aborted) break;
-          opened = await refreshed(opened, location, seen);
-          try {
-            for await (const change of opened.store.readAll({ fromPosition: next })) {
-              await print(change);
-              next = change.position + 1;
-              if (abort.signal.aborted) break;
-            }
-          } catch (error) {
-            // A view can find a file the writer replaced since it opened (a compaction): the next look reopens it.
-            if (!(location.kind === 'file' && error instanceof StorageError && /reopen/.test(error.message))) throw error;
-          }
-        }
+          const last = await lastChanges(store, from, options.lines);
+          for (const change of last.changes) if (out.appendLine(change)) await out.flush();
+          if (options.follow) await printChanges(out, followChanges(store, last.next, abort.signal), abort.signal);
+        });
       } finally {
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
-        await opened.store.close();
       }
     });
-}
-
-async function startPosition(opened: OpenedStore, from: 'start' | 'end' | number | undefined): Promise<number> {
-  if (from === undefined || from === 'start') return 1;
-  if (typeof from === 'number') return from;
-  let head = 0;
-  for await (const change of opened.store.readAll()) head = change.position;
-  return head + 1;
-}
-
-/** Prints the changes already in the feed from `from` (only the last `lines` of them, if given); returns the next position. */
-async function printExisting(
-  opened: OpenedStore,
-  from: number,
-  lines: number | undefined,
-  print: (change: RecordedEvent) => Promise<void>,
-  signal: AbortSignal,
-): Promise<number> {
-  let next = from;
-  if (lines === undefined) {
-    for await (const change of opened.store.readAll({ fromPosition: from })) {
-      await print(change);
-      next = change.position + 1;
-      if (signal.aborted) break;
-    }
-    return next;
-  }
-  const last: RecordedEvent[] = [];
-  for await (const change of opened.store.readAll({ fromPosition: from })) {
-    last.push(change);
-    if (last.length > lines) last.shift();
-    next = change.position + 1;
-  }
-  for (const change of last) await print(change);
-  return next;
-}
-
-/**
- * A view that sees the latest commits. The file store's read-only view shows the directory as it was when it
- * opened, so it is opened again — but only when a file changed, since opening reads every journal; other
- * stores read the latest commits through one connection.
- */
-async function refreshed(opened: OpenedStore, location: StoreLocation, seen: { fingerprint: string }): Promise<OpenedStore> {
-  if (location.kind !== 'file') return opened;
-  const fingerprint = await directoryFingerprint(location.directory);
-  if (fingerprint === seen.fingerprint) return opened;
-  const fresh = await openStore(location, { readOnly: true });
-  await opened.store.close();
-  seen.fingerprint = fingerprint;
-  return fresh;
-}
-
-/** Names, sizes and change times of the files a write touches: equal fingerprints mean nothing was written. */
-async function directoryFingerprint(directory: string): Promise<string> {
-  const parts: string[] = [];
-  for (const sub of ['streams', 'owners', 'blobs', '.']) {
-    const dir = join(directory, sub);
-    const names = await readdir(dir).catch(() => [] as string[]);
-    for (const name of names.sort()) {
-      const info = await stat(join(dir, name)).catch(() => undefined);
-      if (info?.isFile()) parts.push(`${sub}/${name}:${info.size}:${info.mtimeMs}`);
-    }
-  }
-  return parts.join('\n');
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-  });
 }

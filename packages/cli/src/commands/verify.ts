@@ -1,10 +1,11 @@
 import type { Command } from 'commander';
-import { CorruptionError, SessionfoldError } from '@sessionfold/core/kernel';
+import { SessionfoldError, type CorruptionError, type EventStore } from '@sessionfold/core/kernel';
 import { z } from 'zod';
 import { contextOf } from '../context.js';
 import { ExitCode } from '../exit-codes.js';
 import { examples } from '../help.js';
 import { openStore, type VerifyProblem } from '../open-store.js';
+import type { Progress } from '../progress.js';
 import { parseArg } from '../parse.js';
 import { progress } from '../progress.js';
 import { describeLocation, parseStoreUrl } from '../store-url.js';
@@ -32,37 +33,24 @@ export function registerVerify(program: Command): void {
       const findings = new Findings();
       const bar = progress(out, 'verify');
       try {
-        if (location.kind === 'file') {
-          await openStore(location, { readOnly: true }).then(
-            (opened) => opened.store.close(),
-            (error: unknown) => {
-              // Damage shows when the view opens; the scan below names every place, not just the first.
-              if (!(error instanceof CorruptionError)) throw error;
-            },
-          );
-          await scanFileStore(location.directory, findings, bar);
+        // A file store is scanned file by file first, by the CLI's own reader: damage stops the store from opening,
+        // and the scan names every damaged place, not just the first.
+        if (location.kind === 'file') await scanFileStore(location.directory, findings, bar);
+        let opened;
+        try {
+          opened = await openStore(location, { readOnly: true });
+        } catch (error) {
+          if (!(error instanceof SessionfoldError) || error.code !== 'corruption') throw error;
+          // What the scan found already stopped the open: the scan said where.
+          if (findings.errors === 0) findings.error((error as CorruptionError).file, (error as CorruptionError).line, error.message);
         }
-        if (findings.errors === 0) {
-          let opened;
+        if (opened) {
           try {
-            opened = await openStore(location, { readOnly: true });
-          } catch (error) {
-            if (!(error instanceof SessionfoldError) || error.code !== 'corruption') throw error;
-            findings.error((error as CorruptionError).file, (error as CorruptionError).line, error.message);
-          }
-          if (opened) {
-            try {
-              // A file store's files were scanned above, line by line: its own verify would report the same again.
-              if (opened.store.verify && location.kind !== 'file') {
-                for (const problem of (await opened.store.verify()).problems) {
-                  const place = [problem.table && `table ${problem.table}`, problem.key].filter(Boolean).join(' ');
-                  const message = place ? `${place}: ${problem.message}` : problem.message;
-                  findings.problems.push({ severity: problem.severity, file: problem.file ?? problem.table ?? where, line: problem.line, message });
-                }
-              } else await scanThroughPort(opened.store, where, findings, bar);
-            } finally {
-              await opened.store.close();
-            }
+            // A file store's view checked, as it opened, what spans its files (each position once in the store),
+            // and the scan checked every line and blob: its own verify() or a read of everything would repeat both.
+            if (location.kind !== 'file') await checkThroughStore(opened.store, where, findings, bar);
+          } finally {
+            await opened.store.close();
           }
         }
       } finally {
@@ -89,4 +77,14 @@ export function registerVerify(program: Command): void {
       }
       if (!ok) process.exitCode = ExitCode.problems;
     });
+}
+
+/** The store's own `verify()`, its problems named by file or table and key; without one, everything read through the port. */
+async function checkThroughStore(store: EventStore, where: string, findings: Findings, bar: Progress): Promise<void> {
+  if (!store.verify) return scanThroughPort(store, where, findings, bar);
+  for (const problem of (await store.verify()).problems) {
+    const place = [problem.table && `table ${problem.table}`, problem.key].filter(Boolean).join(' ');
+    const message = place ? `${place}: ${problem.message}` : problem.message;
+    findings.problems.push({ severity: problem.severity, file: problem.file ?? problem.table ?? where, line: problem.line, message });
+  }
 }
