@@ -145,21 +145,33 @@ export function decodeManifest(bytes: Buffer): Manifest | undefined {
   }
 }
 
+/** A manifest as read from its file, with the checksum of its line (what a clean-close mark names). */
+export interface StoredManifest {
+  manifest: Manifest;
+  checksum: string;
+}
+
 /** Reads the manifest at `path`; undefined when there is none or it cannot be used (see `decodeManifest`). */
-export async function readManifest(fsl: FileSystem, path: string): Promise<Manifest | undefined> {
+export async function readManifest(fsl: FileSystem, path: string): Promise<StoredManifest | undefined> {
   let bytes: Buffer;
   try {
     bytes = await fsl.readFile(path);
   } catch {
     return undefined;
   }
-  return decodeManifest(bytes);
+  const manifest = decodeManifest(bytes);
+  return manifest && { manifest, checksum: bytes.toString('latin1', 0, HASH_CHARS) };
 }
 
-/** Replaces the manifest atomically (temp sibling, fsync, rename, fsync directory). */
-export async function writeManifest(fsl: FileSystem, path: string, manifest: Manifest): Promise<void> {
-  await writeFileAtomic(path, encodeManifest(manifest), { mode: 0o600, fs: atomicWriteFs(fsl) });
+/** Replaces the manifest atomically (temp sibling, fsync, rename, fsync directory); resolves to its line's checksum. */
+export async function writeManifest(fsl: FileSystem, path: string, manifest: Manifest): Promise<string> {
+  const line = encodeManifest(manifest);
+  await writeFileAtomic(path, line, { mode: 0o600, fs: atomicWriteFs(fsl) });
+  return line.slice(0, HASH_CHARS);
 }
+
+/** Hex characters of the sha256 that starts a framed line. */
+const HASH_CHARS = 64;
 
 function asSnapshot(row: unknown): ManifestStream['snapshot'] {
   if (!Array.isArray(row) || row.length !== 6) return undefined;

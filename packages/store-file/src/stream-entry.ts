@@ -40,6 +40,8 @@ export interface StoreContext {
   damaged(error: CorruptionError): void;
   /** Called on every flush, so the store can keep the number of open journal descriptors bounded. */
   touched(entry: StreamEntry): void;
+  /** Told of each position a stream's change takes (the last of a flush), so feed reads from later on find the stream. */
+  changing(entry: StreamEntry, position: number): void;
   /** The application's observer; `observing` is false when it has none, so flushes skip measuring. */
   readonly observe: ObserverCall<StoreObserver>;
   readonly observing: boolean;
@@ -301,6 +303,22 @@ export class StreamEntry {
     return this.#flushing === undefined && this.#exclusive === undefined && this.#queue.length === 0;
   }
 
+  /** True when a failed write may have left bytes past the journal's length (cut before the next write). */
+  get dirty(): boolean {
+    return this.#dirty;
+  }
+
+  /** True while the current version holds an older one for feed reads (see `dropHeldVersions`). */
+  get holdsVersions(): boolean {
+    return this.#files.before !== undefined;
+  }
+
+  /** The position of the stream's latest change that open found or that was made since (0: none). */
+  get lastChangePosition(): number {
+    const { snapshot, journal, since } = this.#files;
+    return Math.max(this.#tombstone?.position ?? 0, snapshot?.position ?? 0, journal.maxPosition, journal.lastPosition, since);
+  }
+
   /** True while the journal has a write descriptor open. */
   get hasOpenFile(): boolean {
     return this.#fd !== undefined;
@@ -421,6 +439,7 @@ export class StreamEntry {
     let count = 0;
     for (let b = 0; b < batch.length; b++) count += (batch[b] as PendingAppend).events.length;
     const start = this.#ctx.positions.reserve(count);
+    this.#ctx.changing(this, start + count - 1);
     try {
       return this.#frameLines(batch, start, count, recordedAtJson);
     } catch (error) {
@@ -569,7 +588,20 @@ export class StreamEntry {
     if (this.#fd !== undefined) return;
     const path = this.#ctx.layout.journal(this.name);
     if (this.#journalExists) {
-      this.#fd = await this.#ctx.fs.open(path, 'r+');
+      const fd = await this.#ctx.fs.open(path, 'r+');
+      // Writes go at the known length: a journal of another length (changed while the store was closed, which
+      // an open after a clean close does not look for) is not written over.
+      const { size } = await this.#ctx.fs.fstat(fd).catch(async (error: unknown) => {
+        await this.#ctx.fs.close(fd).catch(() => undefined);
+        throw error;
+      });
+      if (size !== this.journal.length && !this.#dirty) {
+        await this.#ctx.fs.close(fd).catch(() => undefined);
+        const error = new CorruptionError(path, undefined, `the journal is ${size} bytes long where the store knows ${this.journal.length}; it changed under the store`);
+        this.#ctx.damaged(error);
+        throw error;
+      }
+      this.#fd = fd;
       return;
     }
     try {
