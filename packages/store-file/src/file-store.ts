@@ -53,7 +53,7 @@ import { readManifest, stampOf, UNKNOWN_STAMP, writeManifest, type FileStamp, ty
 import { captureManifest } from './manifest-capture.js';
 import { cleanlyClosed, removeCleanClose, writeCleanClose } from './clean-close.js';
 import { writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
-import { loadStream, StaleManifestError, type StreamFileNames } from './stream-load.js';
+import { loadStream, StaleManifestError, takenAsRecorded, type LoadedStream, type StreamFileNames } from './stream-load.js';
 import { lineCharsBound, MAX_FLUSH_CHARS, StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
 import { StreamFiles } from './stream-files.js';
 import { StoreReader } from './store-reader.js';
@@ -326,22 +326,31 @@ class FileStore implements EventStore {
     const loadAll = async (records: Manifest | undefined): Promise<number> => {
       this.#entries.clear();
       this.#known.clear();
-      const queue = [...names];
       const found = new PositionSet();
       for (const mark of this.#tombstones.marks.values()) found.claim(mark.position, this.#layout.tombstones, undefined);
       const load = { fs: this.#fs, layout: this.#layout, repair, positions: found, manifestPosition: records?.position ?? 0, trusted: trusted && records !== undefined, owned: known === undefined };
       let max = this.#tombstones.maxPosition;
       let failed = false;
       asRecorded = 0;
+      const take = (stream: StreamId, { snapshot, journal, idsPending, stamps, unread }: LoadedStream) => {
+        if (unread) asRecorded++;
+        this.#entries.set(stream, new StreamEntry(this.#ctx, stream, { journal, snapshot, idsPending }));
+        if (this.#readOnly) this.#known.set(stream, knownOf(snapshot, journal, stamps));
+        max = Math.max(max, snapshot?.position ?? 0, journal?.maxPosition ?? 0);
+      };
+      // What the manifest vouches for is taken at once; only the rest waits on the file system.
+      const queue: [StreamId, StreamFileNames][] = [];
+      for (const [stream, files] of names) {
+        const record = records?.streams.get(stream);
+        const loaded = record && takenAsRecorded(load, files, record);
+        if (loaded) take(stream, loaded);
+        else queue.push([stream, files]);
+      }
       const worker = async () => {
         for (let next = queue.pop(); next && !failed; next = queue.pop()) {
           const [stream, files] = next;
           try {
-            const { snapshot, journal, idsPending, stamps, unread } = await loadStream(load, stream, files, records?.streams.get(stream));
-            if (unread) asRecorded++;
-            this.#entry(stream).load(journal, snapshot, idsPending);
-            if (this.#readOnly) this.#known.set(stream, knownOf(snapshot, journal, stamps));
-            max = Math.max(max, snapshot?.position ?? 0, journal?.maxPosition ?? 0);
+            take(stream, await loadStream(load, stream, files, records?.streams.get(stream)));
           } catch (error) {
             failed = true;
             throw error;

@@ -2,7 +2,7 @@ import { writeFileAtomic } from '@sessionfold/atomic-write';
 import { validateStreamId, type StreamId } from '@sessionfold/core/kernel';
 import { atomicWriteFs, type FileSystem } from './fs-layer.js';
 import { decodeLine, frameLine } from './journal-codec.js';
-import { emptyJournal, type Checkpoint, type JournalInfo } from './journal-scan.js';
+import type { Checkpoint, JournalInfo } from './journal-scan.js';
 import type { ChangeMark } from './stream-files.js';
 
 /** Names the kind of file, so a manifest is never mistaken for some other JSON. */
@@ -133,7 +133,7 @@ export function decodeManifest(bytes: Buffer): Manifest | undefined {
         entry.snapshot = snapshot;
       }
       if (journalRow !== 0) {
-        const journal = asJournal(journalRow, entry.snapshot?.mark.revision ?? 0);
+        const journal = asJournal(journalRow);
         if (!journal) return undefined;
         entry.journal = journal;
       }
@@ -181,35 +181,53 @@ function asSnapshot(row: unknown): ManifestStream['snapshot'] {
   return stamp && { mark: { revision, position, recordedAt }, stamp };
 }
 
-function asJournal(row: unknown, snapshotRevision: number): ManifestStream['journal'] {
+/** One journal's row as its description; checked field by field without building anything on the way (open decodes one per journal). */
+function asJournal(row: unknown): ManifestStream['journal'] {
   if (!Array.isArray(row) || row.length !== 12) return undefined;
   const [length, lastRevision, maxPosition, liveOffset, liveLine, firstPosition, lastPosition, lines, ino, mtimeMs, flat, lastHash] = row as unknown[];
-  if (typeof lastHash !== 'string' || !/^(?:[0-9a-f]{64})?$/.test(lastHash)) return undefined;
-  const counts = [length, lastRevision, maxPosition, liveOffset, liveLine, firstPosition, lastPosition, lines];
-  if (!counts.every(isCount) || !Array.isArray(flat) || flat.length % 4 !== 0 || !flat.every(isCount)) return undefined;
-  const stamp = asStamp(length, ino, mtimeMs);
-  if (!stamp || (liveOffset as number) > (length as number) || (lastPosition as number) > (maxPosition as number)) return undefined;
-  const checkpoints: Checkpoint[] = [];
-  for (let i = 0; i < flat.length; i += 4) {
-    const [revision, position, offset, line] = flat.slice(i, i + 4) as number[];
-    if ((offset as number) >= (length as number)) return undefined;
-    checkpoints.push({ revision: revision as number, position: position as number, offset: offset as number, line: line as number });
+  if (typeof lastHash !== 'string' || (lastHash.length !== 0 && !SHA256_HEX.test(lastHash))) return undefined;
+  if (
+    !isCount(length) ||
+    !isCount(lastRevision) ||
+    !isCount(maxPosition) ||
+    !isCount(liveOffset) ||
+    !isCount(liveLine) ||
+    !isCount(firstPosition) ||
+    !isCount(lastPosition) ||
+    !isCount(lines) ||
+    !Array.isArray(flat) ||
+    flat.length % 4 !== 0
+  ) {
+    return undefined;
   }
+  const stamp = asStamp(length, ino, mtimeMs);
+  if (!stamp || liveOffset > length || lastPosition > maxPosition) return undefined;
+  const checkpoints: Checkpoint[] = new Array(flat.length / 4);
+  for (let i = 0; i < flat.length; i += 4) {
+    const [revision, position, offset, line] = [flat[i] as unknown, flat[i + 1] as unknown, flat[i + 2] as unknown, flat[i + 3] as unknown];
+    if (!isCount(revision) || !isCount(position) || !isCount(offset) || !isCount(line) || offset >= length) return undefined;
+    checkpoints[i / 4] = { revision, position, offset, line };
+  }
+  // Built as `emptyJournal` builds it (same fields, same order), in one object.
   const info: JournalInfo = {
-    ...emptyJournal(snapshotRevision),
-    length: length as number,
-    lastRevision: lastRevision as number,
-    maxPosition: maxPosition as number,
-    liveOffset: liveOffset as number,
-    liveLine: liveLine as number,
-    firstPosition: firstPosition as number,
-    lastPosition: lastPosition as number,
-    lines: lines as number,
+    length,
+    lastRevision,
+    maxPosition,
+    liveOffset,
+    liveLine,
+    firstPosition,
+    lastPosition,
+    lines,
     checkpoints,
+    eventIds: new Map(),
+    tornBytes: 0,
+    ino: 0,
     lastHash,
   };
   return { info, stamp };
 }
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 function asStamp(size: unknown, ino: unknown, mtimeMs: unknown): FileStamp | undefined {
   if (!isCount(size) || typeof ino !== 'number' || typeof mtimeMs !== 'number' || !Number.isFinite(mtimeMs)) return undefined;

@@ -83,6 +83,13 @@ interface PendingAppend {
   reject(error: unknown): void;
 }
 
+/** The durable state open found of a stream: `idsPending` when the journal's event ids were not read. */
+export interface FoundFiles {
+  journal: JournalInfo | undefined;
+  snapshot: ChangeMark | undefined;
+  idsPending: boolean;
+}
+
 /**
  * One stream's state and its journal writer. Appends queue and are written by group commit: a flush takes
  * everything queued, writes it with one write and one fdatasync, then answers every caller. Expected
@@ -91,15 +98,15 @@ interface PendingAppend {
  */
 export class StreamEntry {
   readonly name: StreamId;
-  /** The stream's name as JSON, as every line written names it. */
-  readonly #nameJson: string;
+  /** The stream's name as JSON, as every line written names it (made on the first write). */
+  #nameJson: string | undefined;
   readonly #ctx: StoreContext;
   #revision = 0;
   /** Revision including queued appends: what the next append must expect. */
   #head = 0;
   #tombstone: ChangeMark | undefined;
   /** The current version of the stream's files; replaced (never changed) by compaction and deletion. */
-  #files = new StreamFiles(undefined, emptyJournal(0));
+  #files: StreamFiles;
   #journalExists = false;
   #fd: number | undefined;
   /** A failed write may have left bytes past `journal.length`; they are cut before the next write. */
@@ -113,16 +120,18 @@ export class StreamEntry {
   #exclusive: Promise<void> | undefined;
   /** Counts exclusive operations begun and ended: odd while one runs (its files may be changing). */
   #generation = 0;
-  readonly #pendingIds = new Map<string, Promise<AppendResult>>();
+  /** Made on the first append with event ids: most streams never need it. */
+  #pendingIds: Map<string, Promise<AppendResult>> | undefined;
   /** The journal's event ids are not known yet (opened from a manifest): read before an append needs them. */
   #idsPending = false;
   /** Reading them; every append waits for it, so appends keep the order they came in. */
   #idsLoad: Promise<void> | undefined;
 
-  constructor(ctx: StoreContext, name: StreamId) {
+  /** `found`: the durable state open found (see `load`), so a stream opened with files is built once. */
+  constructor(ctx: StoreContext, name: StreamId, found?: FoundFiles) {
     this.#ctx = ctx;
     this.name = name;
-    this.#nameJson = JSON.stringify(name);
+    this.#files = found ? this.#found(found) : new StreamFiles(undefined, emptyJournal(0));
   }
 
   /** Last durable revision (0: the stream does not exist). */
@@ -184,11 +193,17 @@ export class StreamEntry {
    * that carries one.
    */
   load(journal: JournalInfo | undefined, snapshot: ChangeMark | undefined, idsPending = false): void {
+    this.#files = this.#found({ journal, snapshot, idsPending });
+  }
+
+  /** Sets the state `found` describes but the files; returns the version of the files it describes. */
+  #found({ journal, snapshot, idsPending }: FoundFiles): StreamFiles {
     this.#idsPending = idsPending && journal !== undefined;
     this.#journalExists = journal !== undefined;
-    this.#files = new StreamFiles(snapshot, journal ?? emptyJournal(snapshot?.revision ?? 0));
-    this.#revision = Math.max(this.journal.lastRevision, snapshot?.revision ?? 0);
+    const files = new StreamFiles(snapshot, journal ?? emptyJournal(snapshot?.revision ?? 0));
+    this.#revision = Math.max(files.journal.lastRevision, snapshot?.revision ?? 0);
     this.#head = this.#revision;
+    return files;
   }
 
   /** Queues a validated batch whose lines take at most `chars` code units (≤ `MAX_FLUSH_CHARS`); resolves once it is durable. */
@@ -203,13 +218,13 @@ export class StreamEntry {
       if (firstId !== undefined) {
         const committed = this.journal.eventIds.get(firstId);
         if (committed) return Promise.resolve({ ...committed.result });
-        const pending = this.#pendingIds.get(firstId);
+        const pending = this.#pendingIds?.get(firstId);
         if (pending) return pending.then((result) => ({ ...result }));
       }
       for (let index = 1; index < events.length; index++) {
         const eventId = (events[index] as NewEvent).eventId;
         if (eventId === undefined) continue;
-        if (this.journal.eventIds.has(eventId) || this.#pendingIds.has(eventId)) {
+        if (this.journal.eventIds.has(eventId) || this.#pendingIds?.has(eventId)) {
           throw new InvalidInputError(`events[${index}].eventId`, `${JSON.stringify(eventId)} is already in stream ${this.name}`);
         }
       }
@@ -245,7 +260,7 @@ export class StreamEntry {
         forRetries = promise.then((result) => ({ ...result }));
         forRetries.catch(() => undefined); // the first caller reports the failure; retries see it too
       }
-      this.#pendingIds.set(eventId, forRetries);
+      (this.#pendingIds ??= new Map()).set(eventId, forRetries);
     }
     this.#queue.push(pending);
     this.#flushing ??= this.#flushLoop();
@@ -467,7 +482,7 @@ export class StreamEntry {
         }
         lines[index++] = frameLine(
           eventPayloadJson(
-            this.#nameJson,
+            (this.#nameJson ??= JSON.stringify(this.name)),
             firstRevision + i,
             position++,
             recordedAtJson,
@@ -633,7 +648,7 @@ export class StreamEntry {
     this.#queue = [];
     this.#head = this.#revision;
     for (const pending of failed) {
-      for (const event of pending.events) if (event.eventId !== undefined) this.#pendingIds.delete(event.eventId);
+      for (const event of pending.events) if (event.eventId !== undefined) this.#pendingIds?.delete(event.eventId);
       pending.reject(error);
     }
   }
@@ -668,7 +683,7 @@ export class StreamEntry {
         }
         if (event.eventId !== undefined) {
           journal.eventIds.set(event.eventId, { result: { ...pending.result }, revision });
-          this.#pendingIds.delete(event.eventId);
+          this.#pendingIds?.delete(event.eventId);
         }
       }
       journal.lastPosition = pending.result.position;

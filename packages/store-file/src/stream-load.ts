@@ -67,6 +67,19 @@ async function scanStream({ fs, layout, repair, positions }: StreamLoad, stream:
   return { snapshot, journal, idsPending: false, stamps, unread: false };
 }
 
+/**
+ * The stream as the manifest records it, without looking at its files, when the load trusts the manifest and
+ * the record vouches for every file the directory lists (known stamps); undefined otherwise (see `loadStream`).
+ */
+export function takenAsRecorded(load: StreamLoad, names: StreamFileNames, record: ManifestStream): LoadedStream | undefined {
+  if (!load.trusted || names.snapshot !== (record.snapshot !== undefined) || names.journal !== (record.journal !== undefined)) return undefined;
+  if ((record.snapshot && !isKnown(record.snapshot.stamp)) || (record.journal && !isKnown(record.journal.stamp))) return undefined;
+  const snapshot = record.snapshot?.mark;
+  const stamps: LoadedStream['stamps'] = { snapshot: record.snapshot?.stamp, journal: record.journal?.stamp };
+  if (!record.journal) return { snapshot, journal: undefined, idsPending: false, stamps, unread: true };
+  return { snapshot, journal: recordedJournal(load, record.journal.info, record.journal.stamp.ino), idsPending: true, stamps, unread: true };
+}
+
 async function fromRecord(load: StreamLoad, stream: StreamId, names: StreamFileNames, record: ManifestStream): Promise<LoadedStream | undefined> {
   const { fs, layout } = load;
   const stamps: LoadedStream['stamps'] = {};
@@ -93,10 +106,7 @@ async function fromRecord(load: StreamLoad, stream: StreamId, names: StreamFileN
   stamps.journal = now;
   const info = record.journal.info;
   if (unchanged(now, record.journal.stamp)) {
-    // The writer extends the description in place: a record this load does not own is copied.
-    const journal = load.owned ? info : { ...info, checkpoints: [...info.checkpoints], eventIds: new Map() };
-    journal.ino = now.ino;
-    return { snapshot, journal, idsPending: true, stamps, unread };
+    return { snapshot, journal: recordedJournal(load, info, now.ino), idsPending: true, stamps, unread };
   }
   const journal = await readingFile(path, () =>
     resumeJournal(fs, path, stream, snapshot?.revision ?? 0, load.repair, load.positions, info, load.manifestPosition),
@@ -107,7 +117,20 @@ async function fromRecord(load: StreamLoad, stream: StreamId, names: StreamFileN
 
 /** The stamp of the file at `path`: the recorded one when the load trusts the manifest and it is known, else looked at. */
 async function stampNow(load: StreamLoad, path: string, recorded: FileStamp): Promise<FileStamp | undefined> {
-  return load.trusted && recorded.ino !== -1 && recorded.mtimeMs !== -1 ? recorded : stampOf(load.fs, path);
+  return load.trusted && isKnown(recorded) ? recorded : stampOf(load.fs, path);
+}
+
+/** The recorded description of a journal whose file has inode `ino`, for the stream to use (and extend in place). */
+function recordedJournal(load: StreamLoad, info: JournalInfo, ino: number): JournalInfo {
+  // A record this load does not own is copied.
+  const journal = load.owned ? info : { ...info, checkpoints: [...info.checkpoints], eventIds: new Map() };
+  journal.ino = ino;
+  return journal;
+}
+
+/** A stamp recorded with the inode and time of the file it describes. */
+function isKnown(stamp: FileStamp): boolean {
+  return stamp.ino !== -1 && stamp.mtimeMs !== -1;
 }
 
 /**
