@@ -123,7 +123,9 @@ export function decodeManifest(bytes: Buffer): Manifest | undefined {
     const result = new Map<StreamId, ManifestStream>();
     for (const row of streams as unknown[]) {
       if (!Array.isArray(row) || row.length !== 3) return undefined;
-      const [stream, snapshotRow, journalRow] = row as [unknown, unknown, unknown];
+      const stream: unknown = row[0];
+      const snapshotRow: unknown = row[1];
+      const journalRow: unknown = row[2];
       if (typeof stream !== 'string' || result.has(stream)) return undefined;
       validateStreamId(stream);
       const entry: ManifestStream = {};
@@ -184,7 +186,18 @@ function asSnapshot(row: unknown): ManifestStream['snapshot'] {
 /** One journal's row as its description; checked field by field without building anything on the way (open decodes one per journal). */
 function asJournal(row: unknown): ManifestStream['journal'] {
   if (!Array.isArray(row) || row.length !== 12) return undefined;
-  const [length, lastRevision, maxPosition, liveOffset, liveLine, firstPosition, lastPosition, lines, ino, mtimeMs, flat, lastHash] = row as unknown[];
+  // Indexed, not destructured: destructuring walks an iterator, which costs per journal before the code is optimized.
+  const fields = row as unknown[];
+  const length = fields[0];
+  const lastRevision = fields[1];
+  const maxPosition = fields[2];
+  const liveOffset = fields[3];
+  const liveLine = fields[4];
+  const firstPosition = fields[5];
+  const lastPosition = fields[6];
+  const lines = fields[7];
+  const flat = fields[10];
+  const lastHash = fields[11];
   if (typeof lastHash !== 'string' || (lastHash.length !== 0 && !SHA256_HEX.test(lastHash))) return undefined;
   if (
     !isCount(length) ||
@@ -200,11 +213,14 @@ function asJournal(row: unknown): ManifestStream['journal'] {
   ) {
     return undefined;
   }
-  const stamp = asStamp(length, ino, mtimeMs);
+  const stamp = asStamp(length, fields[8], fields[9]);
   if (!stamp || liveOffset > length || lastPosition > maxPosition) return undefined;
   const checkpoints: Checkpoint[] = new Array(flat.length / 4);
   for (let i = 0; i < flat.length; i += 4) {
-    const [revision, position, offset, line] = [flat[i] as unknown, flat[i + 1] as unknown, flat[i + 2] as unknown, flat[i + 3] as unknown];
+    const revision: unknown = flat[i];
+    const position: unknown = flat[i + 1];
+    const offset: unknown = flat[i + 2];
+    const line: unknown = flat[i + 3];
     if (!isCount(revision) || !isCount(position) || !isCount(offset) || !isCount(line) || offset >= length) return undefined;
     checkpoints[i / 4] = { revision, position, offset, line };
   }
