@@ -328,7 +328,15 @@ class FileStore implements EventStore {
       this.#known.clear();
       const found = new PositionSet();
       for (const mark of this.#tombstones.marks.values()) found.claim(mark.position, this.#layout.tombstones, undefined);
-      const load = { fs: this.#fs, layout: this.#layout, repair, positions: found, manifestPosition: records?.position ?? 0, trusted: trusted && records !== undefined, owned: known === undefined };
+      const load = {
+        fs: this.#fs,
+        layout: this.#layout,
+        repair,
+        positions: found,
+        manifestPosition: records?.position ?? 0,
+        trusted: trusted && records !== undefined,
+        owned: known === undefined,
+      };
       let max = this.#tombstones.maxPosition;
       let failed = false;
       asRecorded = 0;

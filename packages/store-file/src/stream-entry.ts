@@ -612,7 +612,11 @@ export class StreamEntry {
       });
       if (size !== this.journal.length && !this.#dirty) {
         await this.#ctx.fs.close(fd).catch(() => undefined);
-        const error = new CorruptionError(path, undefined, `the journal is ${size} bytes long where the store knows ${this.journal.length}; it changed under the store`);
+        const error = new CorruptionError(
+          path,
+          undefined,
+          `the journal is ${size} bytes long where the store knows ${this.journal.length}; it changed under the store`,
+        );
         this.#ctx.damaged(error);
         throw error;
       }
