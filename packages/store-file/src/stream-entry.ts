@@ -111,6 +111,8 @@ export class StreamEntry {
   #fd: number | undefined;
   /** A failed write may have left bytes past `journal.length`; they are cut before the next write. */
   #dirty = false;
+  /** The journal's size was found to be the length the store knows, when this writer first opened it to write. */
+  #lengthChecked = false;
   /** The journal was created and its directory entry is not yet known to be durable. */
   #unsyncedName = false;
   #queue: PendingAppend[] = [];
@@ -604,8 +606,13 @@ export class StreamEntry {
     const path = this.#ctx.layout.journal(this.name);
     if (this.#journalExists) {
       const fd = await this.#ctx.fs.open(path, 'r+');
+      if (this.#lengthChecked) {
+        this.#fd = fd;
+        return;
+      }
       // Writes go at the known length: a journal of another length (changed while the store was closed, which
-      // an open after a clean close does not look for) is not written over.
+      // an open after a clean close does not look for) is not written over. Once is enough: from then on only
+      // this writer changes it.
       const { size } = await this.#ctx.fs.fstat(fd).catch(async (error: unknown) => {
         await this.#ctx.fs.close(fd).catch(() => undefined);
         throw error;
@@ -620,6 +627,7 @@ export class StreamEntry {
         this.#ctx.damaged(error);
         throw error;
       }
+      this.#lengthChecked = true;
       this.#fd = fd;
       return;
     }
