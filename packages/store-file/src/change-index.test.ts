@@ -16,6 +16,16 @@ describe('the change index', () => {
     expect([...index.from(34)]).toEqual([]);
   });
 
+  it('sorts what open found whether its positions are dense or far apart', () => {
+    for (const spread of [1, 10_000_000]) {
+      const index = new ChangeIndex<number>();
+      const positions = [5, 0, 3, 9, 1].map((position) => position * spread);
+      index.seed([0, 1, 2, 3, 4], positions);
+      expect([...index.from(0)]).toEqual([1, 4, 2, 0, 3]);
+      expect([...index.from(4 * spread)]).toEqual([0, 3]);
+    }
+  });
+
   it('stays right when entries left behind are compacted away', () => {
     const index = new ChangeIndex<number>();
     index.seed([], []);

@@ -55,7 +55,7 @@ export class ChangeIndex<T> {
     if (!seeded) return;
     this.#seeded = undefined;
     const { items, positions } = seeded;
-    const order = Array.from(items.keys()).sort((a, b) => (positions[a] as number) - (positions[b] as number));
+    const order = byPosition(positions);
     // Changes noted since open come after everything open found: their positions were handed out after it.
     const [laterPositions, laterItems] = [this.#positions, this.#items];
     this.#positions = [];
@@ -87,4 +87,29 @@ export class ChangeIndex<T> {
     this.#positions = positions;
     this.#items = items;
   }
+}
+
+/** Largest position, beyond the count of items, up to which `byPosition` sorts by counting instead of comparing. */
+const COUNTING_SLACK = 1 << 22;
+
+/**
+ * The indexes of `positions` in rising order of their values (non-negative integers). Open sorts one per stream:
+ * when the largest is not far beyond their count, counting them is much cheaper than comparing them.
+ */
+function byPosition(positions: readonly number[]): number[] {
+  let max = 0;
+  for (const position of positions) if (position > max) max = position;
+  if (max > positions.length * 8 + COUNTING_SLACK) {
+    return Array.from(positions.keys()).sort((a, b) => (positions[a] as number) - (positions[b] as number));
+  }
+  const counts = new Uint32Array(max + 2);
+  for (const position of positions) counts[position + 1] = (counts[position + 1] as number) + 1;
+  for (let value = 1; value < counts.length; value++) counts[value] = (counts[value] as number) + (counts[value - 1] as number);
+  const order = new Array<number>(positions.length);
+  for (let index = 0; index < positions.length; index++) {
+    const position = positions[index] as number;
+    order[counts[position] as number] = index;
+    counts[position] = (counts[position] as number) + 1;
+  }
+  return order;
 }
