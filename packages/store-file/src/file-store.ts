@@ -293,6 +293,8 @@ class FileStore implements EventStore {
   /**
    * Reads the directory: tombstones, blob owners, the manifest, then each stream's files — only what changed
    * since the manifest recorded them (see `loadStream`), every line of the rest; finishes interrupted deletes.
+   * After a clean close (the mark names the manifest, see `cleanlyClosed`) the files the manifest records are
+   * taken as recorded without a look at each; a writer removes the mark durably before it changes anything.
    */
   async open(known?: Manifest): Promise<void> {
     const repair = !this.#readOnly;
