@@ -2,7 +2,7 @@ import { writeFileAtomic } from '@sessionfold/atomic-write';
 import { validateStreamId, type StreamId } from '@sessionfold/core/kernel';
 import { atomicWriteFs, type FileSystem } from './fs-layer.js';
 import { decodeLine, frameLine } from './journal-codec.js';
-import type { Checkpoint, JournalInfo } from './journal-scan.js';
+import { EVENT_IDS_NOT_READ, type Checkpoint, type JournalInfo } from './journal-scan.js';
 import type { ChangeMark } from './stream-files.js';
 
 /** Names the kind of file, so a manifest is never mistaken for some other JSON. */
@@ -235,7 +235,7 @@ function asJournal(row: unknown): ManifestStream['journal'] {
     lastPosition,
     lines,
     checkpoints,
-    eventIds: new Map(),
+    eventIds: EVENT_IDS_NOT_READ,
     tornBytes: 0,
     ino: 0,
     lastHash,

@@ -14,7 +14,7 @@ import {
 } from '@sessionfold/core/kernel';
 import { errorCode, syncDir, writeAll, writeAllSync, type FileSystem, type InlineIo } from './fs-layer.js';
 import { eventPayloadJson, frameLine } from './journal-codec.js';
-import { CHECKPOINT_EVERY, emptyJournal, readEventIds, type EventIdEntry, type JournalInfo } from './journal-scan.js';
+import { CHECKPOINT_EVERY, emptyJournal, readEventIds, writableEventIds, type EventIdEntry, type JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
 import type { Positions } from './positions.js';
 import { StreamFiles, type ChangeMark } from './stream-files.js';
@@ -307,7 +307,8 @@ export class StreamEntry {
         else if (!(error instanceof SessionfoldError)) throw new StorageError(`Could not read ${this.#ctx.layout.journal(this.name)}.`, { cause: error });
         throw error;
       }
-      for (const [id, where] of ids) journal.eventIds.set(id, where);
+      const own = writableEventIds(journal);
+      for (const [id, where] of ids) own.set(id, where);
       this.#idsPending = false;
     }).finally(() => {
       this.#idsLoad = undefined;
@@ -694,7 +695,7 @@ export class StreamEntry {
           journal.checkpoints.push({ revision, position, offset: offsetOf(index), line: lineNo });
         }
         if (event.eventId !== undefined) {
-          journal.eventIds.set(event.eventId, { result: { ...pending.result }, revision });
+          writableEventIds(journal).set(event.eventId, { result: { ...pending.result }, revision });
           this.#pendingIds?.delete(event.eventId);
         }
       }

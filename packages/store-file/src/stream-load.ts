@@ -1,6 +1,6 @@
 import type { StreamId } from '@sessionfold/core/kernel';
 import { readingFile, type FileSystem } from './fs-layer.js';
-import { resumeJournal, scanJournal, type JournalInfo, type PositionClaims } from './journal-scan.js';
+import { EVENT_IDS_NOT_READ, resumeJournal, scanJournal, type JournalInfo, type PositionClaims } from './journal-scan.js';
 import type { Layout } from './layout.js';
 import { stampOf, unchanged, type FileStamp, type ManifestStream } from './manifest.js';
 import { readSnapshotFile } from './snapshot-file.js';
@@ -123,7 +123,7 @@ async function stampNow(load: StreamLoad, path: string, recorded: FileStamp): Pr
 /** The recorded description of a journal whose file has inode `ino`, for the stream to use (and extend in place). */
 function recordedJournal(load: StreamLoad, info: JournalInfo, ino: number): JournalInfo {
   // A record this load does not own is copied.
-  const journal = load.owned ? info : { ...info, checkpoints: [...info.checkpoints], eventIds: new Map() };
+  const journal = load.owned ? info : { ...info, checkpoints: [...info.checkpoints], eventIds: EVENT_IDS_NOT_READ };
   journal.ino = ino;
   return journal;
 }
