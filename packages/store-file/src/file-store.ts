@@ -49,10 +49,11 @@ import { Layout } from './layout.js';
 import { acquireLock, lockHolder, type WriterLock } from './lock.js';
 import { PositionSet } from './position-set.js';
 import { Positions } from './positions.js';
-import { readManifest, UNKNOWN_STAMP, writeManifest, type FileStamp, type Manifest, type ManifestStream } from './manifest.js';
+import { readManifest, stampOf, UNKNOWN_STAMP, writeManifest, type FileStamp, type Manifest, type ManifestStream } from './manifest.js';
 import { captureManifest } from './manifest-capture.js';
+import { cleanlyClosed, removeCleanClose, writeCleanClose } from './clean-close.js';
 import { writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
-import { loadStream, StaleManifestError, type StreamFileNames } from './stream-load.js';
+import { loadStream, StaleManifestError, takenAsRecorded, type LoadedStream, type StreamFileNames } from './stream-load.js';
 import { lineCharsBound, MAX_FLUSH_CHARS, StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
 import { StreamFiles } from './stream-files.js';
 import { StoreReader } from './store-reader.js';
@@ -224,6 +225,12 @@ class FileStore implements EventStore {
   /** The watermark the last manifest recorded (or open found). */
   #manifestAt = 0;
   #manifestSave: Promise<void> | undefined;
+  /** Checksum of the manifest as last read or written (what a clean-close mark names). */
+  #manifestChecksum: string | undefined;
+  /** Changes settled since open. */
+  #settles = 0;
+  /** The value of `#settles` the manifest on disk describes every stream's files at; undefined when it does not. */
+  #manifestSettles: number | undefined;
   #manifestTimer: NodeJS.Timeout | undefined;
   readonly checkpoints: CheckpointSlot;
 
@@ -277,6 +284,7 @@ class FileStore implements EventStore {
       poison: (reason, cause) => this.#poison(reason, cause),
       damaged: (error) => this.#damaged(error),
       touched: (entry) => this.#touched(entry),
+      changing: (entry, position) => this.#reader.changing(entry, position),
       observe: this.#observe,
       observing: observe !== undefined,
     };
@@ -285,11 +293,23 @@ class FileStore implements EventStore {
   /**
    * Reads the directory: tombstones, blob owners, the manifest, then each stream's files — only what changed
    * since the manifest recorded them (see `loadStream`), every line of the rest; finishes interrupted deletes.
+   * After a clean close (the mark names the manifest, see `cleanlyClosed`) the files the manifest records are
+   * taken as recorded without a look at each; a writer removes the mark durably before it changes anything.
    */
   async open(known?: Manifest): Promise<void> {
     const repair = !this.#readOnly;
+    let manifest = known;
+    let trusted = false;
+    if (!known) {
+      const stored = await readManifest(this.#fs, this.#layout.manifest);
+      manifest = stored?.manifest;
+      this.#manifestChecksum = stored?.checksum;
+      // Read after the manifest: a mark still there then means no writer had changed anything since it was written.
+      trusted = stored !== undefined && (await cleanlyClosed(this.#fs, this.#layout.cleanClose, stored.checksum, this.#layout.manifest));
+      // Before anything changes: from now on a crash must leave no mark.
+      if (repair) await removeCleanClose(this.#fs, this.#layout.cleanClose, this.#layout.directory);
+    }
     if (repair) await this.#removeTemporaries();
-    const manifest = known ?? (await readManifest(this.#fs, this.#layout.manifest));
     this.#tombstones = await Tombstones.load(this.#fs, this.#layout.tombstones, repair);
     await this.#blobs.load(repair);
     if (await isCaseInsensitive(this.#fs, this.#layout.directory)) this.#cases = new CaseCollisions();
@@ -303,23 +323,44 @@ class FileStore implements EventStore {
       names.set(parsed.stream, files);
     }
     for (const stream of [...names.keys(), ...this.#blobs.owners()]) this.#cases?.claim(stream);
+    /** Streams taken from the manifest without reading a file: when that is every stream it lists, it is current. */
+    let asRecorded = 0;
     const loadAll = async (records: Manifest | undefined): Promise<number> => {
       this.#entries.clear();
       this.#known.clear();
-      const queue = [...names];
       const found = new PositionSet();
       for (const mark of this.#tombstones.marks.values()) found.claim(mark.position, this.#layout.tombstones, undefined);
-      const load = { fs: this.#fs, layout: this.#layout, repair, positions: found, manifestPosition: records?.position ?? 0 };
+      const load = {
+        fs: this.#fs,
+        layout: this.#layout,
+        repair,
+        positions: found,
+        manifestPosition: records?.position ?? 0,
+        trusted: trusted && records !== undefined,
+        owned: known === undefined,
+      };
       let max = this.#tombstones.maxPosition;
       let failed = false;
+      asRecorded = 0;
+      const take = (stream: StreamId, { snapshot, journal, idsPending, stamps, unread }: LoadedStream) => {
+        if (unread) asRecorded++;
+        this.#entries.set(stream, new StreamEntry(this.#ctx, stream, { journal, snapshot, idsPending }));
+        if (this.#readOnly) this.#known.set(stream, knownOf(snapshot, journal, stamps));
+        max = Math.max(max, snapshot?.position ?? 0, journal?.maxPosition ?? 0);
+      };
+      // What the manifest vouches for is taken at once; only the rest waits on the file system.
+      const queue: [StreamId, StreamFileNames][] = [];
+      for (const [stream, files] of names) {
+        const record = records?.streams.get(stream);
+        const loaded = record && takenAsRecorded(load, files, record);
+        if (loaded) take(stream, loaded);
+        else queue.push([stream, files]);
+      }
       const worker = async () => {
         for (let next = queue.pop(); next && !failed; next = queue.pop()) {
           const [stream, files] = next;
           try {
-            const { snapshot, journal, idsPending, stamps } = await loadStream(load, stream, files, records?.streams.get(stream));
-            this.#entry(stream).load(journal, snapshot, idsPending);
-            if (this.#readOnly) this.#known.set(stream, knownOf(snapshot, journal, stamps));
-            max = Math.max(max, snapshot?.position ?? 0, journal?.maxPosition ?? 0);
+            take(stream, await loadStream(load, stream, files, records?.streams.get(stream)));
           } catch (error) {
             failed = true;
             throw error;
@@ -332,12 +373,16 @@ class FileStore implements EventStore {
       return max;
     };
     let maxPosition: number;
+    const usable = manifest?.formatVersion === this.#format ? manifest : undefined;
+    let current = usable !== undefined;
     try {
-      maxPosition = await loadAll(manifest?.formatVersion === this.#format ? manifest : undefined);
+      maxPosition = await loadAll(usable);
     } catch (error) {
       if (!(error instanceof StaleManifestError)) throw error;
+      current = false;
       maxPosition = await loadAll(undefined);
     }
+    current &&= asRecorded === names.size && asRecorded === usable?.streams.size;
 
     for (const [stream, mark] of this.#tombstones.marks) {
       const entry = this.#entry(stream);
@@ -346,6 +391,7 @@ class FileStore implements EventStore {
       if (leftovers && mark.position > contentMax) {
         // A delete was recorded but the process died before removing every file: finish it.
         if (repair) {
+          current = false;
           await this.#removeStreamFiles(stream);
           this.#cases?.release(stream);
         }
@@ -354,7 +400,11 @@ class FileStore implements EventStore {
         entry.setTombstone(mark);
       }
     }
+    this.#reader.seed();
+    this.#settles = 0;
+    this.#manifestSettles = current ? 0 : undefined;
     this.#positions = new Positions(maxPosition, () => {
+      this.#settles++;
       this.#changes.notify();
       if (this.#positions.watermark - this.#manifestAt >= MANIFEST_EVERY_POSITIONS) this.#saveManifestSoon();
     });
@@ -389,9 +439,26 @@ class FileStore implements EventStore {
   async #saveManifest(): Promise<void> {
     if (this.#poisoned) return;
     const at = this.#positions.watermark;
-    const manifest = await captureManifest(this.#fs, this.#layout, this.#entries.values(), this.#format, at);
-    await writeManifest(this.#fs, this.#layout.manifest, manifest);
+    const settles = this.#settles;
+    const { manifest, complete } = await captureManifest(this.#fs, this.#layout, this.#entries.values(), this.#format, at);
+    const checksum = await writeManifest(this.#fs, this.#layout.manifest, manifest);
+    this.#manifestChecksum = checksum;
+    this.#manifestSettles = complete && this.#settles === settles ? settles : undefined;
     this.#manifestAt = Math.max(this.#manifestAt, at);
+  }
+
+  /**
+   * At close, once everything settled: makes sure the manifest describes every file as it is (writing it only
+   * when something changed since it was read or written), then leaves the clean-close mark naming it. Not
+   * after writes were refused, nor when a failed write may have left bytes past a journal's end.
+   */
+  async #closeCleanly(): Promise<void> {
+    if (this.#poisoned) return;
+    for (const entry of this.#entries.values()) if (entry.dirty) return;
+    if (this.#manifestSettles !== this.#settles || this.#manifestChecksum === undefined) await this.#saveManifest();
+    if (this.#manifestSettles !== this.#settles || this.#manifestChecksum === undefined) return;
+    const stamp = await stampOf(this.#fs, this.#layout.manifest);
+    if (stamp) await writeCleanClose(this.#fs, this.#layout.cleanClose, this.#manifestChecksum, stamp);
   }
 
   /**
@@ -514,6 +581,7 @@ class FileStore implements EventStore {
         if (actual === 0) return;
         const recordedAt = this.#ctx.now();
         const position = this.#positions.reserve(1);
+        this.#reader.changing(entry, position);
         let settled = false;
         try {
           const mark: ChangeMark = { revision: actual, position, recordedAt };
@@ -543,7 +611,7 @@ class FileStore implements EventStore {
         } finally {
           // Not handed out again: a tombstone write that failed and could not be cut back may still hold it.
           if (!settled) this.#positions.settle(position);
-          entry.dropHeldVersions(this.#positions.watermark);
+          this.#reader.letGoOfHeld(entry);
         }
       });
     });
@@ -637,7 +705,7 @@ class FileStore implements EventStore {
     this.#reader.closeAll();
     // Everything is settled: the next open reads only the manifest and the files changed after it. It only
     // ever saves work, so failing to record it does not fail the close.
-    if (!this.#readOnly) await this.#saveManifest().catch(() => undefined);
+    if (!this.#readOnly) await this.#closeCleanly().catch(() => undefined);
     // Versions held back for feed reads keep descriptors on replaced files: nothing will read them now.
     for (const entry of this.#entries.values()) entry.dropHeldVersions(Number.MAX_SAFE_INTEGER);
     await this.#lock?.release().catch(() => undefined);
@@ -748,6 +816,7 @@ class FileStore implements EventStore {
   ): Promise<ChangeMark> {
     const recordedAt = this.#ctx.now();
     const position = this.#positions.reserve(1);
+    this.#reader.changing(entry, position);
     const mark: ChangeMark = { revision: snapshot.revision, position, recordedAt };
     let settled = false;
     const install = () => {
@@ -782,7 +851,7 @@ class FileStore implements EventStore {
     } finally {
       // Not written: the position is handed out again if nothing was reserved after it.
       if (!settled) this.#positions.release(position);
-      entry.dropHeldVersions(this.#positions.watermark);
+      this.#reader.letGoOfHeld(entry);
     }
   }
 
@@ -801,6 +870,7 @@ class FileStore implements EventStore {
       }
     }
     await removeTemporariesOf(this.#fs, this.#layout.manifest);
+    await removeTemporariesOf(this.#fs, this.#layout.cleanClose);
   }
 }
 

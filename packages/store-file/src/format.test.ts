@@ -6,7 +6,7 @@ import { CorruptionError, UnsupportedFormatError } from '@sessionfold/core/kerne
 import { fileStore } from './index.js';
 import { nodeFileSystem, type FileSystem } from './fs-layer.js';
 import { frameLine } from './journal-codec.js';
-import { freshDir, randomStream } from './test-support.fixture.js';
+import { freshDir, randomStream, withoutCleanClose } from './test-support.fixture.js';
 
 const fixture = fileURLToPath(new URL('./fixtures/release-0.1.0', import.meta.url));
 const formatFile = (dir: string) => join(dir, 'format.json');
@@ -97,6 +97,8 @@ describe('event schema versions in a journal', () => {
     const stream = journal.slice(join(dir, 'streams').length + 1, -'.jsonl'.length);
     const bad = `{"stream":"${stream}","revision":2,"position":2,"recordedAt":"2026-01-01T00:00:00.000Z","type":"A","schemaVersion":0,"data":2}`;
     await appendFile(journal, frameLine(bad));
+    // Opened as after a crash: after a clean close, open takes the files as the manifest records them.
+    withoutCleanClose(dir);
     const error = await fileStore({ directory: dir, readOnly: true }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CorruptionError);
     expect(error).toMatchObject({ file: journal, line: 2, message: expect.stringContaining('schemaVersion') });

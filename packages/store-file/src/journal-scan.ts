@@ -47,6 +47,25 @@ export interface EventIdEntry {
   revision: number;
 }
 
+/** Refuses to be written to: it stands for event ids not read yet, shared by every journal opened from a manifest. */
+class EventIdsNotRead extends Map<string, EventIdEntry> {
+  override set(): this {
+    throw new Error('the event ids of this journal were not read yet');
+  }
+}
+
+/**
+ * The event ids of a journal whose ids were not read (opened from a manifest): one empty map for them all, so
+ * opening does not make one per journal. `writableEventIds` gives the journal its own before an id is added.
+ */
+export const EVENT_IDS_NOT_READ: Map<string, EventIdEntry> = new EventIdsNotRead();
+
+/** The journal's own map of event ids, made now if it still has `EVENT_IDS_NOT_READ`. */
+export function writableEventIds(journal: JournalInfo): Map<string, EventIdEntry> {
+  if (journal.eventIds === EVENT_IDS_NOT_READ) journal.eventIds = new Map();
+  return journal.eventIds;
+}
+
 /** An empty journal's description, for a stream whose journal does not exist yet. */
 export function emptyJournal(snapshotRevision: number): JournalInfo {
   return {

@@ -23,6 +23,8 @@ export class Layout {
   readonly checkpoints: string;
   /** `<dir>/manifest.json`: what the writer last knew of every stream's files, so open need not read them all. */
   readonly manifest: string;
+  /** `<dir>/clean-close.json`: present only while no writer has had the store open since a clean close. */
+  readonly cleanClose: string;
 
   constructor(directory: string) {
     this.directory = resolve(directory);
@@ -34,6 +36,7 @@ export class Layout {
     this.storeId = join(this.directory, 'store-id.json');
     this.checkpoints = join(this.directory, 'checkpoints');
     this.manifest = join(this.directory, 'manifest.json');
+    this.cleanClose = join(this.directory, 'clean-close.json');
   }
 
   /** `<dir>/checkpoints/<name>` */

@@ -11,7 +11,8 @@ const STAT_CONCURRENCY = 32;
  * What the writer's streams hold now (`position`: the watermark, taken before the call), with each file's stamp. Files are looked at first and the state taken
  * after, so a recorded stamp is never newer than the state beside it. A stream that was compacted, deleted or
  * restored meanwhile (its generation moved, or is odd) is left out: open reads it in full. A journal still
- * growing is recorded without its inode and time, so open reads it on from its last checkpoint.
+ * growing is recorded without its inode and time, so open reads it on from its last checkpoint. `complete`
+ * when every stream with files was recorded with the stamps of the files as they are.
  */
 export async function captureManifest(
   fsl: FileSystem,
@@ -19,7 +20,7 @@ export async function captureManifest(
   entries: Iterable<StreamEntry>,
   formatVersion: number,
   position: number,
-): Promise<Manifest> {
+): Promise<{ manifest: Manifest; complete: boolean }> {
   const looked: { entry: StreamEntry; generation: number; snapshot: FileStamp | undefined; journal: FileStamp | undefined }[] = [];
   for (const entry of entries) {
     if (!entry.journalExists && !entry.snapshot) continue;
@@ -35,16 +36,24 @@ export async function captureManifest(
   await Promise.all(Array.from({ length: STAT_CONCURRENCY }, worker));
 
   const streams = new Map<StreamId, ManifestStream>();
+  let complete = true;
   for (const { entry, generation, snapshot, journal } of looked) {
-    if (generation % 2 === 1 || entry.generation !== generation) continue;
+    if (generation % 2 === 1 || entry.generation !== generation) {
+      complete = false;
+      continue;
+    }
     const record: ManifestStream = {};
-    if (entry.snapshot) record.snapshot = { mark: { ...entry.snapshot }, stamp: snapshot ?? UNKNOWN_STAMP };
+    if (entry.snapshot) {
+      record.snapshot = { mark: { ...entry.snapshot }, stamp: snapshot ?? UNKNOWN_STAMP };
+      complete &&= snapshot !== undefined;
+    }
     if (entry.journalExists) {
       const info = entry.journal;
-      const stamp = journal && journal.size === info.length ? journal : UNKNOWN_STAMP;
-      record.journal = { info: { ...info, checkpoints: [...info.checkpoints] }, stamp };
+      const known = journal !== undefined && journal.size === info.length;
+      record.journal = { info: { ...info, checkpoints: [...info.checkpoints] }, stamp: known ? journal : UNKNOWN_STAMP };
+      complete &&= known;
     }
     streams.set(entry.name, record);
   }
-  return { formatVersion, position, streams };
+  return { manifest: { formatVersion, position, streams }, complete };
 }

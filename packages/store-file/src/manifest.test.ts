@@ -2,18 +2,20 @@ import { copyFileSync, cpSync, existsSync, readFileSync, renameSync, rmSync, sta
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { InvalidInputError, type EventStore, type StreamId } from '@sessionfold/core/kernel';
+import { CorruptionError, InvalidInputError, StorageError, type EventStore, type StreamId } from '@sessionfold/core/kernel';
 import { nodeFileSystem, type FileSystem } from './fs-layer.js';
 import { frameLine } from './journal-codec.js';
 import { fileStore } from './index.js';
-import { ChildOutput, ChildPool, collect, freshDir, randomStream, startChild } from './test-support.fixture.js';
+import { ChildOutput, ChildPool, collect, freshDir, randomStream, startChild, withoutCleanClose } from './test-support.fixture.js';
 
 const manifestOf = (dir: string) => join(dir, 'manifest.json');
+const cleanCloseOf = (dir: string) => join(dir, 'clean-close.json');
 const journalOf = (dir: string, stream: StreamId) => join(dir, 'streams', `${stream}.jsonl`);
 
-/** A file system that counts the stream files opened or read whole (journals, snapshots), and the journal bytes read. */
-function counting(): { fs: Partial<FileSystem>; reads: string[]; journalBytes: () => number } {
+/** A file system that counts the stream files opened or read whole (journals, snapshots), those looked at (`lstat`), and the journal bytes read. */
+function counting(): { fs: Partial<FileSystem>; reads: string[]; stats: string[]; journalBytes: () => number } {
   const reads: string[] = [];
+  const stats: string[] = [];
   const journals = new Set<number>();
   let journalBytes = 0;
   const note = (path: string) => {
@@ -21,8 +23,13 @@ function counting(): { fs: Partial<FileSystem>; reads: string[]; journalBytes: (
   };
   return {
     reads,
+    stats,
     journalBytes: () => journalBytes,
     fs: {
+      lstat: (path) => {
+        if (/[/\\]streams[/\\]/.test(path)) stats.push(path);
+        return nodeFileSystem.lstat(path);
+      },
       open: async (path, flags, mode) => {
         note(path);
         const fd = await nodeFileSystem.open(path, flags, mode);
@@ -69,12 +76,13 @@ async function fullScanOf(dir: string) {
 
 /** Opens `dir` read-only with counted reads and returns what it shows and which stream files it read. */
 async function viewWithReads(dir: string) {
-  const { fs, reads, journalBytes } = counting();
+  const { fs, reads, stats, journalBytes } = counting();
   const view = await fileStore({ directory: dir, readOnly: true, fs });
   const openReads = [...reads];
+  const openStats = [...stats];
   const openBytes = journalBytes();
   try {
-    return { shown: await contents(view), openReads, openBytes };
+    return { shown: await contents(view), openReads, openStats, openBytes };
   } finally {
     await view.close();
   }
@@ -100,13 +108,17 @@ describe('the manifest', () => {
     const [a, b] = await seeded(dir);
     const first = await viewWithReads(dir);
     expect(first.openReads).toEqual([]);
+    // After a clean close no stream file is even looked at: the clean-close mark vouches for them all.
+    expect(first.openStats).toEqual([]);
     expect(first.shown).toEqual(await fullScanOf(dir));
 
     // A writer that has not closed yet (as after a crash): its appends are past the manifest.
     const writer = await fileStore({ directory: dir });
+    expect(existsSync(cleanCloseOf(dir))).toBe(false);
     await writer.append(a as StreamId, [{ type: 'E', data: 'late' }], { expectedRevision: 300 });
     const second = await viewWithReads(dir);
     expect(second.openReads).toEqual([journalOf(dir, a as StreamId)]);
+    expect(second.openStats.length).toBeGreaterThanOrEqual(3);
     expect(second.shown).toEqual(await fullScanOf(dir));
     await writer.close();
     expect((await viewWithReads(dir)).openReads).toEqual([]);
@@ -232,7 +244,7 @@ describe('the manifest', () => {
     expect(openBytes).toBeLessThan(total / 3);
   });
 
-  it('does not trust a journal swapped for another of the same size', async () => {
+  it('checks a journal swapped for another of the same size while the store was open or crashed; after a clean close, the read finds it', async () => {
     const clock = () => new Date('2026-01-01T00:00:00.000Z');
     const [dir, other] = [freshDir(), freshDir()];
     const stream = randomStream('s');
@@ -247,18 +259,56 @@ describe('the manifest', () => {
     expect(statSync(journalOf(other, stream)).size).toBe(statSync(journalOf(dir, stream)).size);
     expect((await viewWithReads(dir)).openReads).toEqual([]);
     const original = readFileSync(journalOf(dir, stream));
-    // In place (same inode, another time) ...
+    // In place (same inode, another time), after a crash: open sees the other time and reads the journal ...
     copyFileSync(journalOf(other, stream), journalOf(dir, stream));
+    withoutCleanClose(dir);
     let shown = (await viewWithReads(dir)).shown;
     expect(shown).toEqual(await fullScanOf(dir));
     expect(shown.feed.map((record) => record.data)).toEqual(Array(5).fill('y'.repeat(10)));
-    // ... and by rename (another inode), after a writer recorded the swapped journal.
+    // ... and by rename (another inode), after a writer recorded the swapped journal and crashed.
     await (await fileStore({ directory: dir })).close();
     writeFileSync(`${journalOf(dir, stream)}.new`, original);
     renameSync(`${journalOf(dir, stream)}.new`, journalOf(dir, stream));
+    withoutCleanClose(dir);
     shown = (await viewWithReads(dir)).shown;
     expect(shown).toEqual(await fullScanOf(dir));
     expect(shown.feed.map((record) => record.data)).toEqual(Array(5).fill('x'.repeat(10)));
+    // After a clean close open does not look: a read-only view's read finds the journal is not the file it knows.
+    await (await fileStore({ directory: dir })).close();
+    writeFileSync(`${journalOf(dir, stream)}.new`, readFileSync(journalOf(other, stream)));
+    renameSync(`${journalOf(dir, stream)}.new`, journalOf(dir, stream));
+    const view = await fileStore({ directory: dir, readOnly: true });
+    await expect(collect(view.readAll())).rejects.toThrow(/replaced/);
+    await view.close();
+  });
+
+  it('after a clean close, takes the files as recorded: a journal changed meanwhile is found by the read, verify() and the first append', async () => {
+    const dir = freshDir();
+    const [a, b] = (await seeded(dir)) as [StreamId, StreamId];
+    // A flipped byte in a's first line, and b one line shorter.
+    const aText = readFileSync(journalOf(dir, a), 'latin1');
+    writeFileSync(journalOf(dir, a), aText.replace('"batch":0', '"batch":9'), 'latin1');
+    const bLines = readFileSync(journalOf(dir, b), 'utf8').split('\n');
+    writeFileSync(journalOf(dir, b), `${bLines.slice(0, -2).join('\n')}\n`);
+    const { fs, stats } = counting();
+    const writer = await fileStore({ directory: dir, fs });
+    try {
+      expect(stats).toEqual([]);
+      // The shortened journal is not written at a length it no longer has: the first append finds it.
+      await expect(writer.append(b, [{ type: 'E', data: 'late' }], { expectedRevision: 'any' })).rejects.toBeInstanceOf(CorruptionError);
+      await expect(collect((await writer.read(a)).events)).rejects.toBeInstanceOf(CorruptionError);
+      const report = await writer.verify!();
+      expect(report.ok).toBe(false);
+      expect(JSON.stringify(report)).toContain(journalOf(dir, a));
+      await expect(writer.append(a, [{ type: 'E', data: 'late' }], { expectedRevision: 'any' })).rejects.toBeInstanceOf(StorageError);
+    } finally {
+      await writer.close();
+    }
+    // The damage found refused writes: the close left no mark, so the next open looks at the files again.
+    expect(existsSync(cleanCloseOf(dir))).toBe(false);
+    const looked = counting();
+    await (await fileStore({ directory: dir, readOnly: true, fs: looked.fs })).close();
+    expect(looked.stats.length).toBeGreaterThan(0);
   });
 
   it('reopens the stores of release 0.1.0 from its manifest as before', async () => {
@@ -287,14 +337,18 @@ describe('after SIGKILL of a writer between manifests', () => {
         // Enough acknowledged appends that each journal grows past the manifest the last writer left.
         await child.waitFor((line) => line.startsWith('ack ') && Number(line.split(' ')[3]) >= 60);
         await child.kill();
+        // The killed writer removed the mark of the last clean close at its open: nothing vouches for the files now.
+        expect(existsSync(cleanCloseOf(dir))).toBe(false);
         for (const line of child.lines.filter((l) => l.startsWith('ack '))) {
           const [, stream, w, batch, size, revision] = line.split(' ');
           acks.push({ stream: stream as StreamId, run, w: Number(w), batch: Number(batch), size: Number(size), revision: Number(revision) });
         }
         // The writer's open reads the manifest and the tails past it, cutting what the kill tore.
-        const { fs, journalBytes } = counting();
+        const { fs, stats, journalBytes } = counting();
         const writer = await fileStore({ directory: dir, fs });
         const openBytes = journalBytes();
+        // Every journal was looked at again.
+        expect(new Set(stats.filter((path) => path.endsWith('.jsonl')))).toEqual(new Set(streams.map((stream) => journalOf(dir, stream))));
         try {
           const shown = await contents(writer);
           // Not every journal line was read again: what the manifest recorded is taken from it.
@@ -324,8 +378,9 @@ describe('after SIGKILL of a writer between manifests', () => {
           expect(next.position).toBeGreaterThan(Math.max(...positions));
           acks.push({ stream: streams[0] as StreamId, run: 'parent', w: -1, batch: kill, size: 1, revision: next.revision });
         } finally {
-          // A clean close: the next child starts from a fresh manifest.
+          // A clean close: the next child starts from a fresh manifest, and removes the mark it leaves.
           await writer.close();
+          expect(existsSync(cleanCloseOf(dir))).toBe(true);
         }
       }
     } finally {

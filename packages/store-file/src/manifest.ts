@@ -2,7 +2,7 @@ import { writeFileAtomic } from '@sessionfold/atomic-write';
 import { validateStreamId, type StreamId } from '@sessionfold/core/kernel';
 import { atomicWriteFs, type FileSystem } from './fs-layer.js';
 import { decodeLine, frameLine } from './journal-codec.js';
-import { emptyJournal, type Checkpoint, type JournalInfo } from './journal-scan.js';
+import { EVENT_IDS_NOT_READ, type Checkpoint, type JournalInfo } from './journal-scan.js';
 import type { ChangeMark } from './stream-files.js';
 
 /** Names the kind of file, so a manifest is never mistaken for some other JSON. */
@@ -123,7 +123,9 @@ export function decodeManifest(bytes: Buffer): Manifest | undefined {
     const result = new Map<StreamId, ManifestStream>();
     for (const row of streams as unknown[]) {
       if (!Array.isArray(row) || row.length !== 3) return undefined;
-      const [stream, snapshotRow, journalRow] = row as [unknown, unknown, unknown];
+      const stream: unknown = row[0];
+      const snapshotRow: unknown = row[1];
+      const journalRow: unknown = row[2];
       if (typeof stream !== 'string' || result.has(stream)) return undefined;
       validateStreamId(stream);
       const entry: ManifestStream = {};
@@ -133,7 +135,7 @@ export function decodeManifest(bytes: Buffer): Manifest | undefined {
         entry.snapshot = snapshot;
       }
       if (journalRow !== 0) {
-        const journal = asJournal(journalRow, entry.snapshot?.mark.revision ?? 0);
+        const journal = asJournal(journalRow);
         if (!journal) return undefined;
         entry.journal = journal;
       }
@@ -145,21 +147,33 @@ export function decodeManifest(bytes: Buffer): Manifest | undefined {
   }
 }
 
+/** A manifest as read from its file, with the checksum of its line (what a clean-close mark names). */
+export interface StoredManifest {
+  manifest: Manifest;
+  checksum: string;
+}
+
 /** Reads the manifest at `path`; undefined when there is none or it cannot be used (see `decodeManifest`). */
-export async function readManifest(fsl: FileSystem, path: string): Promise<Manifest | undefined> {
+export async function readManifest(fsl: FileSystem, path: string): Promise<StoredManifest | undefined> {
   let bytes: Buffer;
   try {
     bytes = await fsl.readFile(path);
   } catch {
     return undefined;
   }
-  return decodeManifest(bytes);
+  const manifest = decodeManifest(bytes);
+  return manifest && { manifest, checksum: bytes.toString('latin1', 0, HASH_CHARS) };
 }
 
-/** Replaces the manifest atomically (temp sibling, fsync, rename, fsync directory). */
-export async function writeManifest(fsl: FileSystem, path: string, manifest: Manifest): Promise<void> {
-  await writeFileAtomic(path, encodeManifest(manifest), { mode: 0o600, fs: atomicWriteFs(fsl) });
+/** Replaces the manifest atomically (temp sibling, fsync, rename, fsync directory); resolves to its line's checksum. */
+export async function writeManifest(fsl: FileSystem, path: string, manifest: Manifest): Promise<string> {
+  const line = encodeManifest(manifest);
+  await writeFileAtomic(path, line, { mode: 0o600, fs: atomicWriteFs(fsl) });
+  return line.slice(0, HASH_CHARS);
 }
+
+/** Hex characters of the sha256 that starts a framed line. */
+const HASH_CHARS = 64;
 
 function asSnapshot(row: unknown): ManifestStream['snapshot'] {
   if (!Array.isArray(row) || row.length !== 6) return undefined;
@@ -169,35 +183,67 @@ function asSnapshot(row: unknown): ManifestStream['snapshot'] {
   return stamp && { mark: { revision, position, recordedAt }, stamp };
 }
 
-function asJournal(row: unknown, snapshotRevision: number): ManifestStream['journal'] {
+/** One journal's row as its description; checked field by field without building anything on the way (open decodes one per journal). */
+function asJournal(row: unknown): ManifestStream['journal'] {
   if (!Array.isArray(row) || row.length !== 12) return undefined;
-  const [length, lastRevision, maxPosition, liveOffset, liveLine, firstPosition, lastPosition, lines, ino, mtimeMs, flat, lastHash] = row as unknown[];
-  if (typeof lastHash !== 'string' || !/^(?:[0-9a-f]{64})?$/.test(lastHash)) return undefined;
-  const counts = [length, lastRevision, maxPosition, liveOffset, liveLine, firstPosition, lastPosition, lines];
-  if (!counts.every(isCount) || !Array.isArray(flat) || flat.length % 4 !== 0 || !flat.every(isCount)) return undefined;
-  const stamp = asStamp(length, ino, mtimeMs);
-  if (!stamp || (liveOffset as number) > (length as number) || (lastPosition as number) > (maxPosition as number)) return undefined;
-  const checkpoints: Checkpoint[] = [];
-  for (let i = 0; i < flat.length; i += 4) {
-    const [revision, position, offset, line] = flat.slice(i, i + 4) as number[];
-    if ((offset as number) >= (length as number)) return undefined;
-    checkpoints.push({ revision: revision as number, position: position as number, offset: offset as number, line: line as number });
+  // Indexed, not destructured: destructuring walks an iterator, which costs per journal before the code is optimized.
+  const fields = row as unknown[];
+  const length = fields[0];
+  const lastRevision = fields[1];
+  const maxPosition = fields[2];
+  const liveOffset = fields[3];
+  const liveLine = fields[4];
+  const firstPosition = fields[5];
+  const lastPosition = fields[6];
+  const lines = fields[7];
+  const flat = fields[10];
+  const lastHash = fields[11];
+  if (typeof lastHash !== 'string' || (lastHash.length !== 0 && !SHA256_HEX.test(lastHash))) return undefined;
+  if (
+    !isCount(length) ||
+    !isCount(lastRevision) ||
+    !isCount(maxPosition) ||
+    !isCount(liveOffset) ||
+    !isCount(liveLine) ||
+    !isCount(firstPosition) ||
+    !isCount(lastPosition) ||
+    !isCount(lines) ||
+    !Array.isArray(flat) ||
+    flat.length % 4 !== 0
+  ) {
+    return undefined;
   }
+  const stamp = asStamp(length, fields[8], fields[9]);
+  if (!stamp || liveOffset > length || lastPosition > maxPosition) return undefined;
+  const checkpoints: Checkpoint[] = new Array(flat.length / 4);
+  for (let i = 0; i < flat.length; i += 4) {
+    const revision: unknown = flat[i];
+    const position: unknown = flat[i + 1];
+    const offset: unknown = flat[i + 2];
+    const line: unknown = flat[i + 3];
+    if (!isCount(revision) || !isCount(position) || !isCount(offset) || !isCount(line) || offset >= length) return undefined;
+    checkpoints[i / 4] = { revision, position, offset, line };
+  }
+  // Built as `emptyJournal` builds it (same fields, same order), in one object.
   const info: JournalInfo = {
-    ...emptyJournal(snapshotRevision),
-    length: length as number,
-    lastRevision: lastRevision as number,
-    maxPosition: maxPosition as number,
-    liveOffset: liveOffset as number,
-    liveLine: liveLine as number,
-    firstPosition: firstPosition as number,
-    lastPosition: lastPosition as number,
-    lines: lines as number,
+    length,
+    lastRevision,
+    maxPosition,
+    liveOffset,
+    liveLine,
+    firstPosition,
+    lastPosition,
+    lines,
     checkpoints,
+    eventIds: EVENT_IDS_NOT_READ,
+    tornBytes: 0,
+    ino: 0,
     lastHash,
   };
   return { info, stamp };
 }
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 function asStamp(size: unknown, ino: unknown, mtimeMs: unknown): FileStamp | undefined {
   if (!isCount(size) || typeof ino !== 'number' || typeof mtimeMs !== 'number' || !Number.isFinite(mtimeMs)) return undefined;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CorruptionError, InvalidInputError, type StoreObserver, type StreamId } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
-import { collect, freshDir, randomStream } from './test-support.fixture.js';
+import { collect, freshDir, randomStream, withoutCleanClose } from './test-support.fixture.js';
 
 type Calls = { [K in keyof StoreObserver]-?: Parameters<NonNullable<StoreObserver[K]>>[0][] };
 
@@ -74,6 +74,8 @@ describe('fileStore({ observer })', () => {
     const text = readFileSync(path, 'utf8');
     // A flipped byte in the data of line 2.
     writeFileSync(path, text.replace('value-1', 'valuE-1'));
+    // Opened as after a crash: after a clean close, open takes the files as the manifest records them.
+    withoutCleanClose(dir);
 
     const atOpen = recording();
     await expect(fileStore({ directory: dir, observer: atOpen.observer })).rejects.toBeInstanceOf(CorruptionError);

@@ -5,7 +5,7 @@ import { CorruptionError, type EventStore, type StreamId } from '@sessionfold/co
 import { nodeFileSystem, type FileSystem } from './fs-layer.js';
 import { fileStore } from './index.js';
 import { eventPayload, frameLine } from './journal-codec.js';
-import { collect, eventsOf, freshDir, randomStream } from './test-support.fixture.js';
+import { collect, eventsOf, freshDir, randomStream, withoutCleanClose } from './test-support.fixture.js';
 
 const journalOf = (dir: string, stream: StreamId) => join(dir, 'streams', `${stream}.jsonl`);
 
@@ -26,7 +26,9 @@ async function writtenStore(batches: number[]): Promise<{ dir: string; stream: S
   return { dir, stream, bytes, lineStarts };
 }
 
+/** Files changed by hand stand for a crash or for damage: the store is opened as after a crash (see `withoutCleanClose`). */
 async function openFails(dir: string): Promise<CorruptionError> {
+  withoutCleanClose(dir);
   const error = await fileStore({ directory: dir }).then(
     async (store) => {
       await store.close();
@@ -39,6 +41,7 @@ async function openFails(dir: string): Promise<CorruptionError> {
 }
 
 async function withStore<T>(dir: string, use: (store: EventStore) => Promise<T>, readOnly = false): Promise<T> {
+  withoutCleanClose(dir);
   const store = await fileStore({ directory: dir, readOnly });
   try {
     return await use(store);
@@ -130,6 +133,7 @@ describe('torn tails', () => {
 describe('damage is reported, never folded', () => {
   it('flipping any single byte of a committed record fails the open naming the file and the line', async () => {
     const { dir, stream, bytes, lineStarts } = await writtenStore([1, 2]);
+    withoutCleanClose(dir);
     const path = journalOf(dir, stream);
     const lineOf = (offset: number) => lineStarts.filter((start) => start <= offset).length;
     let flips = 0;

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { CorruptionError, type JsonValue } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
 import { frameLine } from './journal-codec.js';
-import { freshDir, randomStream } from './test-support.fixture.js';
+import { freshDir, randomStream, withoutCleanClose } from './test-support.fixture.js';
 
 async function compactedStore() {
   const dir = freshDir();
@@ -19,6 +19,8 @@ async function compactedStore() {
 }
 
 async function openError(dir: string): Promise<unknown> {
+  // Opened as after a crash: after a clean close, open takes the files as the manifest records them.
+  withoutCleanClose(dir);
   return fileStore({ directory: dir }).then(
     (store) => store.close(),
     (e: unknown) => e,

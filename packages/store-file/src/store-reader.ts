@@ -9,6 +9,7 @@ import {
   type StreamId,
   type StreamRead,
 } from '@sessionfold/core/kernel';
+import { ChangeIndex } from './change-index.js';
 import { mergeByPosition, type FeedSource } from './feed.js';
 import { errorCode, type FileSystem } from './fs-layer.js';
 import { journalEvents, startPoint, type EventWindow, type StartPoint } from './journal-events.js';
@@ -52,9 +53,37 @@ export class StoreReader {
    * opened lie above its watermark, so its feed cannot show them whole and asks for a reopen instead.
    */
   readonly #reloaded = new Set<StreamId>();
+  /** Streams by their latest change, so a feed read visits only those changed at or after where it starts. */
+  readonly #changes = new ChangeIndex<StreamEntry>();
+  /** Streams whose change replaced their files: they may hold the old version for feed reads until one lets it go. */
+  readonly #holding = new Set<StreamEntry>();
 
   constructor(ctx: ReaderContext) {
     this.#ctx = ctx;
+  }
+
+  /** Takes every stream as open found it, each changed last at the latest position its files or tombstone hold. */
+  seed(): void {
+    const entries = [...this.#ctx.entries.values()];
+    this.#changes.seed(
+      entries,
+      entries.map((entry) => entry.lastChangePosition),
+    );
+  }
+
+  /** A change of `entry` takes `position`: positions are handed out in rising order. */
+  changing(entry: StreamEntry, position: number): void {
+    this.#changes.note(entry, position);
+  }
+
+  /**
+   * After a change that made a new version of `entry`'s files (a snapshot or a delete): lets go of the versions
+   * held for feed reads that the watermark has passed, and remembers the stream while it still holds one, so
+   * that feed reads let go of it later even when they have nothing of the stream to show.
+   */
+  letGoOfHeld(entry: StreamEntry): void {
+    entry.dropHeldVersions(this.#ctx.positions().watermark);
+    if (entry.holdsVersions) this.#holding.add(entry);
   }
 
   /** The stream as it is now: revision, the snapshot if it covers `from`, then the events after it. */
@@ -138,7 +167,13 @@ export class StoreReader {
     if (reloaded !== undefined) throw this.#journalChanged(reloaded);
     const sources: FeedSource[] = [];
     const within = (position: number) => position >= from && position <= upTo;
-    for (const entry of this.#ctx.entries.values()) {
+    // Versions held for reads up to a change are let go once it is at or below the watermark, also of streams this read skips.
+    for (const entry of this.#holding) {
+      entry.dropHeldVersions(upTo);
+      if (!entry.holdsVersions) this.#holding.delete(entry);
+    }
+    // A stream whose latest change is before `from` has nothing to show: no version of it holds a later position.
+    for (const entry of from <= 1 ? this.#ctx.entries.values() : this.#changes.from(from)) {
       const tombstone = entry.tombstone;
       if (tombstone && within(tombstone.position)) {
         sources.push(single(tombstone.position, async () => changeRecord(entry.name, DELETED_RECORD, tombstone, null)));

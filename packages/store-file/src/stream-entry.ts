@@ -14,7 +14,7 @@ import {
 } from '@sessionfold/core/kernel';
 import { errorCode, syncDir, writeAll, writeAllSync, type FileSystem, type InlineIo } from './fs-layer.js';
 import { eventPayloadJson, frameLine } from './journal-codec.js';
-import { CHECKPOINT_EVERY, emptyJournal, readEventIds, type EventIdEntry, type JournalInfo } from './journal-scan.js';
+import { CHECKPOINT_EVERY, emptyJournal, readEventIds, writableEventIds, type EventIdEntry, type JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
 import type { Positions } from './positions.js';
 import { StreamFiles, type ChangeMark } from './stream-files.js';
@@ -40,6 +40,8 @@ export interface StoreContext {
   damaged(error: CorruptionError): void;
   /** Called on every flush, so the store can keep the number of open journal descriptors bounded. */
   touched(entry: StreamEntry): void;
+  /** Told of each position a stream's change takes (the last of a flush), so feed reads from later on find the stream. */
+  changing(entry: StreamEntry, position: number): void;
   /** The application's observer; `observing` is false when it has none, so flushes skip measuring. */
   readonly observe: ObserverCall<StoreObserver>;
   readonly observing: boolean;
@@ -81,6 +83,13 @@ interface PendingAppend {
   reject(error: unknown): void;
 }
 
+/** The durable state open found of a stream: `idsPending` when the journal's event ids were not read. */
+export interface FoundFiles {
+  journal: JournalInfo | undefined;
+  snapshot: ChangeMark | undefined;
+  idsPending: boolean;
+}
+
 /**
  * One stream's state and its journal writer. Appends queue and are written by group commit: a flush takes
  * everything queued, writes it with one write and one fdatasync, then answers every caller. Expected
@@ -89,19 +98,21 @@ interface PendingAppend {
  */
 export class StreamEntry {
   readonly name: StreamId;
-  /** The stream's name as JSON, as every line written names it. */
-  readonly #nameJson: string;
+  /** The stream's name as JSON, as every line written names it (made on the first write). */
+  #nameJson: string | undefined;
   readonly #ctx: StoreContext;
   #revision = 0;
   /** Revision including queued appends: what the next append must expect. */
   #head = 0;
   #tombstone: ChangeMark | undefined;
   /** The current version of the stream's files; replaced (never changed) by compaction and deletion. */
-  #files = new StreamFiles(undefined, emptyJournal(0));
+  #files: StreamFiles;
   #journalExists = false;
   #fd: number | undefined;
   /** A failed write may have left bytes past `journal.length`; they are cut before the next write. */
   #dirty = false;
+  /** The journal's size was found to be the length the store knows, when this writer first opened it to write. */
+  #lengthChecked = false;
   /** The journal was created and its directory entry is not yet known to be durable. */
   #unsyncedName = false;
   #queue: PendingAppend[] = [];
@@ -111,16 +122,18 @@ export class StreamEntry {
   #exclusive: Promise<void> | undefined;
   /** Counts exclusive operations begun and ended: odd while one runs (its files may be changing). */
   #generation = 0;
-  readonly #pendingIds = new Map<string, Promise<AppendResult>>();
+  /** Made on the first append with event ids: most streams never need it. */
+  #pendingIds: Map<string, Promise<AppendResult>> | undefined;
   /** The journal's event ids are not known yet (opened from a manifest): read before an append needs them. */
   #idsPending = false;
   /** Reading them; every append waits for it, so appends keep the order they came in. */
   #idsLoad: Promise<void> | undefined;
 
-  constructor(ctx: StoreContext, name: StreamId) {
+  /** `found`: the durable state open found (see `load`), so a stream opened with files is built once. */
+  constructor(ctx: StoreContext, name: StreamId, found?: FoundFiles) {
     this.#ctx = ctx;
     this.name = name;
-    this.#nameJson = JSON.stringify(name);
+    this.#files = found ? this.#found(found) : new StreamFiles(undefined, emptyJournal(0));
   }
 
   /** Last durable revision (0: the stream does not exist). */
@@ -182,11 +195,17 @@ export class StreamEntry {
    * that carries one.
    */
   load(journal: JournalInfo | undefined, snapshot: ChangeMark | undefined, idsPending = false): void {
+    this.#files = this.#found({ journal, snapshot, idsPending });
+  }
+
+  /** Sets the state `found` describes but the files; returns the version of the files it describes. */
+  #found({ journal, snapshot, idsPending }: FoundFiles): StreamFiles {
     this.#idsPending = idsPending && journal !== undefined;
     this.#journalExists = journal !== undefined;
-    this.#files = new StreamFiles(snapshot, journal ?? emptyJournal(snapshot?.revision ?? 0));
-    this.#revision = Math.max(this.journal.lastRevision, snapshot?.revision ?? 0);
+    const files = new StreamFiles(snapshot, journal ?? emptyJournal(snapshot?.revision ?? 0));
+    this.#revision = Math.max(files.journal.lastRevision, snapshot?.revision ?? 0);
     this.#head = this.#revision;
+    return files;
   }
 
   /** Queues a validated batch whose lines take at most `chars` code units (≤ `MAX_FLUSH_CHARS`); resolves once it is durable. */
@@ -201,13 +220,13 @@ export class StreamEntry {
       if (firstId !== undefined) {
         const committed = this.journal.eventIds.get(firstId);
         if (committed) return Promise.resolve({ ...committed.result });
-        const pending = this.#pendingIds.get(firstId);
+        const pending = this.#pendingIds?.get(firstId);
         if (pending) return pending.then((result) => ({ ...result }));
       }
       for (let index = 1; index < events.length; index++) {
         const eventId = (events[index] as NewEvent).eventId;
         if (eventId === undefined) continue;
-        if (this.journal.eventIds.has(eventId) || this.#pendingIds.has(eventId)) {
+        if (this.journal.eventIds.has(eventId) || this.#pendingIds?.has(eventId)) {
           throw new InvalidInputError(`events[${index}].eventId`, `${JSON.stringify(eventId)} is already in stream ${this.name}`);
         }
       }
@@ -243,7 +262,7 @@ export class StreamEntry {
         forRetries = promise.then((result) => ({ ...result }));
         forRetries.catch(() => undefined); // the first caller reports the failure; retries see it too
       }
-      this.#pendingIds.set(eventId, forRetries);
+      (this.#pendingIds ??= new Map()).set(eventId, forRetries);
     }
     this.#queue.push(pending);
     this.#flushing ??= this.#flushLoop();
@@ -288,7 +307,8 @@ export class StreamEntry {
         else if (!(error instanceof SessionfoldError)) throw new StorageError(`Could not read ${this.#ctx.layout.journal(this.name)}.`, { cause: error });
         throw error;
       }
-      for (const [id, where] of ids) journal.eventIds.set(id, where);
+      const own = writableEventIds(journal);
+      for (const [id, where] of ids) own.set(id, where);
       this.#idsPending = false;
     }).finally(() => {
       this.#idsLoad = undefined;
@@ -299,6 +319,22 @@ export class StreamEntry {
   /** True when nothing is queued, flushing or running exclusively: its descriptor may be closed. */
   get idle(): boolean {
     return this.#flushing === undefined && this.#exclusive === undefined && this.#queue.length === 0;
+  }
+
+  /** True when a failed write may have left bytes past the journal's length (cut before the next write). */
+  get dirty(): boolean {
+    return this.#dirty;
+  }
+
+  /** True while the current version holds an older one for feed reads (see `dropHeldVersions`). */
+  get holdsVersions(): boolean {
+    return this.#files.before !== undefined;
+  }
+
+  /** The position of the stream's latest change that open found or that was made since (0: none). */
+  get lastChangePosition(): number {
+    const { snapshot, journal, since } = this.#files;
+    return Math.max(this.#tombstone?.position ?? 0, snapshot?.position ?? 0, journal.maxPosition, journal.lastPosition, since);
   }
 
   /** True while the journal has a write descriptor open. */
@@ -421,6 +457,7 @@ export class StreamEntry {
     let count = 0;
     for (let b = 0; b < batch.length; b++) count += (batch[b] as PendingAppend).events.length;
     const start = this.#ctx.positions.reserve(count);
+    this.#ctx.changing(this, start + count - 1);
     try {
       return this.#frameLines(batch, start, count, recordedAtJson);
     } catch (error) {
@@ -448,7 +485,7 @@ export class StreamEntry {
         }
         lines[index++] = frameLine(
           eventPayloadJson(
-            this.#nameJson,
+            (this.#nameJson ??= JSON.stringify(this.name)),
             firstRevision + i,
             position++,
             recordedAtJson,
@@ -569,7 +606,30 @@ export class StreamEntry {
     if (this.#fd !== undefined) return;
     const path = this.#ctx.layout.journal(this.name);
     if (this.#journalExists) {
-      this.#fd = await this.#ctx.fs.open(path, 'r+');
+      const fd = await this.#ctx.fs.open(path, 'r+');
+      if (this.#lengthChecked) {
+        this.#fd = fd;
+        return;
+      }
+      // Writes go at the known length: a journal of another length (changed while the store was closed, which
+      // an open after a clean close does not look for) is not written over. Once is enough: from then on only
+      // this writer changes it.
+      const { size } = await this.#ctx.fs.fstat(fd).catch(async (error: unknown) => {
+        await this.#ctx.fs.close(fd).catch(() => undefined);
+        throw error;
+      });
+      if (size !== this.journal.length && !this.#dirty) {
+        await this.#ctx.fs.close(fd).catch(() => undefined);
+        const error = new CorruptionError(
+          path,
+          undefined,
+          `the journal is ${size} bytes long where the store knows ${this.journal.length}; it changed under the store`,
+        );
+        this.#ctx.damaged(error);
+        throw error;
+      }
+      this.#lengthChecked = true;
+      this.#fd = fd;
       return;
     }
     try {
@@ -601,7 +661,7 @@ export class StreamEntry {
     this.#queue = [];
     this.#head = this.#revision;
     for (const pending of failed) {
-      for (const event of pending.events) if (event.eventId !== undefined) this.#pendingIds.delete(event.eventId);
+      for (const event of pending.events) if (event.eventId !== undefined) this.#pendingIds?.delete(event.eventId);
       pending.reject(error);
     }
   }
@@ -635,8 +695,8 @@ export class StreamEntry {
           journal.checkpoints.push({ revision, position, offset: offsetOf(index), line: lineNo });
         }
         if (event.eventId !== undefined) {
-          journal.eventIds.set(event.eventId, { result: { ...pending.result }, revision });
-          this.#pendingIds.delete(event.eventId);
+          writableEventIds(journal).set(event.eventId, { result: { ...pending.result }, revision });
+          this.#pendingIds?.delete(event.eventId);
         }
       }
       journal.lastPosition = pending.result.position;

@@ -1,6 +1,6 @@
 import type { StreamId } from '@sessionfold/core/kernel';
 import { readingFile, type FileSystem } from './fs-layer.js';
-import { resumeJournal, scanJournal, type JournalInfo, type PositionClaims } from './journal-scan.js';
+import { EVENT_IDS_NOT_READ, resumeJournal, scanJournal, type JournalInfo, type PositionClaims } from './journal-scan.js';
 import type { Layout } from './layout.js';
 import { stampOf, unchanged, type FileStamp, type ManifestStream } from './manifest.js';
 import { readSnapshotFile } from './snapshot-file.js';
@@ -14,6 +14,8 @@ export interface LoadedStream {
   idsPending: boolean;
   /** The files' stamps, taken before they were read (so never newer than what was read). */
   stamps: { snapshot?: FileStamp | undefined; journal?: FileStamp | undefined };
+  /** Taken from the manifest's record as it is: no file of the stream was read. */
+  unread: boolean;
 }
 
 /** Which of a stream's files the directory lists. */
@@ -30,6 +32,13 @@ export interface StreamLoad {
   positions: PositionClaims;
   /** The manifest's position: lines added after it must hold later ones. */
   manifestPosition: number;
+  /**
+   * The files are as the manifest recorded them (a clean close, and no writer since): a file recorded with a
+   * known stamp is taken as it is, without looking at it.
+   */
+  trusted: boolean;
+  /** The records are this load's own (decoded for it): they are used as they are, not copied. */
+  owned: boolean;
 }
 
 /**
@@ -55,19 +64,34 @@ async function scanStream({ fs, layout, repair, positions }: StreamLoad, stream:
   const from = stored?.snapshot.revision ?? 0;
   const journal = names.journal ? await readingFile(journalPath, () => scanJournal(fs, journalPath, stream, from, repair, positions)) : undefined;
   const snapshot = stored && { revision: stored.snapshot.revision, position: stored.position, recordedAt: stored.recordedAt };
-  return { snapshot, journal, idsPending: false, stamps };
+  return { snapshot, journal, idsPending: false, stamps, unread: false };
+}
+
+/**
+ * The stream as the manifest records it, without looking at its files, when the load trusts the manifest and
+ * the record vouches for every file the directory lists (known stamps); undefined otherwise (see `loadStream`).
+ */
+export function takenAsRecorded(load: StreamLoad, names: StreamFileNames, record: ManifestStream): LoadedStream | undefined {
+  if (!load.trusted || names.snapshot !== (record.snapshot !== undefined) || names.journal !== (record.journal !== undefined)) return undefined;
+  if ((record.snapshot && !isKnown(record.snapshot.stamp)) || (record.journal && !isKnown(record.journal.stamp))) return undefined;
+  const snapshot = record.snapshot?.mark;
+  const stamps: LoadedStream['stamps'] = { snapshot: record.snapshot?.stamp, journal: record.journal?.stamp };
+  if (!record.journal) return { snapshot, journal: undefined, idsPending: false, stamps, unread: true };
+  return { snapshot, journal: recordedJournal(load, record.journal.info, record.journal.stamp.ino), idsPending: true, stamps, unread: true };
 }
 
 async function fromRecord(load: StreamLoad, stream: StreamId, names: StreamFileNames, record: ManifestStream): Promise<LoadedStream | undefined> {
   const { fs, layout } = load;
   const stamps: LoadedStream['stamps'] = {};
+  let unread = true;
   if (names.snapshot !== (record.snapshot !== undefined) || names.journal !== (record.journal !== undefined)) return undefined;
   if (record.snapshot) {
     const path = layout.snapshot(stream);
-    const now = await stampOf(fs, path);
+    const now = await stampNow(load, path, record.snapshot.stamp);
     if (!now) return undefined;
     stamps.snapshot = now;
     if (!unchanged(now, record.snapshot.stamp)) {
+      unread = false;
       // Another file (a copy of the directory, or a newer snapshot): small, so read it and see whether it is the one recorded.
       const stored = await readingFile(path, () => readSnapshotFile(fs, path, stream));
       const { mark } = record.snapshot;
@@ -75,21 +99,38 @@ async function fromRecord(load: StreamLoad, stream: StreamId, names: StreamFileN
     }
   }
   const snapshot = record.snapshot?.mark;
-  if (!record.journal) return { snapshot, journal: undefined, idsPending: false, stamps };
+  if (!record.journal) return { snapshot, journal: undefined, idsPending: false, stamps, unread };
   const path = layout.journal(stream);
-  const now = await stampOf(fs, path);
+  const now = await stampNow(load, path, record.journal.stamp);
   if (!now || now.size < record.journal.info.length) return undefined;
   stamps.journal = now;
-  // Each load gets its own copy: the writer extends it in place.
   const info = record.journal.info;
   if (unchanged(now, record.journal.stamp)) {
-    return { snapshot, journal: { ...info, checkpoints: [...info.checkpoints], eventIds: new Map(), ino: now.ino }, idsPending: true, stamps };
+    return { snapshot, journal: recordedJournal(load, info, now.ino), idsPending: true, stamps, unread };
   }
   const journal = await readingFile(path, () =>
     resumeJournal(fs, path, stream, snapshot?.revision ?? 0, load.repair, load.positions, info, load.manifestPosition),
   );
   if (journal === 'stale') throw new StaleManifestError(path);
-  return journal && { snapshot, journal, idsPending: true, stamps };
+  return journal && { snapshot, journal, idsPending: true, stamps, unread: false };
+}
+
+/** The stamp of the file at `path`: the recorded one when the load trusts the manifest and it is known, else looked at. */
+async function stampNow(load: StreamLoad, path: string, recorded: FileStamp): Promise<FileStamp | undefined> {
+  return load.trusted && isKnown(recorded) ? recorded : stampOf(load.fs, path);
+}
+
+/** The recorded description of a journal whose file has inode `ino`, for the stream to use (and extend in place). */
+function recordedJournal(load: StreamLoad, info: JournalInfo, ino: number): JournalInfo {
+  // A record this load does not own is copied.
+  const journal = load.owned ? info : { ...info, checkpoints: [...info.checkpoints], eventIds: EVENT_IDS_NOT_READ };
+  journal.ino = ino;
+  return journal;
+}
+
+/** A stamp recorded with the inode and time of the file it describes. */
+function isKnown(stamp: FileStamp): boolean {
+  return stamp.ino !== -1 && stamp.mtimeMs !== -1;
 }
 
 /**

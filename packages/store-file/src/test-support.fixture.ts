@@ -123,3 +123,12 @@ export class ChildPool {
     await Promise.all(this.#ready.splice(0).map((child) => child.kill()));
   }
 }
+
+/**
+ * Removes the mark of a clean close from `dir`, as a writer that was killed leaves it: the next open then checks
+ * each file against the manifest (and reads what changed) instead of taking the files as the manifest records
+ * them. For tests that change files by hand to stand for a crash or for damage that open must find.
+ */
+export function withoutCleanClose(dir: string): void {
+  rmSync(join(dir, 'clean-close.json'), { force: true });
+}
