@@ -54,7 +54,9 @@ export async function runObservability(directory: string, logger: Logger = conso
   try {
     const reopened = await fileStore({ directory, readOnly: true, observer: storeObserver });
     try {
-      await reopened.read(`session-${session.id}`);
+      // Every line a read returns is checked against its checksum as it is read.
+      const { events } = await reopened.read(`session-${session.id}`);
+      for await (const _ of events);
     } finally {
       await reopened.close();
     }
