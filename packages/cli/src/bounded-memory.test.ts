@@ -7,11 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { BIN, freshDir, populatedSqliteStore } from './test-support.fixture.js';
 
 /**
- * A heap this small holds the CLI and a page of events, but not a whole store of tens of megabytes: a command
+ * A heap this small holds the CLI and a page of events with room to spare, but not a store of about 100 MB
+ * (nor its largest stream, half of it): a command
  * that gathered every event, or all its output, before writing would run out of memory and exit non-zero.
  */
-const SMALL_HEAP = '--max-old-space-size=24';
-const EVENTS = 60_000;
+const SMALL_HEAP = '--max-old-space-size=40';
+const EVENTS = 120_000;
 const TEXT = 'x'.repeat(800);
 
 /** Runs the built CLI with a small heap; counts stdout's lines as they come instead of keeping them. */
@@ -45,7 +46,7 @@ async function fill(store: EventStore, stream: string, count: number, event: (in
 const noted = (index: number) => ({ type: 'Noted', data: { index, text: TEXT } });
 
 describe('streaming commands in bounded memory', () => {
-  it.each(['file', 'sqlite'] as const)('read, tail, export and verify a %s store of tens of megabytes with a 24 MB heap', async (kind) => {
+  it.each(['file', 'sqlite'] as const)('read, tail, export and verify a %s store of tens of megabytes with a 40 MB heap', async (kind) => {
     const dir = freshDir();
     const location = kind === 'file' ? join(dir, 'data') : join(dir, 'sessions.db');
     const store = kind === 'file' ? await fileStore({ directory: location }) : await sqliteStore({ path: location });
