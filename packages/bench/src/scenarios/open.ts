@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { sessionStream } from '@sessionfold/core/session';
+import { foldStream, memoryStore, openSessionHistory } from '@sessionfold/core';
+import { sessionStream, sessionSummaryReducer } from '@sessionfold/core/session';
 import type { Measurement, Scenario, ScenarioContext } from '../scenario.js';
 import { alternate, median, perSecond, summarize, timeInFlight, type Timed } from '../stats.js';
 import type { StoreSubject } from '../stores.js';
@@ -93,50 +94,28 @@ export const openHistoryDepth: Scenario = {
   },
 };
 
-/** A session summary as the projection holds one for a started session (about 700 bytes of JSON), for the raw limit. */
-function summaryLine(index: number): string {
-  const id = `5af3586f-028a-56ed-90db-${index.toString(16).padStart(12, '0')}`;
-  const at = '2026-12-01T05:34:15.058Z';
-  return JSON.stringify([
-    `session-${id}`,
-    1,
-    {
-      sessionId: id,
-      record: {
-        id,
-        phase: 'active',
-        startedAt: at,
-        updatedAt: at,
-        state: {
-          stateVersion: 3,
-          sessionId: id,
-          sessionType: 'bench',
-          startedAt: at,
-          startIdempotencyId: `open-${index}`,
-          orchestration: { owner: 'backend', status: 'idle' },
-        },
-        provenanceId: null,
-        version: 1,
-        lastUserMessageAt: null,
-        endedAt: null,
-        ingressFailureCount: 0,
-        ingressFailures: [],
-        ingressNextAttemptAt: null,
-      },
-      commands: [],
-      log: [],
-      logSize: 0,
-      firstUserMessage: null,
-      receipt: null,
-      startKey: `open-${index}`,
-    },
-  ]);
+/**
+ * The projection's summary of one session started through the service (about 700 bytes of JSON), as the raw
+ * limit's record: made by the domain itself, so it keeps the shape the projection holds.
+ */
+async function startedSummary(): Promise<{ json: string; id: string }> {
+  const store = memoryStore();
+  const history = await openSessionHistory({ store });
+  const { value } = await history.start({ idempotencyId: 'open-0', startedAt: '2026-12-01T05:34:15.058Z', sessionType: 'bench' });
+  await history.close();
+  const stream = sessionStream(value.id);
+  const folded = await foldStream(store, stream, sessionSummaryReducer);
+  await store.close();
+  return { json: JSON.stringify([stream, folded.revision, folded.state]), id: value.id };
 }
 
 /** Writes `count` session summaries, one JSON record a line (untimed); the returned function reads and parses them all. */
-function summaryFile(dir: string, count: number): () => Timed {
+async function summaryFile(dir: string, count: number): Promise<() => Timed> {
   const path = join(dir, 'summaries.jsonl');
-  writeFileSync(path, Array.from({ length: count }, (_, index) => summaryLine(index)).join('\n'));
+  const { json, id } = await startedSummary();
+  // Each line another session id of the same length.
+  const line = (index: number) => json.replaceAll(id, id.slice(0, 24) + index.toString(16).padStart(12, '0'));
+  writeFileSync(path, Array.from({ length: count }, (_, index) => line(index)).join('\n'));
   return () => {
     const start = performance.now();
     let parsed = 0;
@@ -165,7 +144,7 @@ export const openManySessions: Scenario = {
     const { manySessions, openRepeats } = context.volumes;
     const dir = await context.dir('open-many');
     const fixture = await buildSessions(context, subject, dir, manySessions, 1);
-    const readSummaries = summaryFile(await context.dir('raw-open-many'), manySessions);
+    const readSummaries = await summaryFile(await context.dir('raw-open-many'), manySessions);
     const [raw, timed] = await alternate(
       openRepeats,
       async () => readSummaries(),
