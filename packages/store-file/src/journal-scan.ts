@@ -219,7 +219,7 @@ async function scanLines(
   let seenLive = false;
   if (resume) {
     const { recorded, from } = resume;
-    Object.assign(info, recorded, { checkpoints: recorded.checkpoints.slice(0, -1), eventIds: new Map(), tornBytes: 0 });
+    Object.assign(info, recorded, { checkpoints: recorded.checkpoints.slice(0, -1), eventIds: EVENT_IDS_NOT_READ, tornBytes: 0 });
     // The checkpoint is found again by the same rule that recorded it: the first live line, or a multiple of CHECKPOINT_EVERY.
     seenLive = info.checkpoints.length > 0;
     prevRevision = from.revision - 1;
@@ -248,7 +248,8 @@ async function scanLines(
         info.checkpoints.push({ revision: event.revision, position: event.position, offset: line.offset, line: line.no });
       }
       info.lastPosition = event.position;
-      if (event.eventId !== undefined) info.eventIds.set(event.eventId, { result, revision: event.revision });
+      // A resumed journal's ids are read whole on its stream's first append (`readEventIds`), not in part here.
+      if (event.eventId !== undefined && !resume) info.eventIds.set(event.eventId, { result, revision: event.revision });
     }
     info.lastRevision = last.event.revision;
     info.length = last.line.next;
