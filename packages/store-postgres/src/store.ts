@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
+  eventBytes,
   ChangeSignal,
   ConcurrencyError,
   CorruptionError,
@@ -32,7 +33,6 @@ import {
   type FeedRecord,
   type FollowOptions,
   type ValidatedAppend,
-  type ValidatedEvent,
   type VerifyOptions,
   type VerifyReport,
 } from '@sessionfold/core/kernel';
@@ -67,10 +67,6 @@ export interface PostgresEventStore extends EventStore {
  */
 const POLL_MS = 1000;
 const POLL_UNHEARD_MS = 250;
-
-/** Event bytes as stored: the serialized data and the type, in UTF-8. */
-const appendBytes = (rows: readonly ValidatedEvent[]): number =>
-  rows.reduce((sum, row) => sum + Buffer.byteLength(row.dataJson) + Buffer.byteLength(row.type), 0);
 
 /** `expectedRevision` as the SQL functions take it: a revision, 0 for no stream, -1 for any. */
 const expectedCode = (expected: ExpectedRevision): number => (expected === 'any' ? -1 : expected === 'no_stream' ? 0 : expected);
@@ -205,7 +201,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
         return Promise.reject(error);
       }
       // Counted once, and only for an observer.
-      const bytes = observed ? appendBytes(batch.events) : 0;
+      const bytes = observed ? eventBytes(batch.events) : 0;
       const committed = commits.submit({ stream, expected: batch.expectedRevision, rows: batch.events, bytes });
       if (!observed) return committed;
       return committed.then((result) => {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
+  eventBytes,
   CorruptionError,
   InvalidInputError,
   StorageError,
@@ -20,7 +21,6 @@ import {
   type EventStore,
   type StoreStatus,
   type ValidatedAppend,
-  type ValidatedEvent,
 } from '@sessionfold/core/kernel';
 import { createCheckpointSlot, ensureStoreId } from './checkpoint-slot.js';
 import { openConnection } from './connection.js';
@@ -45,10 +45,6 @@ export interface SqliteEventStore extends EventStore {
   /** The feed's last position, and the file's sizes, journal mode, schema version and write lock as `details`. */
   status(): Promise<StoreStatus>;
 }
-
-/** Event bytes as stored: the serialized data and the type, in UTF-8. */
-const appendBytes = (rows: readonly ValidatedEvent[]): number =>
-  rows.reduce((sum, row) => sum + Buffer.byteLength(row.dataJson) + Buffer.byteLength(row.type), 0);
 
 /**
  * An `EventStore` in one SQLite file (WAL mode), shared safely by several processes: every write takes the
@@ -173,7 +169,7 @@ export async function sqliteStore(options: SqliteStoreOptions): Promise<SqliteEv
       const mayFailAfterWriting = rows.some((row, index) => index > 0 && row.eventId !== undefined);
       if (!observed) return submit(() => writes.append(stream, rows, batch.expectedRevision), { mayFailAfterWriting });
       const started = performance.now();
-      const bytes = appendBytes(rows);
+      const bytes = eventBytes(rows);
       return submit(
         () => {
           const result = writes.append(stream, rows, batch.expectedRevision);

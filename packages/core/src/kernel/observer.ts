@@ -1,5 +1,6 @@
 import { type CorruptionError, InvalidInputError } from './errors.js';
 import type { StreamId } from './port.js';
+import type { ValidatedEvent } from './validate.js';
 
 /**
  * Hooks a store calls as things happen (`fileStore({ observer })`, `sqliteStore`, `postgresStore`), for an
@@ -25,9 +26,6 @@ const STORE_HOOKS = ['appendCommitted', 'flushed', 'compacted', 'corruptionFound
 
 /** Calls an observer's hook, if it has one, never letting it throw or reject into the caller. */
 export type ObserverCall<O> = <K extends keyof O>(hook: K, value: O[K] extends ((value: infer V) => unknown) | undefined ? V : never) => void;
-
-/** An observer caller that calls nothing: what a store without an `observer` option uses. */
-export const NO_OBSERVER: ObserverCall<never> = () => undefined;
 
 /**
  * Checks an `observer` option (an object whose listed hooks, where present, are functions) and returns a caller
@@ -56,4 +54,9 @@ export function observerCaller<O extends object>(option: unknown, hooks: readonl
 /** Checks a store's `observer` option; see `StoreObserver`. */
 export function storeObserverOf(option: unknown): ObserverCall<StoreObserver> {
   return observerCaller<StoreObserver>(option, STORE_HOOKS);
+}
+
+/** The bytes a store reports for validated events (`appendCommitted`, `flushed`): their serialized data and type, in UTF-8. */
+export function eventBytes(events: readonly ValidatedEvent[]): number {
+  return events.reduce((sum, event) => sum + Buffer.byteLength(event.dataJson) + Buffer.byteLength(event.type), 0);
 }
