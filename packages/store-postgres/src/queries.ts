@@ -85,13 +85,15 @@ export function queriesFor(schema: string) {
      * (fromPosition) → [bound, ...EventRow | nulls]: the last position now and the first page from fromPosition.
      * The pages have no upper bound in SQL, only `position >=` and a LIMIT: that keeps the plan an ordered scan
      * of the primary key whatever the statistics say (with both bounds, a table not yet analysed got a bitmap
-     * scan of the whole range and a sort, per page). The reader drops what lies past its bound.
+     * scan of the whole range and a sort, per page). The reader drops what lies past its bound. The counter is
+     * read as a scalar subquery, not joined as a table: the planner knows nothing of the one-row table's size and
+     * guessed thousands of rows, a cost past `jit_above_cost`, so every feed read compiled itself (35–390 ms).
      */
     feedFirst: namedArray(
       n('feed_first'),
-      `SELECT f.position, ${EVENT_COLUMNS} FROM ${S}.feed_head AS f
+      `SELECT h.bound, ${EVENT_COLUMNS} FROM (SELECT (SELECT f.position FROM ${S}.feed_head AS f) AS bound) AS h
        LEFT JOIN LATERAL (SELECT ${EVENT_COLUMNS} FROM ${S}.events AS e WHERE e.position >= $1
-                          ORDER BY e.position LIMIT ${PAGE_SIZE}) AS e ON e.position <= f.position
+                          ORDER BY e.position LIMIT ${PAGE_SIZE}) AS e ON e.position <= h.bound
        ORDER BY e.position`,
     ),
     /** (fromPosition) → EventRow */
