@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { StorageError } from '@sessionfold/core/kernel';
+import { randomBytes } from 'node:crypto';
+import { CorruptionError, StorageError } from '@sessionfold/core/kernel';
 import { postgresStore, type PostgresEventStore } from './index.js';
+import { PAGE_SIZE, queriesFor } from './queries.js';
+import { SCHEMA_VERSION } from './schema.js';
 import { PG_URL, adminPool, collect, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
 
 describe.skipIf(PG_URL === undefined)('postgresStore: checkpoints and the store identity', () => {
@@ -62,9 +65,76 @@ describe.skipIf(PG_URL === undefined)('postgresStore: checkpoints and the store 
       expect(await b.checkpoints.load('projection')).toBe('kept');
       expect((await collect(a.readAll())).map((r) => r.type)).toEqual(['A']);
       const { rows } = await adminPool().query(`SELECT version FROM "${schema}".schema_version`);
-      expect(rows).toEqual([{ version: 2 }]);
+      expect(rows).toEqual([{ version: SCHEMA_VERSION }]);
     } finally {
       for (const { store: s } of opened) await s.close();
+    }
+  });
+
+  it('a checkpoint of many kilobytes is kept deflated, and loads back byte for byte, as text or as bytes', async () => {
+    const { store, schema } = await openStore({ schema: fresh('deflated') });
+    try {
+      const text = JSON.stringify(Array.from({ length: 4_000 }, (_, i) => ({ i, name: `séance ${i} ✓`, at: '2026-12-01T09:00:00.000Z' })));
+      await store.checkpoints.save('text', text);
+      expect(await store.checkpoints.load('text')).toBe(text);
+      const noise = new Uint8Array(randomBytes(100_000));
+      await store.checkpoints.save('bytes', noise);
+      expect(Buffer.from((await store.checkpoints.load('bytes')) as Uint8Array).equals(Buffer.from(noise))).toBe(true);
+      await store.checkpoints.save('small', 'tiny');
+      const { rows } = await adminPool().query(`SELECT name, deflated, octet_length(data) AS stored FROM "${schema}".checkpoints ORDER BY name`);
+      const kept = new Map(rows.map((row: { name: string; deflated: boolean; stored: number }) => [row.name, row]));
+      expect(kept.get('text')).toMatchObject({ deflated: true });
+      expect(kept.get('text')?.stored).toBeLessThan(Buffer.byteLength(text) / 4);
+      expect(kept.get('small')).toMatchObject({ deflated: false, stored: 4 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a deflated checkpoint that does not inflate is damage, named as such', async () => {
+    const { store, schema } = await openStore({ schema: fresh('broken') });
+    try {
+      await store.checkpoints.save('projection', 'x'.repeat(50_000));
+      await adminPool().query(`UPDATE "${schema}".checkpoints SET data = overlay(data placing '\\xffffffff'::bytea from 3)`);
+      const error = await store.checkpoints.load('projection').catch((thrown: unknown) => thrown);
+      expect(error).toBeInstanceOf(CorruptionError);
+      expect((error as CorruptionError).message).toContain('checkpoint projection does not inflate');
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a version 2 schema keeps its checkpoints, stored whole, through the migration that lets them be deflated', async () => {
+    const schema = fresh('v2');
+    const { store } = await openStore({ schema });
+    const big = 'y'.repeat(40_000);
+    await store.checkpoints.save('small', 'kept');
+    await store.checkpoints.save('big', 'replaced below');
+    await store.close();
+    // What a version 2 schema lacks, and a checkpoint as version 2 wrote it: whole, whatever its size.
+    await adminPool().query(`ALTER TABLE "${schema}".checkpoints DROP COLUMN deflated; UPDATE "${schema}".schema_version SET version = 2`);
+    await adminPool().query(`UPDATE "${schema}".checkpoints SET data = convert_to($1, 'UTF8') WHERE name = 'big'`, [big]);
+    const { store: reopened } = await openStore({ schema });
+    try {
+      expect(await reopened.checkpoints.load('small')).toBe('kept');
+      expect(await reopened.checkpoints.load('big')).toBe(big);
+      const { rows } = await adminPool().query(`SELECT version FROM "${schema}".schema_version`);
+      expect(rows).toEqual([{ version: SCHEMA_VERSION }]);
+    } finally {
+      await reopened.close();
+    }
+  });
+
+  it("the feed's first page is planned as at most one page, whatever the statistics: guessed larger, it was compiled by JIT on every read", async () => {
+    const { store, schema } = await openStore({ schema: fresh('plan') });
+    try {
+      await store.append('s', Array.from({ length: 2_000 }, (_, i) => ({ type: 'A', data: i })), { expectedRevision: 'any' });
+      const { text } = queriesFor(schema).feedFirst([1]);
+      const { rows } = await adminPool().query(`EXPLAIN (FORMAT JSON) ${text}`, [1]);
+      const plan = (rows[0] as { 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] })['QUERY PLAN'][0].Plan;
+      expect(plan['Plan Rows']).toBeLessThanOrEqual(PAGE_SIZE);
+    } finally {
+      await store.close();
     }
   });
 });

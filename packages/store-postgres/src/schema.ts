@@ -4,7 +4,7 @@ import type { PoolClient } from 'pg';
 import type { PgPool } from './pool.js';
 
 /** The schema version this release writes; the row of `schema_version` in a migrated schema. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** Marks rows of `events`: application events and the two kinds of change-feed records. */
 export const Kind = { event: 0, snapshot: 1, deleted: 2 } as const;
@@ -137,6 +137,11 @@ const MIGRATIONS: ReadonlyArray<(S: string, channel: string) => string> = [
     RETURN QUERY SELECT 0::smallint, v_dropped;
   END
   $fn$;`,
+  // Checkpoints may be kept deflated: a projection's is megabytes of JSON, and sending it costs by the byte.
+  // EXTERNAL: what is deflated does not compress again, so the server no longer tries.
+  (S) => `
+  ALTER TABLE ${S}.checkpoints ADD COLUMN deflated boolean NOT NULL DEFAULT false;
+  ALTER TABLE ${S}.checkpoints ALTER COLUMN data SET STORAGE EXTERNAL;`,
 ];
 
 /**

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { SCHEMA_VERSION } from './schema.js';
 import { PG_URL, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
 
 describe.skipIf(PG_URL === undefined)('postgresStore: status details', () => {
@@ -10,7 +11,7 @@ describe.skipIf(PG_URL === undefined)('postgresStore: status details', () => {
       await store.append('a', [{ type: 'A', data: 'x'.repeat(1000) }], { expectedRevision: 'no_stream' });
       const before = await store.status();
       expect(before).toMatchObject({ kind: 'postgres', lastPosition: 1, holdingBack: [] });
-      expect(before.details).toMatchObject({ schema, schemaVersion: 2, readOnly: false, oldestHoldingPid: null, following: false });
+      expect(before.details).toMatchObject({ schema, schemaVersion: SCHEMA_VERSION, readOnly: false, oldestHoldingPid: null, following: false });
       const details = before.details as Record<string, number>;
       expect(details['eventsBytes']).toBeGreaterThan(0);
       expect(details['totalBytes']).toBeGreaterThanOrEqual((details['eventsBytes'] as number) + (details['blobsBytes'] as number));
