@@ -81,11 +81,13 @@ describe.skipIf(PG_URL === undefined)('postgresStore: checkpoints and the store 
       await store.checkpoints.save('bytes', noise);
       expect(Buffer.from((await store.checkpoints.load('bytes')) as Uint8Array).equals(Buffer.from(noise))).toBe(true);
       await store.checkpoints.save('small', 'tiny');
-      const { rows } = await adminPool().query(`SELECT name, deflated, octet_length(data) AS stored FROM "${schema}".checkpoints ORDER BY name`);
-      const kept = new Map(rows.map((row: { name: string; deflated: boolean; stored: number }) => [row.name, row]));
-      expect(kept.get('text')).toMatchObject({ deflated: true });
+      const { rows } = await adminPool().query(
+        `SELECT name, inflated_size::int AS size, octet_length(data) AS stored FROM "${schema}".checkpoints ORDER BY name`,
+      );
+      const kept = new Map(rows.map((row: { name: string; size: number | null; stored: number }) => [row.name, row]));
+      expect(kept.get('text')).toMatchObject({ size: Buffer.byteLength(text) });
       expect(kept.get('text')?.stored).toBeLessThan(Buffer.byteLength(text) / 4);
-      expect(kept.get('small')).toMatchObject({ deflated: false, stored: 4 });
+      expect(kept.get('small')).toMatchObject({ size: null, stored: 4 });
     } finally {
       await store.close();
     }
@@ -95,10 +97,14 @@ describe.skipIf(PG_URL === undefined)('postgresStore: checkpoints and the store 
     const { store, schema } = await openStore({ schema: fresh('broken') });
     try {
       await store.checkpoints.save('projection', 'x'.repeat(50_000));
-      await adminPool().query(`UPDATE "${schema}".checkpoints SET data = overlay(data placing '\\xffffffff'::bytea from 3)`);
-      const error = await store.checkpoints.load('projection').catch((thrown: unknown) => thrown);
-      expect(error).toBeInstanceOf(CorruptionError);
-      expect((error as CorruptionError).message).toContain('checkpoint projection does not inflate');
+      await adminPool().query(`UPDATE "${schema}".checkpoints SET inflated_size = inflated_size + 1`);
+      const wrongSize = await store.checkpoints.load('projection').catch((thrown: unknown) => thrown);
+      expect(wrongSize).toBeInstanceOf(CorruptionError);
+      expect((wrongSize as CorruptionError).message).toContain('checkpoint projection inflates to 50000 bytes, not 50001');
+      await adminPool().query(`UPDATE "${schema}".checkpoints SET inflated_size = 50000, data = overlay(data placing '\\xffffffff'::bytea from 3)`);
+      const garbled = await store.checkpoints.load('projection').catch((thrown: unknown) => thrown);
+      expect(garbled).toBeInstanceOf(CorruptionError);
+      expect((garbled as CorruptionError).message).toMatch(/checkpoint projection (does not inflate|inflates to \d+ bytes, not 50000)/);
     } finally {
       await store.close();
     }
@@ -112,7 +118,7 @@ describe.skipIf(PG_URL === undefined)('postgresStore: checkpoints and the store 
     await store.checkpoints.save('big', 'replaced below');
     await store.close();
     // What a version 2 schema lacks, and a checkpoint as version 2 wrote it: whole, whatever its size.
-    await adminPool().query(`ALTER TABLE "${schema}".checkpoints DROP COLUMN deflated; UPDATE "${schema}".schema_version SET version = 2`);
+    await adminPool().query(`ALTER TABLE "${schema}".checkpoints DROP COLUMN inflated_size; UPDATE "${schema}".schema_version SET version = 2`);
     await adminPool().query(`UPDATE "${schema}".checkpoints SET data = convert_to($1, 'UTF8') WHERE name = 'big'`, [big]);
     const { store: reopened } = await openStore({ schema });
     try {
@@ -128,7 +134,11 @@ describe.skipIf(PG_URL === undefined)('postgresStore: checkpoints and the store 
   it("the feed's first page is planned as at most one page, whatever the statistics: guessed larger, it was compiled by JIT on every read", async () => {
     const { store, schema } = await openStore({ schema: fresh('plan') });
     try {
-      await store.append('s', Array.from({ length: 2_000 }, (_, i) => ({ type: 'A', data: i })), { expectedRevision: 'any' });
+      await store.append(
+        's',
+        Array.from({ length: 2_000 }, (_, i) => ({ type: 'A', data: i })),
+        { expectedRevision: 'any' },
+      );
       const { text } = queriesFor(schema).feedFirst([1]);
       const { rows } = await adminPool().query(`EXPLAIN (FORMAT JSON) ${text}`, [1]);
       const plan = (rows[0] as { 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] })['QUERY PLAN'][0].Plan;

@@ -138,13 +138,13 @@ export function queriesFor(schema: string) {
     /** () → id */
     storeId: namedArray(n('store_id'), `SELECT i.id FROM ${S}.store_identity AS i`),
     /** (name) → [storeId, isText, data] */
-    /** (name) → [storeId, isText, deflated, data] */
-    loadCheckpoint: namedArray(n('load_checkpoint'), `SELECT c.store_id, c.is_text, c.deflated, c.data FROM ${S}.checkpoints AS c WHERE c.name = $1`),
-    /** (name, storeId, isText, deflated, data): replaces the row in one statement, so atomically. */
+    /** (name) → [storeId, isText, inflatedSize | null, data] */
+    loadCheckpoint: namedArray(n('load_checkpoint'), `SELECT c.store_id, c.is_text, c.inflated_size, c.data FROM ${S}.checkpoints AS c WHERE c.name = $1`),
+    /** (name, storeId, isText, inflatedSize | null, data): replaces the row in one statement, so atomically. */
     saveCheckpoint: named(
       n('save_checkpoint'),
-      `INSERT INTO ${S}.checkpoints (name, store_id, is_text, deflated, data) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (name) DO UPDATE SET store_id = excluded.store_id, is_text = excluded.is_text, deflated = excluded.deflated, data = excluded.data`,
+      `INSERT INTO ${S}.checkpoints (name, store_id, is_text, inflated_size, data) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (name) DO UPDATE SET store_id = excluded.store_id, is_text = excluded.is_text, inflated_size = excluded.inflated_size, data = excluded.data`,
     ),
     /** (sha256) → bytes */
     blobBytes: namedArray(n('blob_bytes'), `SELECT b.bytes FROM ${S}.blobs AS b WHERE b.sha256 = $1`),

@@ -137,10 +137,10 @@ const MIGRATIONS: ReadonlyArray<(S: string, channel: string) => string> = [
     RETURN QUERY SELECT 0::smallint, v_dropped;
   END
   $fn$;`,
-  // Checkpoints may be kept deflated: a projection's is megabytes of JSON, and sending it costs by the byte.
-  // EXTERNAL: what is deflated does not compress again, so the server no longer tries.
+  // Checkpoints may be kept deflated (inflated_size is then their size, else null): a projection's is megabytes
+  // of JSON, and sending it costs by the byte. EXTERNAL: what is deflated does not compress again.
   (S) => `
-  ALTER TABLE ${S}.checkpoints ADD COLUMN deflated boolean NOT NULL DEFAULT false;
+  ALTER TABLE ${S}.checkpoints ADD COLUMN inflated_size bigint CHECK (inflated_size >= 0);
   ALTER TABLE ${S}.checkpoints ALTER COLUMN data SET STORAGE EXTERNAL;`,
 ];
 
