@@ -76,9 +76,8 @@ export class LineReader {
         this.#leftover = EMPTY;
         return false;
       }
-      const chunk = await this.#readChunk();
-      const base = this.#position - this.#leftover.length - chunk.length;
-      const data = this.#leftover.length === 0 ? chunk : Buffer.concat([this.#leftover, chunk]);
+      const data = await this.#readChunk(this.#leftover);
+      const base = this.#position - data.length;
       let start = 0;
       let visited = 0;
       for (let nl = data.indexOf(NEWLINE, start); nl !== -1; nl = data.indexOf(NEWLINE, start)) {
@@ -96,18 +95,23 @@ export class LineReader {
     }
   }
 
-  async #readChunk(): Promise<Buffer> {
+  /**
+   * Reads the next chunk into one buffer after a copy of `leftover` (the start of a line cut by the last chunk):
+   * copying those few bytes is cheaper than concatenating them with the whole chunk afterwards.
+   */
+  async #readChunk(leftover: Buffer): Promise<Buffer> {
     const want = Math.min(this.#chunkBytes, this.#end - this.#position);
-    const chunk = Buffer.allocUnsafe(want);
-    let got = 0;
-    while (got < want) {
-      const n = await this.#fs.read(this.#fd, chunk, got, want - got, this.#position + got);
+    const chunk = Buffer.allocUnsafe(leftover.length + want);
+    let got = leftover.copy(chunk, 0);
+    const full = chunk.length;
+    while (got < full) {
+      const n = await this.#fs.read(this.#fd, chunk, got, full - got, this.#position + got - leftover.length);
       if (n === 0) break;
       got += n;
     }
-    this.#position += got;
+    this.#position += got - leftover.length;
     // A file shorter than expected ends here: whatever is left over becomes the tail.
-    if (got < want) this.#end = this.#position;
-    return got === want ? chunk : chunk.subarray(0, got);
+    if (got < full) this.#end = this.#position;
+    return got === full ? chunk : chunk.subarray(0, got);
   }
 }

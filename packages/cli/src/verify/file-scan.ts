@@ -8,6 +8,12 @@ import { PositionBits } from './position-bits.js';
 
 /** Bytes read from a file at a time: large sequential reads, and a buffer reused for the whole scan. */
 const READ_BYTES = 1 << 20;
+/**
+ * The scan's buffer, shared by every file: a store has thousands of small journals, and a fresh megabyte for each
+ * cost more in allocation and garbage collection than reading them. A file is read without an await in between,
+ * so no two reads ever share it at once.
+ */
+let shared = Buffer.allocUnsafe(0);
 const HASH_HEX = 64;
 const SPACE = 0x20;
 const NEWLINE = 0x0a;
@@ -105,12 +111,13 @@ async function forEachFramedLine(path: string, file: string, findings: Findings,
   // process idle for a tenth of a scan of many small journals.
   const fd = openSync(path, 'r');
   try {
-    let buffer = Buffer.allocUnsafe(READ_BYTES);
+    if (shared.length < READ_BYTES) shared = Buffer.allocUnsafe(READ_BYTES);
+    let buffer = shared;
     let filled = 0;
     let line = 0;
     for (;;) {
       // A line longer than the buffer: grow it, so the line is still checked whole.
-      if (filled === buffer.length) buffer = Buffer.concat([buffer, Buffer.allocUnsafe(buffer.length)]);
+      if (filled === buffer.length) buffer = shared = Buffer.concat([buffer, Buffer.allocUnsafe(buffer.length)]);
       const bytesRead = readSync(fd, buffer, filled, buffer.length - filled, null);
       if (bytesRead === 0) break;
       filled += bytesRead;
