@@ -37,7 +37,10 @@ describe('the change index', () => {
 
   it('stays right when items found at open are noted again and entries left behind are compacted away', () => {
     const index = new ChangeIndex<number>();
-    index.seed(Array.from({ length: 2000 }, (_, item) => item), Array.from({ length: 2000 }, (_, item) => item + 1));
+    index.seed(
+      Array.from({ length: 2000 }, (_, item) => item),
+      Array.from({ length: 2000 }, (_, item) => item + 1),
+    );
     let position = 2000;
     for (let round = 0; round < 5; round++) for (let item = 0; item < 1000; item += 2) index.note(item, ++position);
     const odd = Array.from({ length: 1000 }, (_, k) => 2 * k + 1).filter((item) => item < 1000);
