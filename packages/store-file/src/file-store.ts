@@ -320,13 +320,13 @@ class FileStore implements EventStore {
     await this.#blobs.load(repair);
     if (await isCaseInsensitive(this.#fs, this.#layout.directory)) this.#cases = new CaseCollisions();
 
+    // One of four shared values per stream: listing many streams builds nothing for each.
     const names = new Map<StreamId, StreamFileNames>();
     for (const name of listedEarly ?? (await listDir(this.#fs, this.#layout.streams))) {
       const parsed = Layout.parseStreamFile(name);
       if (!parsed) continue;
-      const files = names.get(parsed.stream) ?? { journal: false, snapshot: false };
-      files[parsed.kind] = true;
-      names.set(parsed.stream, files);
+      const files = names.get(parsed.stream) ?? NO_FILES;
+      names.set(parsed.stream, parsed.kind === 'journal' ? filesOf(true, files.snapshot) : filesOf(files.journal, true));
     }
     for (const stream of [...names.keys(), ...this.#blobs.owners()]) this.#cases?.claim(stream);
     /** Streams taken from the manifest without reading a file: when that is every stream it lists, it is current. */
@@ -355,29 +355,33 @@ class FileStore implements EventStore {
         max = Math.max(max, snapshot?.position ?? 0, journal?.maxPosition ?? 0);
       };
       // What the manifest vouches for is taken at once; only the rest waits on the file system.
-      const queue: [StreamId, StreamFileNames][] = [];
+      const queue: [StreamId, StreamFileNames, ManifestStream | undefined][] = [];
       const table = load.trusted && !this.#readOnly && records?.streams instanceof ManifestTable ? records.streams : undefined;
-      for (const [stream, files] of names) {
-        if (table) {
-          // Kept as the table's row: nothing is built for the stream until it is used.
-          const row = table.row(stream);
-          if (row !== -1 && vouches(table, row, files)) {
-            asRecorded++;
-            this.#entries.set(stream, StreamEntry.recorded(this.#ctx, stream, table, row));
-            max = Math.max(max, table.maxPosition(row));
-            continue;
-          }
+      if (table) {
+        // The rows the listing agrees with are kept as the table's rows: nothing is built for them until used.
+        for (let row = 0; row < table.size; row++) {
+          const stream = table.name(row);
+          const files = names.get(stream);
+          if (files === undefined || !vouches(table, row, files)) continue;
+          // A stream listed twice: the manifest cannot be what a writer recorded.
+          if (this.#entries.has(stream)) throw new StaleManifestError(this.#layout.manifest);
+          asRecorded++;
+          this.#entries.set(stream, StreamEntry.recorded(this.#ctx, stream, table, row));
+          max = Math.max(max, table.maxPosition(row));
         }
+      }
+      for (const [stream, files] of table && asRecorded === names.size ? [] : names) {
+        if (this.#entries.has(stream)) continue;
         const record = records?.streams.get(stream);
         const loaded = record && takenAsRecorded(load, files, record);
         if (loaded) take(stream, loaded);
-        else queue.push([stream, files]);
+        else queue.push([stream, files, record]);
       }
       const worker = async () => {
         for (let next = queue.pop(); next && !failed; next = queue.pop()) {
-          const [stream, files] = next;
+          const [stream, files, record] = next;
           try {
-            take(stream, await loadStream(load, stream, files, records?.streams.get(stream)));
+            take(stream, await loadStream(load, stream, files, record));
           } catch (error) {
             failed = true;
             throw error;
@@ -926,6 +930,19 @@ function knownOf(
   if (snapshot) known.snapshot = { mark: snapshot, stamp: stamps.snapshot ?? UNKNOWN_STAMP };
   if (journal) known.journal = { info: journal, stamp: stamps.journal?.size === journal.length ? stamps.journal : UNKNOWN_STAMP };
   return known;
+}
+
+const NO_FILES: StreamFileNames = { journal: false, snapshot: false };
+const FILE_NAMES: readonly StreamFileNames[] = [
+  NO_FILES,
+  { journal: true, snapshot: false },
+  { journal: false, snapshot: true },
+  { journal: true, snapshot: true },
+];
+
+/** The shared value for a stream with these files (never changed). */
+function filesOf(journal: boolean, snapshot: boolean): StreamFileNames {
+  return FILE_NAMES[(journal ? 1 : 0) + (snapshot ? 2 : 0)] as StreamFileNames;
 }
 
 /** True when row `row` of a trusted manifest's table records exactly the files listed (`files`), each with a known stamp. */

@@ -332,17 +332,22 @@ describe('the manifest', () => {
       streams: string[];
       journals: number[];
       checkpoints: number[];
+      stamps: string;
       hashes: string;
       snapshots: [number, number, number, string, number, number, number][];
     };
+    const stamps = Buffer.from(columns.stamps, 'base64');
+    const hashes = Buffer.from(columns.hashes, 'base64');
     // The same streams as version 1 wrote them: [stream, snapshot row | 0, journal row | 0].
     let checkpoint = 0;
     const rows = columns.streams.map((stream, row) => {
       const snapshot = columns.snapshots.find((entry) => entry[0] === row);
-      const j = columns.journals.slice(row * 11, row * 11 + 11);
-      const checkpoints = columns.checkpoints.slice(checkpoint, (checkpoint += 4 * (j[10] as number)));
-      const hash = columns.hashes.slice(row * 64, row * 64 + 64);
-      return [stream, snapshot ? snapshot.slice(1) : 0, j[0] === -1 ? 0 : [...j.slice(0, 10), checkpoints, hash.startsWith('-') ? '' : hash]];
+      const j = columns.journals.slice(row * 9, row * 9 + 9);
+      const checkpoints = columns.checkpoints.slice(checkpoint, (checkpoint += 4 * (j[8] as number)));
+      const [ino, mtimeMs] = [stamps.readDoubleLE(row * 16), stamps.readDoubleLE(row * 16 + 8)];
+      const hash = hashes.toString('hex', row * 32, row * 32 + 32);
+      const journal = [...j.slice(0, 8), ino, mtimeMs, checkpoints, /^0+$/.test(hash) ? '' : hash];
+      return [stream, snapshot ? snapshot.slice(1) : 0, j[0] === -1 ? 0 : journal];
     });
     const { formatVersion, position } = columns;
     writeFileSync(
