@@ -42,7 +42,8 @@ export async function captureManifest(
   // Taken after every look, in one synchronous pass: no stream changes meanwhile.
   for (const entry of entries.values()) {
     const recorded = entry.recorded;
-    if (!recorded) continue;
+    // One being compacted, deleted or restored (odd generation) is left out, as below.
+    if (!recorded || entry.generation % 2 === 1) continue;
     builder.copy(recorded.table, recorded.row);
     asRecorded--;
   }
