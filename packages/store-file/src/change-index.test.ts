@@ -34,6 +34,22 @@ describe('the change index', () => {
     expect([...index.from(1)]).toEqual(Array.from({ length: 100 }, (_, item) => item));
     expect([...index.from(position - 9)]).toEqual([90, 91, 92, 93, 94, 95, 96, 97, 98, 99]);
   });
+
+  it('stays right when items found at open are noted again and entries left behind are compacted away', () => {
+    const index = new ChangeIndex<number>();
+    index.seed(
+      Array.from({ length: 2000 }, (_, item) => item),
+      Array.from({ length: 2000 }, (_, item) => item + 1),
+    );
+    let position = 2000;
+    for (let round = 0; round < 5; round++) for (let item = 0; item < 1000; item += 2) index.note(item, ++position);
+    const odd = Array.from({ length: 1000 }, (_, k) => 2 * k + 1).filter((item) => item < 1000);
+    const after = Array.from({ length: 1000 }, (_, item) => item + 1000);
+    const even = Array.from({ length: 500 }, (_, k) => 2 * k);
+    expect([...index.from(1)]).toEqual([...odd, ...after, ...even]);
+    expect([...index.from(1500)]).toEqual([...after.slice(499), ...even]);
+    expect([...index.from(position)]).toEqual([998]);
+  });
 });
 
 describe("the file store's feed from a position", () => {

@@ -8,10 +8,15 @@
 export class ChangeIndex<T> {
   #positions: number[] = [];
   #items: T[] = [];
-  /** Each item's latest noted position: an entry of the list counts only while it is its item's latest. */
+  /**
+   * Each noted item's latest position: an entry of the list counts only while it is its item's latest. Items
+   * found at open are not in it until noted again (an entry of an item not in it counts): open finds many.
+   */
   readonly #latest = new Map<T, number>();
   /** Items and positions found at open, not yet sorted into the list. */
   #seeded: { items: T[]; positions: number[] } | undefined;
+  /** Entries of items found at open and not noted since, as of the last compaction (an upper bound). */
+  #seededLive = 0;
 
   /** Takes what open found: `items[i]` changed last at `positions[i]`. Replaces anything noted before. */
   seed(items: T[], positions: number[]): void {
@@ -19,6 +24,7 @@ export class ChangeIndex<T> {
     this.#items = [];
     this.#latest.clear();
     this.#seeded = { items, positions };
+    this.#seededLive = items.length;
   }
 
   /** Notes that `item` changes at `position`, a position handed out no earlier than any noted before. */
@@ -27,7 +33,7 @@ export class ChangeIndex<T> {
     this.#latest.set(item, position);
     this.#positions.push(position);
     this.#items.push(item);
-    if (this.#items.length > 1024 && this.#items.length > 2 * this.#latest.size) this.#compact();
+    if (this.#items.length > 1024 && this.#items.length > 2 * (this.#latest.size + this.#seededLive)) this.#compact();
   }
 
   /** Every item whose latest change is at or after `from`, each once, in the order of those changes. */
@@ -46,7 +52,8 @@ export class ChangeIndex<T> {
     const end = positions.length;
     for (let i = low; i < end; i++) {
       const item = items[i] as T;
-      if (this.#latest.get(item) === positions[i]) yield item;
+      const latest = this.#latest.get(item);
+      if (latest === undefined || latest === positions[i]) yield item;
     }
   }
 
@@ -61,11 +68,8 @@ export class ChangeIndex<T> {
     this.#positions = [];
     this.#items = [];
     for (const index of order) {
-      const item = items[index] as T;
-      const position = positions[index] as number;
-      if (!this.#latest.has(item)) this.#latest.set(item, position);
-      this.#positions.push(position);
-      this.#items.push(item);
+      this.#positions.push(positions[index] as number);
+      this.#items.push(items[index] as T);
     }
     for (let i = 0; i < laterItems.length; i++) {
       this.#positions.push(laterPositions[i] as number);
@@ -77,15 +81,19 @@ export class ChangeIndex<T> {
   #compact(): void {
     const positions: number[] = [];
     const items: T[] = [];
+    let seededLive = this.#seeded?.items.length ?? 0;
     for (let i = 0; i < this.#items.length; i++) {
       const item = this.#items[i] as T;
       const position = this.#positions[i] as number;
-      if (this.#latest.get(item) !== position) continue;
+      const latest = this.#latest.get(item);
+      if (latest === undefined) seededLive++;
+      else if (latest !== position) continue;
       positions.push(position);
       items.push(item);
     }
     this.#positions = positions;
     this.#items = items;
+    this.#seededLive = seededLive;
   }
 }
 

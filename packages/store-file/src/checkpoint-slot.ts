@@ -150,5 +150,8 @@ export function decodeCheckpoint(bytes: Buffer, path: string): { storeId: string
   }
   const body = bytes.subarray(end + 1);
   if (body.length !== length || sha256Hex(body) !== sha256) throw new CorruptionError(path, 2, 'the data does not match the length and sha256 in its header');
-  return { storeId, data: kind === 'text' ? body.toString('utf8') : new Uint8Array(body) };
+  if (kind === 'text') return { storeId, data: body.toString('utf8') };
+  // A file read whole has its own memory, which the data may keep (no copy of what may be megabytes); a part of a shared pool is copied.
+  const own = bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.length;
+  return { storeId, data: own ? new Uint8Array(body.buffer, body.byteOffset, body.length) : new Uint8Array(body) };
 }

@@ -49,8 +49,9 @@ import { Layout } from './layout.js';
 import { acquireLock, lockHolder, type WriterLock } from './lock.js';
 import { PositionSet } from './position-set.js';
 import { Positions } from './positions.js';
-import { readManifest, stampOf, UNKNOWN_STAMP, writeManifest, type FileStamp, type Manifest, type ManifestStream } from './manifest.js';
+import { encodeManifest, readManifest, stampOf, UNKNOWN_STAMP, writeManifest, type FileStamp, type Manifest, type ManifestStream } from './manifest.js';
 import { captureManifest } from './manifest-capture.js';
+import { ManifestTable } from './manifest-table.js';
 import { cleanlyClosed, removeCleanClose, writeCleanClose } from './clean-close.js';
 import { writeSnapshotFile, type SnapshotToWrite } from './snapshot-file.js';
 import { loadStream, StaleManifestError, takenAsRecorded, type LoadedStream, type StreamFileNames } from './stream-load.js';
@@ -298,6 +299,10 @@ class FileStore implements EventStore {
    */
   async open(known?: Manifest): Promise<void> {
     const repair = !this.#readOnly;
+    // A writer holds the lock, so the listing may be taken while the manifest is read and decoded (it can be
+    // large): nothing else changes the directory. Temporary files in it are ignored, then removed.
+    const early = repair ? listDir(this.#fs, this.#layout.streams) : undefined;
+    early?.catch(() => undefined);
     let manifest = known;
     let trusted = false;
     if (!known) {
@@ -309,18 +314,19 @@ class FileStore implements EventStore {
       // Before anything changes: from now on a crash must leave no mark.
       if (repair) await removeCleanClose(this.#fs, this.#layout.cleanClose, this.#layout.directory);
     }
-    if (repair) await this.#removeTemporaries();
+    const listedEarly = await early;
+    if (listedEarly) await this.#removeTemporaries(listedEarly);
     this.#tombstones = await Tombstones.load(this.#fs, this.#layout.tombstones, repair);
     await this.#blobs.load(repair);
     if (await isCaseInsensitive(this.#fs, this.#layout.directory)) this.#cases = new CaseCollisions();
 
+    // One of four shared values per stream: listing many streams builds nothing for each.
     const names = new Map<StreamId, StreamFileNames>();
-    for (const name of await listDir(this.#fs, this.#layout.streams)) {
+    for (const name of listedEarly ?? (await listDir(this.#fs, this.#layout.streams))) {
       const parsed = Layout.parseStreamFile(name);
       if (!parsed) continue;
-      const files = names.get(parsed.stream) ?? { journal: false, snapshot: false };
-      files[parsed.kind] = true;
-      names.set(parsed.stream, files);
+      const files = names.get(parsed.stream) ?? NO_FILES;
+      names.set(parsed.stream, parsed.kind === 'journal' ? filesOf(true, files.snapshot) : filesOf(files.journal, true));
     }
     for (const stream of [...names.keys(), ...this.#blobs.owners()]) this.#cases?.claim(stream);
     /** Streams taken from the manifest without reading a file: when that is every stream it lists, it is current. */
@@ -349,18 +355,33 @@ class FileStore implements EventStore {
         max = Math.max(max, snapshot?.position ?? 0, journal?.maxPosition ?? 0);
       };
       // What the manifest vouches for is taken at once; only the rest waits on the file system.
-      const queue: [StreamId, StreamFileNames][] = [];
-      for (const [stream, files] of names) {
+      const queue: [StreamId, StreamFileNames, ManifestStream | undefined][] = [];
+      const table = load.trusted && !this.#readOnly && records?.streams instanceof ManifestTable ? records.streams : undefined;
+      if (table) {
+        // The rows the listing agrees with are kept as the table's rows: nothing is built for them until used.
+        for (let row = 0; row < table.size; row++) {
+          const stream = table.name(row);
+          const files = names.get(stream);
+          if (files === undefined || !vouches(table, row, files)) continue;
+          // A stream listed twice: the manifest cannot be what a writer recorded.
+          if (this.#entries.has(stream)) throw new StaleManifestError(this.#layout.manifest);
+          asRecorded++;
+          this.#entries.set(stream, StreamEntry.recorded(this.#ctx, stream, table, row));
+          max = Math.max(max, table.maxPosition(row));
+        }
+      }
+      for (const [stream, files] of table && asRecorded === names.size ? [] : names) {
+        if (this.#entries.has(stream)) continue;
         const record = records?.streams.get(stream);
         const loaded = record && takenAsRecorded(load, files, record);
         if (loaded) take(stream, loaded);
-        else queue.push([stream, files]);
+        else queue.push([stream, files, record]);
       }
       const worker = async () => {
         for (let next = queue.pop(); next && !failed; next = queue.pop()) {
-          const [stream, files] = next;
+          const [stream, files, record] = next;
           try {
-            take(stream, await loadStream(load, stream, files, records?.streams.get(stream)));
+            take(stream, await loadStream(load, stream, files, record));
           } catch (error) {
             failed = true;
             throw error;
@@ -440,8 +461,8 @@ class FileStore implements EventStore {
     if (this.#poisoned) return;
     const at = this.#positions.watermark;
     const settles = this.#settles;
-    const { manifest, complete } = await captureManifest(this.#fs, this.#layout, this.#entries.values(), this.#format, at);
-    const checksum = await writeManifest(this.#fs, this.#layout.manifest, manifest);
+    const { columns, complete } = await captureManifest(this.#fs, this.#layout, this.#entries);
+    const checksum = await writeManifest(this.#fs, this.#layout.manifest, encodeManifest(this.#format, at, columns));
     this.#manifestChecksum = checksum;
     this.#manifestSettles = complete && this.#settles === settles ? settles : undefined;
     this.#manifestAt = Math.max(this.#manifestAt, at);
@@ -863,9 +884,9 @@ class FileStore implements EventStore {
   }
 
   /** Temporary siblings of interrupted atomic writes; we hold the lock, so none of them is still being written. */
-  async #removeTemporaries(): Promise<void> {
+  async #removeTemporaries(streams: readonly string[]): Promise<void> {
     for (const dir of [this.#layout.streams, this.#layout.blobs, this.#layout.owners]) {
-      for (const name of await listDir(this.#fs, dir)) {
+      for (const name of dir === this.#layout.streams ? streams : await listDir(this.#fs, dir)) {
         if (Layout.isTemporary(name)) await unlinkIfPresent(this.#fs, `${dir}/${name}`);
       }
     }
@@ -909,6 +930,24 @@ function knownOf(
   if (snapshot) known.snapshot = { mark: snapshot, stamp: stamps.snapshot ?? UNKNOWN_STAMP };
   if (journal) known.journal = { info: journal, stamp: stamps.journal?.size === journal.length ? stamps.journal : UNKNOWN_STAMP };
   return known;
+}
+
+const NO_FILES: StreamFileNames = { journal: false, snapshot: false };
+const FILE_NAMES: readonly StreamFileNames[] = [
+  NO_FILES,
+  { journal: true, snapshot: false },
+  { journal: false, snapshot: true },
+  { journal: true, snapshot: true },
+];
+
+/** The shared value for a stream with these files (never changed). */
+function filesOf(journal: boolean, snapshot: boolean): StreamFileNames {
+  return FILE_NAMES[(journal ? 1 : 0) + (snapshot ? 2 : 0)] as StreamFileNames;
+}
+
+/** True when row `row` of a trusted manifest's table records exactly the files listed (`files`), each with a known stamp. */
+function vouches(table: ManifestTable, row: number, files: StreamFileNames): boolean {
+  return files.journal === table.hasJournal(row) && files.snapshot === (table.snapshotMark(row) !== undefined) && table.stampsKnown(row);
 }
 
 /** Creates `path` (0700) if missing; a failure names the directory. */

@@ -1,29 +1,32 @@
 import type { StreamId } from '@sessionfold/core/kernel';
 import type { FileSystem } from './fs-layer.js';
 import type { Layout } from './layout.js';
-import { stampOf, UNKNOWN_STAMP, type FileStamp, type Manifest, type ManifestStream } from './manifest.js';
+import { ManifestBuilder, type ManifestColumns } from './manifest-table.js';
+import { stampOf, UNKNOWN_STAMP, type FileStamp, type ManifestStream } from './manifest.js';
 import type { StreamEntry } from './stream-entry.js';
 
 /** Files looked at at once while capturing. */
 const STAT_CONCURRENCY = 32;
 
 /**
- * What the writer's streams hold now (`position`: the watermark, taken before the call), with each file's stamp. Files are looked at first and the state taken
- * after, so a recorded stamp is never newer than the state beside it. A stream that was compacted, deleted or
- * restored meanwhile (its generation moved, or is odd) is left out: open reads it in full. A journal still
- * growing is recorded without its inode and time, so open reads it on from its last checkpoint. `complete`
- * when every stream with files was recorded with the stamps of the files as they are.
+ * What the writer's streams hold now, as manifest columns, with each file's stamp. Files are looked at first
+ * and the state taken after, so a recorded stamp is never newer than the state beside it. A stream still as
+ * open took it from the manifest (nothing read or changed it since) is copied from that row without a look at
+ * its files: under the writer lock, nothing else changes them. A stream that was compacted, deleted or restored
+ * meanwhile (its generation moved, or is odd) is left out: open reads it in full. A journal still growing is
+ * recorded without its inode and time, so open reads it on from its last checkpoint. `complete` when every
+ * stream with files was recorded with the stamps of the files as they are.
  */
 export async function captureManifest(
   fsl: FileSystem,
   layout: Layout,
-  entries: Iterable<StreamEntry>,
-  formatVersion: number,
-  position: number,
-): Promise<{ manifest: Manifest; complete: boolean }> {
+  entries: ReadonlyMap<StreamId, StreamEntry>,
+): Promise<{ columns: ManifestColumns; complete: boolean }> {
   const looked: { entry: StreamEntry; generation: number; snapshot: FileStamp | undefined; journal: FileStamp | undefined }[] = [];
-  for (const entry of entries) {
-    if (!entry.journalExists && !entry.snapshot) continue;
+  let asRecorded = 0;
+  for (const entry of entries.values()) {
+    if (entry.recorded) asRecorded++;
+    if (entry.recorded || (!entry.journalExists && !entry.snapshot)) continue;
     looked.push({ entry, generation: entry.generation, snapshot: undefined, journal: undefined });
   }
   let next = 0;
@@ -35,25 +38,34 @@ export async function captureManifest(
   };
   await Promise.all(Array.from({ length: STAT_CONCURRENCY }, worker));
 
-  const streams = new Map<StreamId, ManifestStream>();
-  let complete = true;
+  const builder = new ManifestBuilder();
+  // Taken after every look, in one synchronous pass: no stream changes meanwhile.
+  for (const entry of entries.values()) {
+    const recorded = entry.recorded;
+    // One being compacted, deleted or restored (odd generation) is left out, as below.
+    if (!recorded || entry.generation % 2 === 1) continue;
+    builder.copy(recorded.table, recorded.row);
+    asRecorded--;
+  }
+  // A stream changed while the files were looked at is in neither part: open reads it in full.
+  let complete = asRecorded === 0;
   for (const { entry, generation, snapshot, journal } of looked) {
-    if (generation % 2 === 1 || entry.generation !== generation) {
+    if (generation % 2 === 1 || entry.generation !== generation || entry.recorded) {
       complete = false;
       continue;
     }
     const record: ManifestStream = {};
     if (entry.snapshot) {
-      record.snapshot = { mark: { ...entry.snapshot }, stamp: snapshot ?? UNKNOWN_STAMP };
+      record.snapshot = { mark: entry.snapshot, stamp: snapshot ?? UNKNOWN_STAMP };
       complete &&= snapshot !== undefined;
     }
     if (entry.journalExists) {
       const info = entry.journal;
       const known = journal !== undefined && journal.size === info.length;
-      record.journal = { info: { ...info, checkpoints: [...info.checkpoints] }, stamp: known ? journal : UNKNOWN_STAMP };
+      record.journal = { info, stamp: known ? journal : UNKNOWN_STAMP };
       complete &&= known;
     }
-    streams.set(entry.name, record);
+    builder.add(entry.name, record);
   }
-  return { manifest: { formatVersion, position, streams }, complete };
+  return { columns: builder.columns(), complete };
 }

@@ -311,6 +311,69 @@ describe('the manifest', () => {
     expect(looked.stats.length).toBeGreaterThan(0);
   });
 
+  it('is ignored when a field is out of range, though its checksum holds: the store reads as a full scan shows it', async () => {
+    const dir = freshDir();
+    await seeded(dir);
+    const payload = JSON.parse(readFileSync(manifestOf(dir), 'utf8').slice(65)) as { journals: number[] };
+    // The first journal's live offset past its length.
+    payload.journals[3] = (payload.journals[0] as number) + 1;
+    writeFileSync(manifestOf(dir), frameLine(JSON.stringify(payload)));
+    const { shown, openReads } = await viewWithReads(dir);
+    expect(openReads.length).toBeGreaterThan(0);
+    expect(shown).toEqual(await fullScanOf(dir));
+  });
+
+  it('of the earlier version (one row per stream) is read as before: no stream file is read', async () => {
+    const dir = freshDir();
+    await seeded(dir);
+    const columns = JSON.parse(readFileSync(manifestOf(dir), 'utf8').slice(65)) as {
+      formatVersion: number;
+      position: number;
+      streams: string[];
+      journals: number[];
+      checkpoints: number[];
+      stamps: string;
+      hashes: string;
+      snapshots: [number, number, number, string, number, number, number][];
+    };
+    const stamps = Buffer.from(columns.stamps, 'base64');
+    const hashes = Buffer.from(columns.hashes, 'base64');
+    // The same streams as version 1 wrote them: [stream, snapshot row | 0, journal row | 0].
+    let checkpoint = 0;
+    const rows = columns.streams.map((stream, row) => {
+      const snapshot = columns.snapshots.find((entry) => entry[0] === row);
+      const j = columns.journals.slice(row * 9, row * 9 + 9);
+      const checkpoints = columns.checkpoints.slice(checkpoint, (checkpoint += 4 * (j[8] as number)));
+      const [ino, mtimeMs] = [stamps.readDoubleLE(row * 16), stamps.readDoubleLE(row * 16 + 8)];
+      const hash = hashes.toString('hex', row * 32, row * 32 + 32);
+      const journal = [...j.slice(0, 8), ino, mtimeMs, checkpoints, /^0+$/.test(hash) ? '' : hash];
+      return [stream, snapshot ? snapshot.slice(1) : 0, j[0] === -1 ? 0 : journal];
+    });
+    const { formatVersion, position } = columns;
+    writeFileSync(
+      manifestOf(dir),
+      frameLine(JSON.stringify({ format: 'sessionfold.file-store-manifest', manifestVersion: 1, formatVersion, position, streams: rows })),
+    );
+    const { shown, openReads } = await viewWithReads(dir);
+    expect(openReads).toEqual([]);
+    expect(shown).toEqual(await fullScanOf(dir));
+  });
+
+  it("is recorded at a writer's close looking only at the files of the streams used since open", async () => {
+    const dir = freshDir();
+    const [a, b] = (await seeded(dir)) as [StreamId, StreamId];
+    const { fs, stats } = counting();
+    const writer = await fileStore({ directory: dir, fs });
+    await writer.append(a, [{ type: 'E', data: 'late' }], { expectedRevision: 300 });
+    await writer.close();
+    expect(stats).toEqual([journalOf(dir, a)]);
+    expect(existsSync(cleanCloseOf(dir))).toBe(true);
+    const { shown, openReads } = await viewWithReads(dir);
+    expect(openReads).toEqual([]);
+    expect(shown).toEqual(await fullScanOf(dir));
+    expect((shown.streams[b] as { revision: number }).revision).toBe(300);
+  });
+
   it('reopens the stores of release 0.1.0 from its manifest as before', async () => {
     const dir = join(freshDir(), 'store');
     cpSync(fileURLToPath(new URL('./fixtures/release-0.1.0', import.meta.url)), dir, { recursive: true });

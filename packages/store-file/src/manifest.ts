@@ -1,31 +1,24 @@
 import { writeFileAtomic } from '@sessionfold/atomic-write';
-import { validateStreamId, type StreamId } from '@sessionfold/core/kernel';
+import type { StreamId } from '@sessionfold/core/kernel';
 import { atomicWriteFs, type FileSystem } from './fs-layer.js';
 import { decodeLine, frameLine } from './journal-codec.js';
 import { EVENT_IDS_NOT_READ, type Checkpoint, type JournalInfo } from './journal-scan.js';
-import type { ChangeMark } from './stream-files.js';
+import { ManifestBuilder, ManifestTable, type FileStamp, type ManifestColumns, type ManifestStream } from './manifest-table.js';
+
+export { UNKNOWN_STAMP, type FileStamp, type ManifestStream } from './manifest-table.js';
 
 /** Names the kind of file, so a manifest is never mistaken for some other JSON. */
 export const MANIFEST_FORMAT = 'sessionfold.file-store-manifest';
-/** Bumped when the encoding changes; a manifest of another version is ignored (the store is scanned instead). */
-export const MANIFEST_VERSION = 1;
-
 /**
- * How a file looked when the manifest recorded it: size, inode and modification time. Inode and time are -1
- * when they were not known to match the recorded content (the file was growing, or the file system does not
- * give them); such a file is always read again.
+ * Bumped when the encoding changes; a manifest of an unknown version is ignored (the store is scanned instead).
+ * Version 1 held one row per stream; version 2 holds columns.
  */
-export interface FileStamp {
-  size: number;
-  ino: number;
-  mtimeMs: number;
-}
+export const MANIFEST_VERSION = 2;
 
-/** What the manifest holds of one stream's files. */
-export interface ManifestStream {
-  snapshot?: { mark: ChangeMark; stamp: FileStamp };
-  /** The journal as open would describe it, without event ids (read on the stream's first append). */
-  journal?: { info: JournalInfo; stamp: FileStamp };
+/** The streams a manifest records: a decoded manifest's table, or a read-only view's own records. */
+export interface StreamRecords {
+  readonly size: number;
+  get(stream: StreamId): ManifestStream | undefined;
 }
 
 /** A store's manifest: for the store format it was written for, what opening found in each stream's files. */
@@ -33,11 +26,11 @@ export interface Manifest {
   formatVersion: number;
   /** Every position up to this one had settled when the streams were recorded: a line added later is past it. */
   position: number;
-  streams: Map<StreamId, ManifestStream>;
+  streams: StreamRecords;
 }
 
-/** A stamp no file matches: the file is read at open. */
-export const UNKNOWN_STAMP: FileStamp = { size: -1, ino: -1, mtimeMs: -1 };
+/** A manifest decoded from its file: its streams as a table. */
+export type DecodedManifest = Manifest & { streams: ManifestTable };
 
 /** The stamp of `path` now, or undefined when there is no such file. */
 export async function stampOf(fsl: FileSystem, path: string): Promise<FileStamp | undefined> {
@@ -54,102 +47,66 @@ export function unchanged(now: FileStamp, recorded: FileStamp): boolean {
   return recorded.ino !== -1 && recorded.mtimeMs !== -1 && now.size === recorded.size && now.ino === recorded.ino && now.mtimeMs === recorded.mtimeMs;
 }
 
-type SnapshotRow = [revision: number, position: number, recordedAt: string, size: number, ino: number, mtimeMs: number];
-type JournalRow = [
-  length: number,
-  lastRevision: number,
-  maxPosition: number,
-  liveOffset: number,
-  liveLine: number,
-  firstPosition: number,
-  lastPosition: number,
-  lines: number,
-  ino: number,
-  mtimeMs: number,
-  /** revision, position, offset, line of each checkpoint, in a row. */
-  checkpoints: number[],
-  lastHash: string,
-];
-
-/** The manifest's bytes: one framed line (`<sha256> <json>\n`), checked by the same checksum as journal lines. */
-export function encodeManifest(manifest: Manifest): string {
-  const streams: [StreamId, SnapshotRow | 0, JournalRow | 0][] = [];
-  for (const [stream, { snapshot, journal }] of manifest.streams) {
-    const snapshotRow: SnapshotRow | 0 = snapshot
-      ? [snapshot.mark.revision, snapshot.mark.position, snapshot.mark.recordedAt, snapshot.stamp.size, snapshot.stamp.ino, snapshot.stamp.mtimeMs]
-      : 0;
-    let journalRow: JournalRow | 0 = 0;
-    if (journal) {
-      const { info, stamp } = journal;
-      const checkpoints: number[] = [];
-      for (const c of info.checkpoints) checkpoints.push(c.revision, c.position, c.offset, c.line);
-      // A journal's recorded stamp always describes `length` bytes: the size is not stored twice.
-      const known = stamp.size === info.length;
-      journalRow = [
-        info.length,
-        info.lastRevision,
-        info.maxPosition,
-        info.liveOffset,
-        info.liveLine,
-        info.firstPosition,
-        info.lastPosition,
-        info.lines,
-        known ? stamp.ino : -1,
-        known ? stamp.mtimeMs : -1,
-        checkpoints,
-        info.lastHash,
-      ];
-    }
-    streams.push([stream, snapshotRow, journalRow]);
-  }
-  const { formatVersion, position } = manifest;
-  return frameLine(JSON.stringify({ format: MANIFEST_FORMAT, manifestVersion: MANIFEST_VERSION, formatVersion, position, streams }));
+/**
+ * The manifest's bytes: one framed line (`<sha256> <json>\n`), checked by the same checksum as journal lines.
+ * The streams are written as columns (see `ManifestColumns`), which decode into a handful of arrays however
+ * many streams there are.
+ */
+export function encodeManifest(formatVersion: number, position: number, columns: ManifestColumns): string {
+  return frameLine(JSON.stringify({ format: MANIFEST_FORMAT, manifestVersion: MANIFEST_VERSION, formatVersion, position, ...columns }));
 }
 
 /**
- * The manifest in `bytes`, or undefined when it is not one this release wrote for itself: damaged (checksum,
- * framing, JSON), of another manifest version, or with any field out of range. Never throws: a manifest only
- * ever saves work.
+ * The manifest in `bytes`, or undefined when it is not one this release can use: damaged (checksum, framing,
+ * JSON), of an unknown manifest version, or with any field out of range. Never throws: a manifest only ever
+ * saves work. A manifest of version 1 (one row per stream) is read into the same table.
  */
-export function decodeManifest(bytes: Buffer): Manifest | undefined {
+export function decodeManifest(bytes: Buffer): DecodedManifest | undefined {
   if (bytes.length === 0 || bytes.indexOf(0x0a) !== bytes.length - 1) return undefined;
   const decoded = decodeLine(bytes, 0, bytes.length - 1);
   if ('reason' in decoded) return undefined;
   try {
-    const { format, manifestVersion, formatVersion, position, streams } = (decoded.value ?? {}) as Record<string, unknown>;
-    if (format !== MANIFEST_FORMAT || manifestVersion !== MANIFEST_VERSION || !isCount(formatVersion) || !isCount(position) || !Array.isArray(streams)) {
-      return undefined;
-    }
-    const result = new Map<StreamId, ManifestStream>();
-    for (const row of streams as unknown[]) {
-      if (!Array.isArray(row) || row.length !== 3) return undefined;
-      const stream: unknown = row[0];
-      const snapshotRow: unknown = row[1];
-      const journalRow: unknown = row[2];
-      if (typeof stream !== 'string' || result.has(stream)) return undefined;
-      validateStreamId(stream);
-      const entry: ManifestStream = {};
-      if (snapshotRow !== 0) {
-        const snapshot = asSnapshot(snapshotRow);
-        if (!snapshot) return undefined;
-        entry.snapshot = snapshot;
-      }
-      if (journalRow !== 0) {
-        const journal = asJournal(journalRow);
-        if (!journal) return undefined;
-        entry.journal = journal;
-      }
-      result.set(stream, entry);
-    }
-    return { formatVersion, position, streams: result };
+    const value = (decoded.value ?? {}) as Record<string, unknown>;
+    const { format, manifestVersion, formatVersion, position, streams } = value;
+    if (format !== MANIFEST_FORMAT || !isCount(formatVersion) || !isCount(position)) return undefined;
+    let table: ManifestTable | undefined;
+    if (manifestVersion === MANIFEST_VERSION) table = ManifestTable.from(value);
+    else if (manifestVersion === 1 && Array.isArray(streams)) table = fromRows(streams as unknown[]);
+    return table && { formatVersion, position, streams: table };
   } catch {
     return undefined;
   }
 }
 
+/** The table of a version 1 manifest's rows (`[stream, snapshot row | 0, journal row | 0]`), or undefined when one is out of range. */
+function fromRows(rows: unknown[]): ManifestTable | undefined {
+  const builder = new ManifestBuilder();
+  for (const row of rows) {
+    if (!Array.isArray(row) || row.length !== 3) return undefined;
+    const stream: unknown = row[0];
+    const snapshotRow: unknown = row[1];
+    const journalRow: unknown = row[2];
+    if (typeof stream !== 'string') return undefined;
+    const entry: ManifestStream = {};
+    if (snapshotRow !== 0) {
+      const snapshot = asSnapshotV1(snapshotRow);
+      if (!snapshot) return undefined;
+      entry.snapshot = snapshot;
+    }
+    if (journalRow !== 0) {
+      const journal = asJournalV1(journalRow);
+      if (!journal) return undefined;
+      entry.journal = journal;
+    }
+    builder.add(stream, entry);
+  }
+  // Checked again as columns: duplicate and invalid stream ids, offsets past the end.
+  return ManifestTable.from(builder.columns() as unknown as Record<string, unknown>);
+}
+
 /** A manifest as read from its file, with the checksum of its line (what a clean-close mark names). */
 export interface StoredManifest {
-  manifest: Manifest;
+  manifest: DecodedManifest;
   checksum: string;
 }
 
@@ -165,9 +122,8 @@ export async function readManifest(fsl: FileSystem, path: string): Promise<Store
   return manifest && { manifest, checksum: bytes.toString('latin1', 0, HASH_CHARS) };
 }
 
-/** Replaces the manifest atomically (temp sibling, fsync, rename, fsync directory); resolves to its line's checksum. */
-export async function writeManifest(fsl: FileSystem, path: string, manifest: Manifest): Promise<string> {
-  const line = encodeManifest(manifest);
+/** Replaces the manifest (`line`, from `encodeManifest`) atomically (temp sibling, fsync, rename, fsync directory); resolves to its line's checksum. */
+export async function writeManifest(fsl: FileSystem, path: string, line: string): Promise<string> {
   await writeFileAtomic(path, line, { mode: 0o600, fs: atomicWriteFs(fsl) });
   return line.slice(0, HASH_CHARS);
 }
@@ -175,7 +131,7 @@ export async function writeManifest(fsl: FileSystem, path: string, manifest: Man
 /** Hex characters of the sha256 that starts a framed line. */
 const HASH_CHARS = 64;
 
-function asSnapshot(row: unknown): ManifestStream['snapshot'] {
+function asSnapshotV1(row: unknown): ManifestStream['snapshot'] {
   if (!Array.isArray(row) || row.length !== 6) return undefined;
   const [revision, position, recordedAt, size, ino, mtimeMs] = row as unknown[];
   if (!isCount(revision) || revision < 1 || !isCount(position) || position < 1 || typeof recordedAt !== 'string') return undefined;
@@ -183,8 +139,8 @@ function asSnapshot(row: unknown): ManifestStream['snapshot'] {
   return stamp && { mark: { revision, position, recordedAt }, stamp };
 }
 
-/** One journal's row as its description; checked field by field without building anything on the way (open decodes one per journal). */
-function asJournal(row: unknown): ManifestStream['journal'] {
+/** One journal's row of a version 1 manifest as its description. */
+function asJournalV1(row: unknown): ManifestStream['journal'] {
   if (!Array.isArray(row) || row.length !== 12) return undefined;
   // Indexed, not destructured: destructuring walks an iterator, which costs per journal before the code is optimized.
   const fields = row as unknown[];

@@ -16,6 +16,7 @@ import { errorCode, syncDir, writeAll, writeAllSync, type FileSystem, type Inlin
 import { eventPayloadJson, frameLine } from './journal-codec.js';
 import { CHECKPOINT_EVERY, emptyJournal, readEventIds, writableEventIds, type EventIdEntry, type JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
+import type { ManifestTable } from './manifest-table.js';
 import type { Positions } from './positions.js';
 import { StreamFiles, type ChangeMark } from './stream-files.js';
 
@@ -105,8 +106,11 @@ export class StreamEntry {
   /** Revision including queued appends: what the next append must expect. */
   #head = 0;
   #tombstone: ChangeMark | undefined;
-  /** The current version of the stream's files; replaced (never changed) by compaction and deletion. */
-  #files: StreamFiles;
+  /** The current version of the stream's files (see `#files`); undefined while it is still only a row of `#table`. */
+  #current: StreamFiles | undefined;
+  /** The manifest's table whose row `#row` still describes the stream, until its files are first needed. */
+  #table: ManifestTable | undefined;
+  #row = -1;
   #journalExists = false;
   #fd: number | undefined;
   /** A failed write may have left bytes past `journal.length`; they are cut before the next write. */
@@ -133,7 +137,48 @@ export class StreamEntry {
   constructor(ctx: StoreContext, name: StreamId, found?: FoundFiles) {
     this.#ctx = ctx;
     this.name = name;
-    this.#files = found ? this.#found(found) : new StreamFiles(undefined, emptyJournal(0));
+    if (found !== undefined) this.#current = this.#found(found);
+  }
+
+  /**
+   * A stream whose files are as row `row` of `table` records them (taken as recorded at open): its files'
+   * description is made from the row when first needed, so opening many streams builds little for each.
+   */
+  static recorded(ctx: StoreContext, name: StreamId, table: ManifestTable, row: number): StreamEntry {
+    const entry = new StreamEntry(ctx, name);
+    entry.#table = table;
+    entry.#row = row;
+    entry.#journalExists = table.hasJournal(row);
+    entry.#idsPending = entry.#journalExists;
+    entry.#revision = table.revision(row);
+    entry.#head = entry.#revision;
+    return entry;
+  }
+
+  /** The current version of the stream's files; replaced (never changed) by compaction and deletion. */
+  get #files(): StreamFiles {
+    return (this.#current ??= this.#fromTable());
+  }
+
+  set #files(files: StreamFiles) {
+    this.#current = files;
+    this.#table = undefined;
+  }
+
+  /** The files as the table's row records them; from now on the stream is no longer only that row. */
+  #fromTable(): StreamFiles {
+    const table = this.#table;
+    this.#table = undefined;
+    if (!table) return new StreamFiles(undefined, emptyJournal(0));
+    const row = this.#row;
+    const snapshot = table.snapshotMark(row);
+    const journal = table.hasJournal(row) ? table.journalInfo(row, table.journalStamp(row).ino) : emptyJournal(snapshot?.revision ?? 0);
+    return new StreamFiles(snapshot && { ...snapshot }, journal);
+  }
+
+  /** The table and row that still describe the stream as open took it, when nothing has looked at its files since. */
+  get recorded(): { table: ManifestTable; row: number } | undefined {
+    return this.#table && { table: this.#table, row: this.#row };
   }
 
   /** Last durable revision (0: the stream does not exist). */
@@ -177,7 +222,8 @@ export class StreamEntry {
    * every later feed read shows that change.
    */
   dropHeldVersions(watermark: number): void {
-    for (let at: StreamFiles | undefined = this.#files; at; at = at.before) {
+    // A stream still as the manifest recorded it holds no versions.
+    for (let at: StreamFiles | undefined = this.#current; at; at = at.before) {
       if (at.before && at.since <= watermark) releaseChain(at.dropHeld());
     }
   }
@@ -328,11 +374,12 @@ export class StreamEntry {
 
   /** True while the current version holds an older one for feed reads (see `dropHeldVersions`). */
   get holdsVersions(): boolean {
-    return this.#files.before !== undefined;
+    return this.#current?.before !== undefined;
   }
 
   /** The position of the stream's latest change that open found or that was made since (0: none). */
   get lastChangePosition(): number {
+    if (this.#table) return Math.max(this.#tombstone?.position ?? 0, this.#table.lastChangePosition(this.#row));
     const { snapshot, journal, since } = this.#files;
     return Math.max(this.#tombstone?.position ?? 0, snapshot?.position ?? 0, journal.maxPosition, journal.lastPosition, since);
   }
