@@ -24,6 +24,13 @@ export interface FileSystem {
    */
   writeSync?(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
   fdatasyncSync?(fd: number): void;
+  /**
+   * Synchronous twins of `open`, `fsync` and `close`, used only to create a journal for a lone append (open,
+   * write, fdatasync, then fsync its directory) without thread-pool round trips. Optional, as above.
+   */
+  openSync?(path: string, flags: string, mode?: number): number;
+  fsyncSync?(fd: number): void;
+  closeSync?(fd: number): void;
   fsync(fd: number): Promise<void>;
   ftruncate(fd: number, length: number): Promise<void>;
   fchmod(fd: number, mode: number): Promise<void>;
@@ -56,6 +63,9 @@ export const nodeFileSystem: FileSystem = {
   fdatasync: (fd) => call<[number], void>(fs.fdatasync)(fd),
   writeSync: (fd, buffer, offset, length, position) => fs.writeSync(fd, buffer, offset, length, position),
   fdatasyncSync: (fd) => fs.fdatasyncSync(fd),
+  openSync: (path, flags, mode) => fs.openSync(path, flags, mode),
+  fsyncSync: (fd) => fs.fsyncSync(fd),
+  closeSync: (fd) => fs.closeSync(fd),
   fsync: (fd) => call<[number], void>(fs.fsync)(fd),
   ftruncate: (fd, length) => call<[number, number], void>(fs.ftruncate)(fd, length),
   fchmod: (fd, mode) => call<[number, number], void>(fs.fchmod)(fd, mode),
@@ -78,6 +88,9 @@ export function withOverrides(overrides: Partial<FileSystem> | undefined): FileS
   // A replaced `write` or `fdatasync` (an injected fault) must not be bypassed by the default synchronous twin.
   if (overrides.write && !overrides.writeSync) delete merged.writeSync;
   if (overrides.fdatasync && !overrides.fdatasyncSync) delete merged.fdatasyncSync;
+  if (overrides.open && !overrides.openSync) delete merged.openSync;
+  if (overrides.fsync && !overrides.fsyncSync) delete merged.fsyncSync;
+  if (overrides.close && !overrides.closeSync) delete merged.closeSync;
   return merged;
 }
 
@@ -90,6 +103,29 @@ export interface InlineIo {
 /** `fsl` as `InlineIo`, or undefined when it lacks either synchronous call. */
 export function inlineIo(fsl: FileSystem): InlineIo | undefined {
   return fsl.writeSync && fsl.fdatasyncSync ? (fsl as InlineIo) : undefined;
+}
+
+/** The synchronous calls that create a journal and make its directory entry durable, on top of `InlineIo`'s. */
+export interface InlineCreateIo extends InlineIo {
+  openSync(path: string, flags: string, mode?: number): number;
+  fsyncSync(fd: number): void;
+  closeSync(fd: number): void;
+}
+
+/** `fsl` as `InlineCreateIo`, or undefined when it lacks any of the synchronous calls. */
+export function inlineCreateIo(fsl: FileSystem): InlineCreateIo | undefined {
+  return inlineIo(fsl) && fsl.openSync && fsl.fsyncSync && fsl.closeSync ? (fsl as InlineCreateIo) : undefined;
+}
+
+/** `syncDir` with the synchronous calls: open the directory, fsync it, close it (as `syncDir`, nothing on Windows). */
+export function syncDirSync(io: InlineCreateIo, path: string): void {
+  if (process.platform === 'win32') return;
+  const fd = io.openSync(path, 'r');
+  try {
+    io.fsyncSync(fd);
+  } finally {
+    io.closeSync(fd);
+  }
 }
 
 /** Writes all of `bytes` at `position`, looping over short writes (a full disk shows up as one). */
