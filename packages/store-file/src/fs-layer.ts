@@ -117,17 +117,6 @@ export function inlineCreateIo(fsl: FileSystem): InlineCreateIo | undefined {
   return inlineIo(fsl) && fsl.openSync && fsl.fsyncSync && fsl.closeSync ? (fsl as InlineCreateIo) : undefined;
 }
 
-/** `syncDir` with the synchronous calls: open the directory, fsync it, close it (as `syncDir`, nothing on Windows). */
-export function syncDirSync(io: InlineCreateIo, path: string): void {
-  if (process.platform === 'win32') return;
-  const fd = io.openSync(path, 'r');
-  try {
-    io.fsyncSync(fd);
-  } finally {
-    io.closeSync(fd);
-  }
-}
-
 /** Writes all of `bytes` at `position`, looping over short writes (a full disk shows up as one). */
 export async function writeAll(fsl: FileSystem, fd: number, bytes: Uint8Array, position: number): Promise<void> {
   let done = 0;

@@ -12,7 +12,7 @@ import {
   type StoreObserver,
   type StreamId,
 } from '@sessionfold/core/kernel';
-import { errorCode, syncDir, syncDirSync, writeAll, writeAllSync, type FileSystem, type InlineCreateIo, type InlineIo } from './fs-layer.js';
+import { errorCode, syncDir, writeAll, writeAllSync, type FileSystem, type InlineCreateIo, type InlineIo } from './fs-layer.js';
 import { eventPayloadJson, frameLine } from './journal-codec.js';
 import { CHECKPOINT_EVERY, emptyJournal, readEventIds, writableEventIds, type EventIdEntry, type JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
@@ -512,9 +512,9 @@ export class StreamEntry {
    * - the last asynchronous flush of this stream saw no append arrive while it waited (callers that append
    *   again only once answered); every `INLINE_RUN` such flushes, one waits asynchronously again to re-check.
    * Appends made while a flush runs inline queue as always and form the next flush. A journal not yet created
-   * is created inline too (open, write, fdatasync, fsync of its directory: four thread-pool round trips saved,
-   * the same syncs made). Anything unusual (a journal to reopen or cut back first, a large record) takes the
-   * asynchronous path.
+   * is opened and written inline too, then waits once on its fdatasync and its directory's fsync together
+   * (the same syncs as before, three fewer thread-pool round trips). Anything unusual (a journal to reopen
+   * or cut back first, a large record) takes the asynchronous path.
    */
   #inlineIo(batch: PendingAppend[], bytes: Buffer): InlineIo | undefined {
     const io = this.#ctx.inlineIo;
@@ -548,7 +548,8 @@ export class StreamEntry {
     }
     const syncStart = this.#ctx.observing ? performance.now() : 0;
     try {
-      if (io) this.#syncInline(io);
+      if (io && this.#unsyncedName) await this.#syncCreated();
+      else if (io) io.fdatasyncSync(this.#fd as number);
       else await this.#sync();
       return this.#ctx.observing ? performance.now() - syncStart : 0;
     } catch (cause) {
@@ -593,13 +594,25 @@ export class StreamEntry {
     return true;
   }
 
-  /** fdatasyncs the journal with the synchronous call and, for a journal just created, fsyncs its directory after it. */
-  #syncInline(io: InlineIo): void {
-    io.fdatasyncSync(this.#fd as number);
-    if (this.#unsyncedName) {
-      syncDirSync(this.#ctx.inlineCreateIo as InlineCreateIo, this.#ctx.layout.streams);
-      this.#unsyncedName = false;
+  /**
+   * fdatasyncs a journal just created inline and fsyncs its directory, both waited on together (on a busy disk
+   * two waits in a row cost twice); the directory is opened and closed with the synchronous calls, which do
+   * not wait on the disk.
+   */
+  async #syncCreated(): Promise<void> {
+    const { fs, layout } = this.#ctx;
+    const io = this.#ctx.inlineCreateIo as InlineCreateIo;
+    if (process.platform === 'win32') {
+      await fs.fdatasync(this.#fd as number);
+    } else {
+      const dir = io.openSync(layout.streams, 'r');
+      try {
+        await Promise.all([fs.fdatasync(this.#fd as number), fs.fsync(dir)]);
+      } finally {
+        io.closeSync(dir);
+      }
     }
+    this.#unsyncedName = false;
   }
 
   /** Writes with the synchronous call to the open, clean journal (`#inlineIo` checked both). */
