@@ -25,11 +25,10 @@ export interface FileSystem {
   writeSync?(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
   fdatasyncSync?(fd: number): void;
   /**
-   * Synchronous twins of `open`, `fsync` and `close`, used only to create a journal for a lone append (open,
-   * write, fdatasync, then fsync its directory) without thread-pool round trips. Optional, as above.
+   * Synchronous twins of `open` and `close`, used only to create a journal for a lone append (and open its
+   * directory for the fsync) without thread-pool round trips. Optional, as above.
    */
   openSync?(path: string, flags: string, mode?: number): number;
-  fsyncSync?(fd: number): void;
   closeSync?(fd: number): void;
   fsync(fd: number): Promise<void>;
   ftruncate(fd: number, length: number): Promise<void>;
@@ -64,7 +63,6 @@ export const nodeFileSystem: FileSystem = {
   writeSync: (fd, buffer, offset, length, position) => fs.writeSync(fd, buffer, offset, length, position),
   fdatasyncSync: (fd) => fs.fdatasyncSync(fd),
   openSync: (path, flags, mode) => fs.openSync(path, flags, mode),
-  fsyncSync: (fd) => fs.fsyncSync(fd),
   closeSync: (fd) => fs.closeSync(fd),
   fsync: (fd) => call<[number], void>(fs.fsync)(fd),
   ftruncate: (fd, length) => call<[number, number], void>(fs.ftruncate)(fd, length),
@@ -89,7 +87,6 @@ export function withOverrides(overrides: Partial<FileSystem> | undefined): FileS
   if (overrides.write && !overrides.writeSync) delete merged.writeSync;
   if (overrides.fdatasync && !overrides.fdatasyncSync) delete merged.fdatasyncSync;
   if (overrides.open && !overrides.openSync) delete merged.openSync;
-  if (overrides.fsync && !overrides.fsyncSync) delete merged.fsyncSync;
   if (overrides.close && !overrides.closeSync) delete merged.closeSync;
   return merged;
 }
@@ -105,16 +102,15 @@ export function inlineIo(fsl: FileSystem): InlineIo | undefined {
   return fsl.writeSync && fsl.fdatasyncSync ? (fsl as InlineIo) : undefined;
 }
 
-/** The synchronous calls that create a journal and make its directory entry durable, on top of `InlineIo`'s. */
+/** The synchronous calls that create a journal and open its directory, on top of `InlineIo`'s. */
 export interface InlineCreateIo extends InlineIo {
   openSync(path: string, flags: string, mode?: number): number;
-  fsyncSync(fd: number): void;
   closeSync(fd: number): void;
 }
 
 /** `fsl` as `InlineCreateIo`, or undefined when it lacks any of the synchronous calls. */
 export function inlineCreateIo(fsl: FileSystem): InlineCreateIo | undefined {
-  return inlineIo(fsl) && fsl.openSync && fsl.fsyncSync && fsl.closeSync ? (fsl as InlineCreateIo) : undefined;
+  return inlineIo(fsl) && fsl.openSync && fsl.closeSync ? (fsl as InlineCreateIo) : undefined;
 }
 
 /** Writes all of `bytes` at `position`, looping over short writes (a full disk shows up as one). */

@@ -229,7 +229,7 @@ describe('a flush of several appends', () => {
 
 /**
  * The node file system with every journal and directory call recorded in order (`open`, `openSync`,
- * `fdatasync`, `fdatasyncSync`, `fsync`, `fsyncSync`, each with the path's last name), to see which calls a
+ * `fdatasync`, `fdatasyncSync`, `fsync`, each with the path's last name), to see which calls a
  * journal's creation takes.
  */
 function recordingFs() {
@@ -261,10 +261,6 @@ function recordingFs() {
     fsync: async (fd) => {
       calls.push(`fsync ${names.get(fd)}`);
       await nodeFileSystem.fsync(fd);
-    },
-    fsyncSync: (fd) => {
-      calls.push(`fsyncSync ${names.get(fd)}`);
-      syncFs.fsyncSync(fd);
     },
   };
   return { fs, calls };
