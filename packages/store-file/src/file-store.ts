@@ -42,7 +42,7 @@ import { BlobStore } from './blob-store.js';
 import { CaseCollisions, isCaseInsensitive } from './case-collisions.js';
 import { createCheckpointSlot, ensureStoreId, readStoreId } from './checkpoint-slot.js';
 import { followDirectory } from './follow-view.js';
-import { errorCode, inlineIo, listDir, removeTemporariesOf, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
+import { errorCode, inlineCreateIo, inlineIo, listDir, removeTemporariesOf, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
 import { compactJournal, liveFrom, locateRevision } from './journal-compact.js';
 import type { JournalInfo } from './journal-scan.js';
 import { Layout } from './layout.js';
@@ -275,6 +275,7 @@ class FileStore implements EventStore {
     this.#ctx = {
       fs: fsl,
       inlineIo: inlineIo(fsl),
+      inlineCreateIo: inlineCreateIo(fsl),
       flushLoops: { running: 0 },
       layout,
       get positions() {

@@ -24,6 +24,12 @@ export interface FileSystem {
    */
   writeSync?(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
   fdatasyncSync?(fd: number): void;
+  /**
+   * Synchronous twins of `open` and `close`, used only to create a journal for a lone append (and open its
+   * directory for the fsync) without thread-pool round trips. Optional, as above.
+   */
+  openSync?(path: string, flags: string, mode?: number): number;
+  closeSync?(fd: number): void;
   fsync(fd: number): Promise<void>;
   ftruncate(fd: number, length: number): Promise<void>;
   fchmod(fd: number, mode: number): Promise<void>;
@@ -56,6 +62,8 @@ export const nodeFileSystem: FileSystem = {
   fdatasync: (fd) => call<[number], void>(fs.fdatasync)(fd),
   writeSync: (fd, buffer, offset, length, position) => fs.writeSync(fd, buffer, offset, length, position),
   fdatasyncSync: (fd) => fs.fdatasyncSync(fd),
+  openSync: (path, flags, mode) => fs.openSync(path, flags, mode),
+  closeSync: (fd) => fs.closeSync(fd),
   fsync: (fd) => call<[number], void>(fs.fsync)(fd),
   ftruncate: (fd, length) => call<[number, number], void>(fs.ftruncate)(fd, length),
   fchmod: (fd, mode) => call<[number, number], void>(fs.fchmod)(fd, mode),
@@ -78,6 +86,8 @@ export function withOverrides(overrides: Partial<FileSystem> | undefined): FileS
   // A replaced `write` or `fdatasync` (an injected fault) must not be bypassed by the default synchronous twin.
   if (overrides.write && !overrides.writeSync) delete merged.writeSync;
   if (overrides.fdatasync && !overrides.fdatasyncSync) delete merged.fdatasyncSync;
+  if (overrides.open && !overrides.openSync) delete merged.openSync;
+  if (overrides.close && !overrides.closeSync) delete merged.closeSync;
   return merged;
 }
 
@@ -90,6 +100,17 @@ export interface InlineIo {
 /** `fsl` as `InlineIo`, or undefined when it lacks either synchronous call. */
 export function inlineIo(fsl: FileSystem): InlineIo | undefined {
   return fsl.writeSync && fsl.fdatasyncSync ? (fsl as InlineIo) : undefined;
+}
+
+/** The synchronous calls that create a journal and open its directory, on top of `InlineIo`'s. */
+export interface InlineCreateIo extends InlineIo {
+  openSync(path: string, flags: string, mode?: number): number;
+  closeSync(fd: number): void;
+}
+
+/** `fsl` as `InlineCreateIo`, or undefined when it lacks any of the synchronous calls. */
+export function inlineCreateIo(fsl: FileSystem): InlineCreateIo | undefined {
+  return inlineIo(fsl) && fsl.openSync && fsl.closeSync ? (fsl as InlineCreateIo) : undefined;
 }
 
 /** Writes all of `bytes` at `position`, looping over short writes (a full disk shows up as one). */

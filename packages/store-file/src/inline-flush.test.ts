@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StorageError, type AppendResult, type EventStore, type StreamId } from '@sessionfold/core/kernel';
@@ -117,7 +117,7 @@ describe('a lone append', () => {
     await store.close();
   });
 
-  it('to a journal not yet created waits asynchronously (its directory entry is fsynced too)', async () => {
+  it('to a journal not yet created, on a file system without a synchronous open, waits asynchronously (its directory entry is fsynced too)', async () => {
     const { store, state } = await storeWithJournal();
     await store.append(randomStream('new'), [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
     expect(state).toMatchObject({ inlineSyncs: 0, asyncSyncs: 1 });
@@ -224,5 +224,78 @@ describe('a flush of several appends', () => {
     expect(state).toMatchObject({ asyncSyncs: 2, inlineSyncs: 3 });
     expect((await eventsOf(store, stream)).map((e) => e.data)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     await store.close();
+  });
+});
+
+/**
+ * The node file system with every journal and directory call recorded in order (`open`, `openSync`,
+ * `fdatasync`, `fdatasyncSync`, `fsync`, each with the path's last name), to see which calls a
+ * journal's creation takes.
+ */
+function recordingFs() {
+  const calls: string[] = [];
+  const names = new Map<number, string>();
+  const nameOf = (path: string) => path.split('/').at(-1) as string;
+  const syncFs = nodeFileSystem as Required<FileSystem>;
+  const fs: Partial<FileSystem> = {
+    open: async (path, flags, mode) => {
+      const fd = await nodeFileSystem.open(path, flags, mode);
+      names.set(fd, nameOf(path));
+      calls.push(`open ${nameOf(path)}`);
+      return fd;
+    },
+    openSync: (path, flags, mode) => {
+      const fd = syncFs.openSync(path, flags, mode);
+      names.set(fd, nameOf(path));
+      calls.push(`openSync ${nameOf(path)}`);
+      return fd;
+    },
+    fdatasync: async (fd) => {
+      calls.push(`fdatasync ${names.get(fd)}`);
+      await nodeFileSystem.fdatasync(fd);
+    },
+    fdatasyncSync: (fd) => {
+      calls.push(`fdatasyncSync ${names.get(fd)}`);
+      syncFs.fdatasyncSync(fd);
+    },
+    fsync: async (fd) => {
+      calls.push(`fsync ${names.get(fd)}`);
+      await nodeFileSystem.fsync(fd);
+    },
+  };
+  return { fs, calls };
+}
+
+describe('a lone append to a journal not yet created', () => {
+  it('creates and writes it with the synchronous calls, then waits on its fdatasync and its directory fsync together', async () => {
+    const dir = freshDir();
+    const { fs, calls } = recordingFs();
+    const store = await fileStore({ directory: dir, fs });
+    await store.append(randomStream('first'), [{ type: 'A', data: 0 }], { expectedRevision: 'no_stream' });
+    calls.length = 0;
+    const stream = randomStream('new');
+    await store.append(stream, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
+    const journal = `${stream}.jsonl`;
+    expect(calls).toEqual([`openSync ${journal}`, 'openSync streams', `fdatasync ${journal}`, 'fsync streams']);
+    expect((await store.append(stream, [{ type: 'A', data: 2 }], { expectedRevision: 1 })).revision).toBe(2);
+    await store.close();
+    const reopened = await fileStore({ directory: dir });
+    expect((await eventsOf(reopened, stream)).map((e) => e.data)).toEqual([1, 2]);
+    await reopened.close();
+  });
+
+  it('whose streams directory is missing takes the asynchronous calls, which make the directory', async () => {
+    const dir = freshDir();
+    const { fs, calls } = recordingFs();
+    const store = await fileStore({ directory: dir, fs });
+    await rmdir(join(dir, 'streams'));
+    const stream = randomStream('first');
+    await store.append(stream, [{ type: 'A', data: 0 }], { expectedRevision: 'no_stream' });
+    expect(calls.filter((call) => call.includes(stream))).toEqual([`open ${stream}.jsonl`, `fdatasync ${stream}.jsonl`]);
+    expect(calls).toContain('fsync streams');
+    await store.close();
+    const reopened = await fileStore({ directory: dir });
+    expect((await eventsOf(reopened, stream)).map((e) => e.data)).toEqual([0]);
+    await reopened.close();
   });
 });
