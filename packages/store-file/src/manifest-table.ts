@@ -51,6 +51,15 @@ export interface ManifestColumns {
   snapshots: SnapshotRow[];
 }
 
+/** A builder's columns, as `ManifestTable.copyRow` appends to them (stamps as numbers, checksums in hex). */
+interface RowSink {
+  journals: number[];
+  checkpoints: number[];
+  stamps: number[];
+  hashes: string[];
+  snapshots: SnapshotRow[];
+}
+
 /**
  * Builds the columns of a manifest stream by stream: from a stream's description, or copied from the row of a
  * table (a stream nothing changed since it was read from the manifest).
@@ -99,9 +108,17 @@ export class ManifestBuilder {
     this.#hashes.push(info.lastHash === '' ? NO_HASH_HEX : info.lastHash);
   }
 
-  /** Adds row `row` of `table` as it is. */
+  /** Adds row `row` of `table` as it is, value by value (no description of the stream is made). */
   copy(table: ManifestTable, row: number): void {
-    this.add(table.name(row), table.record(row));
+    const at = this.#streams.length;
+    this.#streams.push(table.name(row));
+    table.copyRow(row, at, {
+      journals: this.#journals,
+      checkpoints: this.#checkpoints,
+      stamps: this.#stamps,
+      hashes: this.#hashes,
+      snapshots: this.#snapshots,
+    });
   }
 
   /** The columns built so far. */
@@ -238,6 +255,24 @@ export class ManifestTable {
     if (snapshot) record.snapshot = { mark: { ...snapshot.mark }, stamp: { ...snapshot.stamp } };
     if (this.hasJournal(row)) record.journal = { info: this.journalInfo(row, 0), stamp: this.journalStamp(row) };
     return record;
+  }
+
+  /**
+   * Appends row `row`'s values to `columns` (a builder's, whose next row is `at`) exactly as `ManifestBuilder.add`
+   * would write them from `record(row)`: a stream copied unchanged into the next manifest.
+   */
+  copyRow(row: number, at: number, columns: RowSink): void {
+    const from = row * JOURNAL_FIELDS;
+    for (let i = from; i < from + JOURNAL_FIELDS; i++) columns.journals.push(this.#journals[i] as number);
+    const end = this.#checkpointStart[row + 1] as number;
+    for (let i = this.#checkpointStart[row] as number; i < end; i++) columns.checkpoints.push(this.#checkpoints[i] as number);
+    columns.stamps.push(this.#stamps.readDoubleLE(row * STAMP_BYTES), this.#stamps.readDoubleLE(row * STAMP_BYTES + 8));
+    columns.hashes.push(this.#hashes.toString('hex', row * HASH_BYTES, (row + 1) * HASH_BYTES));
+    const snapshot = this.#snapshots.get(row);
+    if (snapshot) {
+      const { mark, stamp } = snapshot;
+      columns.snapshots.push([at, mark.revision, mark.position, mark.recordedAt, stamp.size, stamp.ino, stamp.mtimeMs]);
+    }
   }
 
   hasJournal(row: number): boolean {

@@ -27,7 +27,7 @@ export interface StoreContext {
   readonly fs: FileSystem;
   /** The synchronous write and fdatasync of `fs`, when it has them (see `#inlineIo`). */
   readonly inlineIo: InlineIo | undefined;
-  /** Those and the synchronous open, fsync and close of `fs`, when it has them all: a journal is then created inline. */
+  /** Those and the synchronous open and close of `fs`, when it has them all: a journal is then created inline. */
   readonly inlineCreateIo: InlineCreateIo | undefined;
   /** How many streams have a flush loop running: a flush runs inline only when its stream's is the only one. */
   readonly flushLoops: { running: number };

@@ -20,8 +20,8 @@ export interface LoadedStream {
 
 /** Which of a stream's files the directory lists. */
 export interface StreamFileNames {
-  journal: boolean;
-  snapshot: boolean;
+  readonly journal: boolean;
+  readonly snapshot: boolean;
 }
 
 /** How to load a stream: its files, whether torn tails are cut, and where the positions found are claimed. */
