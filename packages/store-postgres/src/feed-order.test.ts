@@ -25,8 +25,8 @@ class OpenTransaction {
     return new OpenTransaction(client, schema);
   }
 
-  /** Sends the append without waiting: it may wait for another writer's transaction to end. */
-  append(stream: string, count: number): void {
+  /** Sends the append; it may wait for another writer's transaction to end, so callers await it only when it cannot. */
+  append(stream: string, count: number): Promise<unknown> {
     const types = Array.from({ length: count }, (_, i) => `Raw${i}`);
     this.#appended = this.#client.query(`SELECT * FROM "${this.#schema}".append_batches($1, $2, $3, $4, $5, $6, $7, $8)`, [
       [stream],
@@ -38,6 +38,7 @@ class OpenTransaction {
       types.map(() => 1),
       new Date().toISOString(),
     ]);
+    return this.#appended;
   }
 
   /** Commits or rolls back, once the append got through, and disconnects. */
@@ -71,8 +72,9 @@ describe.skipIf(PG_URL === undefined)('postgresStore: the feed and transactions 
       const consumer = new Consumer();
       await consumer.catchUp(store);
       const t1 = await OpenTransaction.begin(schema);
-      t1.append('t1', 2);
-      await settle();
+      // Nothing holds t1 back; once its append returned it holds the feed's counter, so t2 must wait for it
+      // (a fixed wait here let t2 through first on a loaded machine).
+      await t1.append('t1', 2);
       const t2 = store.append('t2', [{ type: 'B', data: 2 }], { expectedRevision: 'no_stream' });
       await settle();
       await consumer.catchUp(store);
@@ -127,7 +129,7 @@ describe.skipIf(PG_URL === undefined)('postgresStore: the feed and transactions 
           for (const step of steps) {
             if (step.kind === 'begin') {
               const tx = await OpenTransaction.begin(schema);
-              tx.append(`s${step.stream}`, step.count);
+              void tx.append(`s${step.stream}`, step.count);
               open.set(step.tx, tx);
             } else if (step.kind === 'end') {
               // Not awaited: this transaction's append may still wait for another one's to end.
