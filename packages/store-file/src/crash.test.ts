@@ -13,6 +13,8 @@ const APPEND_KILLS = Number(process.env.SESSIONFOLD_CRASH_KILLS ?? 58);
 const COMPACT_KILLS = Number(process.env.SESSIONFOLD_CRASH_COMPACT_KILLS ?? 42);
 /** Kills per store directory: recovery is exercised again and again, while journals stay small enough to re-check in full each time. */
 const KILLS_PER_DIRECTORY = 10;
+/** Each child loads the TypeScript sources through a loader, which on a loaded 2-core machine takes seconds: room beyond the project's default. */
+const CRASH_TEST_TIMEOUT = 300_000;
 
 /** Temporary directories of one test, removed when it ends (the tests run concurrently, so no shared hook). */
 function tempDirs() {
@@ -96,7 +98,7 @@ function parseAcks(output: ChildOutput, run: string): Ack[] {
 /** The fold of events 1..revision where event k carries { n: k }. */
 const expectedState = (revision: number) => ({ count: revision, sum: (revision * (revision + 1)) / 2 });
 
-describe.concurrent('SIGKILL', () => {
+describe.concurrent('SIGKILL', { timeout: CRASH_TEST_TIMEOUT }, () => {
   it(`while appending: every acknowledged batch survives whole and revisions stay gap-free (${APPEND_KILLS} kills)`, async ({ expect }) => {
     const rand = random(seedOf('crash-append'));
     const dirs = tempDirs();
