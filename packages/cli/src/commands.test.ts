@@ -122,7 +122,7 @@ describe.each([
     const store = await populated();
     const s = ['-s', store.url, '--json'];
     const info = JSON.parse((await run(['info', ...s])).stdout) as Record<string, unknown>;
-    expect(info).toMatchObject({ kind, sessions: 1, streams: 4 });
+    expect(info).toMatchObject({ kind, sessions: 1, streams: 3 });
     expect(info['headPosition']).toBeGreaterThan(0);
     expect(info['sizeOnDisk']).toBeGreaterThan(0);
 

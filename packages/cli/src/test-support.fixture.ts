@@ -82,7 +82,8 @@ export interface Populated {
 
 /**
  * Fills a store through the service: one active session with a transcript, two commands (one claimed), a
- * blob, and one completed session (a receipt in the catalog).
+ * blob, and one completed session (a receipt in the catalog). Three streams: the active session, the catalog
+ * and the start-key stream the completion released.
  */
 export async function populate(store: EventStore): Promise<Populated> {
   const history: SessionHistory = await openSessionHistory({ store });

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { openSessionHistory } from '@sessionfold/core';
 import { sqliteStore } from '@sessionfold/store-sqlite';
 import { describe, expect, it } from 'vitest';
 import { freshDir, jsonLines, populatedFileStore, populatedSqliteStore, run } from './test-support.fixture.js';
@@ -23,14 +24,14 @@ describe('copy', () => {
     const back = `file:${join(dir, 'back')}`;
     const first = await run(['copy', source.url, sqlite, '--json']);
     expect(first.code).toBe(0);
-    expect(JSON.parse(first.stdout)).toMatchObject({ streams: 4, blobs: 1, identical: true, mismatches: [] });
+    expect(JSON.parse(first.stdout)).toMatchObject({ streams: 3, blobs: 1, identical: true, mismatches: [] });
     expect((await run(['copy', sqlite, back])).code).toBe(0);
     expect(await contents(back)).toEqual(await contents(source.url));
     expect(readdirSync(join(dir, 'back', 'blobs'))).toEqual([source.blob]);
 
     const again = await run(['copy', source.url, sqlite, '--json']);
     expect(again.code).toBe(0);
-    expect(JSON.parse(again.stdout)).toMatchObject({ events: 0, blobs: 0, unchanged: 4, identical: true });
+    expect(JSON.parse(again.stdout)).toMatchObject({ events: 0, blobs: 0, unchanged: 3, identical: true });
   });
 
   it('refuses a destination that diverged, with exit 1', async () => {
@@ -54,11 +55,11 @@ describe('export and import', () => {
     const file = join(dir, 'backup.jsonl');
     const exported = await run(['export', '--out', file, '--json', '-s', source.url]);
     expect(exported.code).toBe(0);
-    expect(JSON.parse(exported.stdout)).toMatchObject({ streams: 4, blobs: 1 });
+    expect(JSON.parse(exported.stdout)).toMatchObject({ streams: 3, blobs: 1 });
     const lines = jsonLines(readFileSync(file, 'utf8')) as { kind: string }[];
     expect(lines[0]).toMatchObject({ kind: 'header', format: 'sessionfold.export' });
     expect(lines.some((line) => line.kind === 'snapshot')).toBe(true);
-    expect(lines.at(-1)).toMatchObject({ kind: 'end', streams: 4, blobs: 1 });
+    expect(lines.at(-1)).toMatchObject({ kind: 'end', streams: 3, blobs: 1 });
     expect((await run(['export', '--out', file, '-s', source.url])).code).toBe(1);
 
     const target = `file:${join(dir, 'restored')}`;
@@ -140,5 +141,20 @@ describe('delete', () => {
     expect(done.stdout).toContain(store.blob);
     expect((await run(['show', store.sessionId, '-s', store.url])).code).toBe(3);
     expect((await run(['delete', store.sessionId, '-s', store.url])).code).toBe(3);
+  });
+
+  it('never lets the erased session’s start key hand out its id again', async () => {
+    const store = await populatedSqliteStore();
+    expect((await run(['delete', store.sessionId, '-s', store.url])).code).toBe(0);
+    const opened = await sqliteStore({ path: store.path });
+    try {
+      const history = await openSessionHistory({ store: opened });
+      const again = await history.start({ idempotencyId: 'start-1', startedAt: '2026-07-24T00:00:00Z', sessionType: 'conversation' });
+      expect(again.created).toBe(true);
+      expect(again.value.id).not.toBe(store.sessionId);
+      await history.close();
+    } finally {
+      await opened.close();
+    }
   });
 });

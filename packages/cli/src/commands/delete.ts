@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { sessionStream } from '@sessionfold/core/session';
+import { type EventStore, foldStream } from '@sessionfold/core/kernel';
+import { decideReleaseStartKey, sessionReducer, sessionStream, startKeyReducer, startKeyStream } from '@sessionfold/core/session';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
 import { notFound } from '../exit-codes.js';
@@ -16,7 +17,7 @@ export function registerDelete(program: Command): void {
     .addHelpText(
       'after',
       examples('sessionfold delete 0f8e…-… -s file:./data --dry-run', 'sessionfold delete 0f8e…-… -s file:./data --json') +
-        "\n\nThe session's start-key stream is kept: it makes sure its start idempotency id never hands out the erased id again.",
+        "\n\nBefore the session is erased, its start key's stream records its life as ended (and is kept), so its start idempotency id never hands out the erased id again.",
     )
     .action(async (rawId: unknown, rawOptions: unknown, command: Command) => {
       const context = contextOf(command);
@@ -41,7 +42,10 @@ export function registerDelete(program: Command): void {
           }
         }
         const blobs = owned.filter((sha) => !shared.has(sha));
-        if (!dryRun) await store.deleteStream(stream, { expectedRevision: read.revision });
+        if (!dryRun) {
+          await releaseStartKey(store, stream);
+          await store.deleteStream(stream, { expectedRevision: read.revision });
+        }
         const summary = {
           dryRun,
           sessionId: id,
@@ -60,4 +64,18 @@ export function registerDelete(program: Command): void {
         for (const sha of blobs) await out.text(`  blob ${sha}`);
       });
     });
+}
+
+/**
+ * Records in the key's stream that the session started by it has ended, as a completion does before it deletes
+ * the stream: a later start with the key then derives a new id instead of the erased one.
+ */
+async function releaseStartKey(store: EventStore, stream: string): Promise<void> {
+  const { state } = await foldStream(store, stream, sessionReducer);
+  const key = state.startKey;
+  if (key === null) return;
+  const keyStream = startKeyStream(key);
+  const keys = await foldStream(store, keyStream, startKeyReducer);
+  const events = decideReleaseStartKey(keys.state, key, state.sessionId, new Date());
+  if (events.length > 0) await store.append(keyStream, events, { expectedRevision: keys.revision === 0 ? 'no_stream' : keys.revision });
 }

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { memoryStore } from '../kernel/index.js';
+import { foldStream, memoryStore } from '../kernel/index.js';
 import { legacySessionIdForStart, sessionIdForStart, sessionStream, startKeyStream } from './ids.js';
 import { feedLength, interleavingStore, openTestHistory, startConversation, streamNames } from './test-support.fixture.js';
-import type { SessionHistory } from './service.js';
+import { startKeyReducer } from './reducer.js';
+import { openSessionHistory, type SessionHistory } from './service.js';
 
 const START = { startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' };
 
@@ -144,12 +145,60 @@ describe('SessionHistory: a start key’s successive sessions', () => {
     expect(next.value.id).toBe(sessionIdForStart('completed', 2));
   });
 
-  it('the streams that bind start keys are neither listed nor found as sessions', async () => {
+  it('a start writes only its session; the key stream, written when a life ends, is neither listed nor found as a session', async () => {
     const { history, store } = await openTestHistory();
-    const live = await startConversation(history, 'listed');
-    expect(await streamNames(store, { startKeys: true })).toEqual([sessionStream(live.id), startKeyStream('listed')].sort());
-    expect((await history.list()).map((record) => record.id)).toEqual([live.id]);
+    const ended = await startConversation(history, 'listed');
+    expect(await streamNames(store, { startKeys: true })).toEqual([sessionStream(ended.id)]);
+    await history.complete(ended.id, { expectedVersion: 1, state: { sessionObjectId: 'LISTED1' } });
+    const live = (await history.start({ idempotencyId: 'listed', ...START })).value;
+    expect(await streamNames(store, { startKeys: true })).toEqual(['catalog', sessionStream(live.id), startKeyStream('listed')].sort());
+    expect((await history.list()).map((record) => record.id).sort()).toEqual([live.id, 'LISTED1'].sort());
     expect(await history.commandHeads()).toEqual([]);
+  });
+
+  it('a start that finds its key’s session complete but not finished releases it and starts the next incarnation', async () => {
+    const inner = memoryStore();
+    let failCatalog = true;
+    const store = {
+      ...inner,
+      append: async (...args: Parameters<typeof inner.append>) => {
+        if (failCatalog && args[0] === 'catalog') throw new Error('disk unplugged');
+        return inner.append(...args);
+      },
+    };
+    const { history } = await openTestHistory({ store });
+    const first = await startConversation(history, 'unfinished');
+    await expect(history.complete(first.id, { expectedVersion: 1, state: { sessionObjectId: 'U1' } })).rejects.toMatchObject({ code: 'internal_error' });
+
+    const next = await history.start({ idempotencyId: 'unfinished', ...START });
+
+    expect(next).toMatchObject({ created: true, value: { id: sessionIdForStart('unfinished', 2) } });
+    expect((await foldStream(inner, startKeyStream('unfinished'), startKeyReducer)).state.bindings).toEqual([
+      { incarnation: 1, sessionId: first.id, released: true },
+    ]);
+    // The rest of the first life's completion is done when the service next opens.
+    failCatalog = false;
+    const reopened = await openSessionHistory({ store });
+    expect(await streamNames(inner)).toEqual(['catalog', sessionStream(next.value.id)].sort());
+    expect((await reopened.list()).map((record) => record.id).sort()).toEqual([next.value.id, 'U1'].sort());
+    expect(await reopened.start({ idempotencyId: 'unfinished', ...START })).toMatchObject({ created: false, value: { id: next.value.id } });
+  });
+
+  it('a start bound by an earlier release is followed while it lives, and released by the next start once it completed', async () => {
+    const store = memoryStore();
+    const { history } = await openTestHistory({ store });
+    const first = await startConversation(history, 'bound');
+    // As a start of the earlier release left it: the session bound to its key at once.
+    await store.append(
+      startKeyStream('bound'),
+      [{ type: 'StartKeyBound', data: { at: '2026-07-23T00:00:00.000Z', idempotencyId: 'bound', incarnation: 1, sessionId: first.id } }],
+      { expectedRevision: 'no_stream' },
+    );
+    expect(await history.start({ idempotencyId: 'bound', ...START })).toMatchObject({ created: false, value: { id: first.id } });
+    await history.complete(first.id, { expectedVersion: 1, state: { sessionObjectId: 'B1' } });
+    const bindings = (await foldStream(store, startKeyStream('bound'), startKeyReducer)).state.bindings;
+    expect(bindings).toEqual([{ incarnation: 1, sessionId: first.id, released: true }]);
+    expect(await history.start({ idempotencyId: 'bound', ...START })).toMatchObject({ created: true, value: { id: sessionIdForStart('bound', 2) } });
   });
 
   it('a start with the key of a live session of release 0.1.0 (id derived from the key alone) returns it', async () => {

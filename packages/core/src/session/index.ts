@@ -87,5 +87,5 @@ export {
   startSessionSchema,
 } from './inputs.js';
 export { DEFAULT_CONTROL_STATE_KEYS, controlState } from './control-state.js';
-export { isOpenCommand } from './decisions.js';
+export { decideReleaseStartKey, isOpenCommand } from './decisions.js';
 export { materialise, receiptRecord, summaryRecord, transcriptEntry, transcriptText } from './view.js';

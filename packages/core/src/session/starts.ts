@@ -1,5 +1,5 @@
 import type { EventStore } from '../kernel/port.js';
-import { decideBindStartKey, decideStart } from './decisions.js';
+import { decideReleaseStartKey, decideStart } from './decisions.js';
 import { SessionHistoryError, messages } from './errors.js';
 import type { SessionEvent, StartKeyEvent } from './events.js';
 import { legacySessionIdForStart, sessionIdForStart, sessionStream, startKeyStream } from './ids.js';
@@ -15,14 +15,16 @@ function isLive(state: SessionStreamState): boolean {
 /**
  * Idempotent starts with a fresh session id for every life of a start key.
  *
- * The key's stream binds it to one session after another: the `n`-th session of key `k` has the id
- * `sessionIdForStart(k, n)`. A start returns the latest bound session while it lives. Otherwise it creates the
- * next one (`SessionStarted` at `no_stream`: of racing starters one creates it, the others find it) and
- * then binds it (at the key stream's revision: racing binders agree, since the id is derived). Completion
- * releases the binding before it deletes the stream, so a starter that was overtaken — it created a
- * session whose incarnation meanwhile lived and ended — sees the release, removes what it created and
- * moves on to the next incarnation. A session of release 0.1.0 (id derived from the key alone, no key
- * stream) is returned while it lives, and its key starts at incarnation 1 after it.
+ * The key's stream records the lives that ended: the `n`-th session of key `k` has the id
+ * `sessionIdForStart(k, n)`, and its completion binds and releases incarnation `n` there before the session's
+ * stream is deleted. A start creates or finds incarnation `bindings + 1` (`SessionStarted` at `no_stream`: of
+ * racing starters one creates it, the others find it) and writes nothing else, so a start costs one append.
+ * A session found complete whose completion is not finished yet is released first, which moves the key on. A starter
+ * that was overtaken — it created a session whose incarnation meanwhile lived and ended — sees the release
+ * when it reads the key stream after its append, removes what it created and moves on to the next incarnation.
+ * A binding left unreleased (written by a start of an earlier release) is followed while its session lives. A
+ * session of release 0.1.0 (id derived from the key alone, no key stream) is returned while it lives, and its
+ * key starts at incarnation 1 after it.
  */
 export class SessionStarts {
   readonly #store: EventStore;
@@ -30,10 +32,14 @@ export class SessionStarts {
   readonly #keys: StreamWriter<StartKeyState, StartKeyEvent>;
   readonly #rounds: number;
 
-  constructor(store: EventStore, sessions: StreamWriter<SessionStreamState, SessionEvent>, keys: StreamWriter<StartKeyState, StartKeyEvent>, rounds: number) {
+  constructor(
+    store: EventStore,
+    writers: { sessions: StreamWriter<SessionStreamState, SessionEvent>; keys: StreamWriter<StartKeyState, StartKeyEvent> },
+    rounds: number,
+  ) {
     this.#store = store;
-    this.#sessions = sessions;
-    this.#keys = keys;
+    this.#sessions = writers.sessions;
+    this.#keys = writers.keys;
     this.#rounds = rounds;
   }
 
@@ -41,31 +47,43 @@ export class SessionStarts {
   async start(input: StartSession): Promise<{ state: SessionStreamState; created: boolean }> {
     const key = input.idempotencyId;
     const keyStream = startKeyStream(key);
+    // Binds (when needed) and releases a session's incarnation: the step of its completion that moves the key on.
+    const release = (sessionId: string) => this.#keys.mutate(keyStream, (state, at) => decideReleaseStartKey(state, key, sessionId, at));
     for (let round = 0; round < this.#rounds; round++) {
       const { bindings } = (await this.#keys.load(keyStream)).state;
       const latest = bindings.at(-1);
-      const currentId = latest ? (latest.released ? undefined : latest.sessionId) : legacySessionIdForStart(key);
-      if (currentId !== undefined) {
-        const current = (await this.#sessions.load(sessionStream(currentId))).state;
-        if (isLive(current)) return { state: current, created: false };
+      const boundId = latest ? (latest.released ? undefined : latest.sessionId) : legacySessionIdForStart(key);
+      if (boundId !== undefined) {
+        const bound = (await this.#sessions.load(sessionStream(boundId))).state;
+        if (isLive(bound)) return { state: bound, created: false };
+        // A bound session that completed: release it, which its completion would have done next. (A session of
+        // release 0.1.0 has no binding to release; its key simply starts at incarnation 1.)
+        if (bound.record !== null && latest !== undefined) {
+          await release(boundId);
+          continue;
+        }
       }
 
       const incarnation = bindings.length + 1;
       const id = sessionIdForStart(key, incarnation);
       const stream = sessionStream(id);
       const started = await this.#sessions.mutate(stream, (state, at) => decideStart(state, input, at));
-      const created = started.events.length > 0;
-      const bound = await this.#keys.mutate(keyStream, (state, at) => decideBindStartKey(state, key, incarnation, id, at));
-      const binding = bound.state.bindings[incarnation - 1];
-      if (binding?.sessionId === id && !binding.released && isLive(started.state)) return { state: started.state, created };
-      if (created && binding?.released) {
-        // Overtaken: this incarnation already lived and ended while this start was on its way, so the
-        // session just created reuses its id. Nobody was handed it; remove it before trying the next one.
-        await this.#sessions.exclusive(stream, async () => {
-          await this.#store.deleteStream(stream, { expectedRevision: 'any' });
-          this.#sessions.forget(stream);
-        });
+      if (started.events.length === 0) {
+        if (isLive(started.state)) return { state: started.state, created: false };
+        // This incarnation completed and its completion is not finished yet.
+        await release(id);
+        continue;
       }
+      // Completion releases the key before it deletes the stream, so a life of this incarnation that ended before
+      // the append above succeeded is in the key stream now.
+      const released = (await this.#keys.load(keyStream)).state.bindings[incarnation - 1]?.released === true;
+      if (!released) return { state: started.state, created: true };
+      // Overtaken: this incarnation already lived and ended while this start was on its way, so the session just
+      // created reuses its id. Nobody was handed it; remove it before trying the next one.
+      await this.#sessions.exclusive(stream, async () => {
+        await this.#store.deleteStream(stream, { expectedRevision: 'any' });
+        this.#sessions.forget(stream);
+      });
     }
     throw SessionHistoryError.conflict(messages.tooManyConflicts);
   }
