@@ -23,6 +23,12 @@ export interface RawFamily {
    * The bytes of the first `writes` writes are prepared when it opens, so only the writing is timed.
    */
   appendBatches(dir: string, batchSize: number, writes: number): Promise<RawWriter>;
+  /**
+   * Where each new stream is a file of its own: write `i` creates stream `i` and makes `writesPerStream` single
+   * events of it durable one after another (the first with its directory entry). The least a round trip of
+   * calls on a new session costs there; absent where a new stream is only rows.
+   */
+  newStreamWrites?(dir: string, writesPerStream: number): Promise<RawWriter>;
   /** A writer of `streams` streams: write `i` stores one event in every stream, all made durable together. */
   appendSpread(dir: string, streams: number, writes: number): Promise<RawWriter>;
   /** Writes one stream of `events` events (untimed); the returned function reads and folds it, timed. */

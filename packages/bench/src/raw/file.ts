@@ -73,6 +73,28 @@ export const rawFile: RawFamily = {
     };
   },
 
+  async newStreamWrites(dir, writesPerStream): Promise<RawWriter> {
+    const root = join(dir, 'raw-new-streams');
+    mkdirSync(root, { recursive: true });
+    const lines = journalChunks(writesPerStream, 1);
+    const dirFd = openSync(root, 'r');
+    return {
+      write(i) {
+        const fd = openSync(join(root, `s${i}.jsonl`), 'wx', 0o600);
+        try {
+          lines.forEach((line, k) => {
+            writeSync(fd, line);
+            fdatasyncSync(fd);
+            if (k === 0) fsyncSync(dirFd);
+          });
+        } finally {
+          closeSync(fd);
+        }
+      },
+      close: async () => closeSync(dirFd),
+    };
+  },
+
   async appendSpread(dir, streams, writes): Promise<RawWriter> {
     const lines = journalChunks(writes, 1);
     const handles = await Promise.all(Array.from({ length: streams }, (_, s) => open(join(dir, `raw-spread-${s}.jsonl`), 'a', 0o600)));

@@ -1,7 +1,7 @@
 import type { EventStore } from '@sessionfold/core';
 import type { Measurement, Scenario, ScenarioContext } from '../scenario.js';
 import type { SessionDriver, SessionService } from '../service-api.js';
-import { alternate, perSecond, summarize, timeInFlight, timeSequential, type Timed } from '../stats.js';
+import { alternate, mergeTimed, perSecond, summarize, timeInFlight, timeSequential, type Timed } from '../stats.js';
 import type { StoreSubject } from '../stores.js';
 
 /** The service, which the harness has already checked is built. */
@@ -55,15 +55,23 @@ export const serviceRoundTrip: Scenario = {
     const n = context.volumes.roundTrips;
     const rounds = Math.max(1, Math.min(10, n));
     const perRound = Math.ceil(n / rounds);
-    const writer = await context.raw.family(subject.raw).appendBatches(await context.dir('raw-round-trip'), 1, perRound * rounds * APPENDS_PER_ROUND_TRIP);
+    const family = context.raw.family(subject.raw);
+    const writer = await family.appendBatches(await context.dir('raw-round-trip'), 1, perRound * rounds * APPENDS_PER_ROUND_TRIP);
+    // Where a new stream is a file, also what the same five writes cost when the first creates the session's
+    // stream, as every round trip's start does: the floor the layout sets, reported beside the target's ratio.
+    const floorWriter = await family.newStreamWrites?.(await context.dir('raw-round-trip-floor'), APPENDS_PER_ROUND_TRIP);
+    const floors: Timed[] = [];
     try {
       const [raw, timed] = await withService(context, subject, await context.dir('service-round-trip'), (driver) =>
         alternate(
           rounds,
-          (round) =>
-            timeSequential(perRound, async (i) => {
+          async (round) => {
+            const plain = await timeSequential(perRound, async (i) => {
               for (let k = 0; k < APPENDS_PER_ROUND_TRIP; k++) await writer.write((round * perRound + i) * APPENDS_PER_ROUND_TRIP + k);
-            }),
+            });
+            if (floorWriter) floors.push(await timeSequential(perRound, (i) => floorWriter.write(round * perRound + i)));
+            return plain;
+          },
           (round) =>
             timeSequential(perRound, async (i) => {
               const session = await driver.start(`round-trip-${round}-${i}`);
@@ -74,9 +82,14 @@ export const serviceRoundTrip: Scenario = {
             }),
         ),
       );
-      return { rate: perSecond(timed.ops, timed.ms), latency: summarize(timed.latencies), rawRate: perSecond(raw.ops, raw.ms) };
+      const rate = perSecond(timed.ops, timed.ms);
+      const floor = floors.length > 0 ? mergeTimed(floors) : undefined;
+      const floorRate = floor && perSecond(floor.ops, floor.ms);
+      const note = floorRate && `new-stream floor ${Math.round(floorRate).toLocaleString('en-US')}/s: ${(rate / floorRate).toFixed(2)}× of it`;
+      return { rate, latency: summarize(timed.latencies), rawRate: perSecond(raw.ops, raw.ms), ...(note ? { note } : {}) };
     } finally {
       await writer.close();
+      await floorWriter?.close();
     }
   },
 };
