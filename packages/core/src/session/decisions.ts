@@ -1,4 +1,4 @@
-import type { JsonObject, JsonValue } from '../kernel/json.js';
+import { cloneJson, type JsonObject, type JsonValue } from '../kernel/json.js';
 import { controlState, DEFAULT_CONTROL_STATE_KEYS } from './control-state.js';
 import { SessionHistoryError, messages } from './errors.js';
 import { describeZodError, sessionEvent, type CatalogEvent, type SessionEvent, type StartKeyEvent } from './events.js';
@@ -337,7 +337,7 @@ export function decideComplete(
     committedAt: at,
   };
   next.sessionObjectId = objectId;
-  next.commitReceipt = rawReceipt === undefined ? null : structuredClone(rawReceipt);
+  next.commitReceipt = rawReceipt === undefined ? null : cloneJson(rawReceipt);
   return [sessionEvent('SessionCompleted', { at, state: next, receipt })];
 }
 
@@ -371,7 +371,7 @@ export function buildCompletionReceipt(input: RecordCompletion, now: Date): Comp
 export function decideRecordCompletion(state: SessionStreamState, receipt: CompletionReceipt, now: Date): Decision {
   const record = state.record;
   if (!record || record.phase === 'complete') return [];
-  const next: JsonObject = { ...structuredClone(record.state), sessionObjectId: receipt.sessionObjectId, commitReceipt: structuredClone(receipt) };
+  const next: JsonObject = { ...cloneJson(record.state), sessionObjectId: receipt.sessionObjectId, commitReceipt: cloneJson(receipt) };
   return [sessionEvent('SessionCompleted', { at: iso(now), state: next, receipt })];
 }
 

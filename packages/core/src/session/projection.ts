@@ -1,4 +1,5 @@
 import { foldStream, type StreamReducer } from '../kernel/fold.js';
+import { cloneJson } from '../kernel/json.js';
 import { prepareReducer } from '../kernel/versioning.js';
 import { DELETED_RECORD, SNAPSHOT_RECORD, type EventStore, type RecordedEvent, type Snapshot, type StreamId } from '../kernel/port.js';
 import { CATALOG_STREAM, SESSION_STREAM_PREFIX, sessionIdOfStream } from './ids.js';
@@ -192,7 +193,7 @@ export class SessionProjection {
       for (const command of projected.state.commands) {
         if (isOpenCommand(command) && (!head || command.sequence < head.sequence)) head = command;
       }
-      if (head) heads.push(structuredClone(head));
+      if (head) heads.push(cloneJson(head));
     }
     return heads.sort((a, b) => compareText(a.createdAt, b.createdAt) || a.enqueueOrder - b.enqueueOrder || compareText(a.sessionId, b.sessionId));
   }

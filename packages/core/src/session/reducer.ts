@@ -1,6 +1,6 @@
 import { Immer } from 'immer';
 import { CorruptionError } from '../kernel/errors.js';
-import type { JsonValue } from '../kernel/json.js';
+import { cloneJson, type JsonValue } from '../kernel/json.js';
 import type { RecordedEvent, StreamId } from '../kernel/port.js';
 import type { StreamReducer } from '../kernel/fold.js';
 import { parseCatalogEvent, parseSessionEvent, parseStartKeyEvent, type CatalogEvent, type SessionEvent, type StartKeyEvent } from './events.js';
@@ -113,7 +113,7 @@ export function applySessionEvent(state: SessionStreamState, event: SessionEvent
     }
     case 'SessionImported': {
       if (state.record) return state;
-      const record = structuredClone(event.data.record);
+      const record = cloneJson(event.data.record);
       const key = event.data.record.state.startIdempotencyId;
       return typeof key === 'string' ? { ...state, record, startKey: key } : { ...state, record };
     }
@@ -246,7 +246,7 @@ export const sessionReducer: StreamReducer<SessionStreamState> = {
   schemaVersion: SESSION_STATE_SCHEMA_VERSION,
   initial: (stream: StreamId) => initialSessionState(sessionIdOfStream(stream) ?? stream),
   apply: (state, event) => applySessionEvent(state, parseOrCorrupt(parseSessionEvent, event)),
-  toSnapshot: (state) => structuredClone(state) as unknown as JsonValue,
+  toSnapshot: (state) => cloneJson(state) as unknown as JsonValue,
   fromSnapshot: (state) => fromSnapshotWith(sessionStreamStateSchema, state, 'session snapshot'),
 };
 
@@ -289,7 +289,7 @@ export const catalogReducer: StreamReducer<CatalogState> = {
   schemaVersion: CATALOG_STATE_SCHEMA_VERSION,
   initial: () => initialCatalogState(),
   apply: (state, event) => applyCatalogEvent(state, parseOrCorrupt(parseCatalogEvent, event)),
-  toSnapshot: (state) => structuredClone(state) as unknown as JsonValue,
+  toSnapshot: (state) => cloneJson(state) as unknown as JsonValue,
   fromSnapshot: (state) => fromSnapshotWith(catalogStateSchema, state, 'catalog snapshot'),
 };
 
@@ -324,6 +324,6 @@ export const startKeyReducer: StreamReducer<StartKeyState> = {
   schemaVersion: START_KEY_STATE_SCHEMA_VERSION,
   initial: () => initialStartKeyState(),
   apply: (state, event) => applyStartKeyEvent(state, parseOrCorrupt(parseStartKeyEvent, event)),
-  toSnapshot: (state) => structuredClone(state) as unknown as JsonValue,
+  toSnapshot: (state) => cloneJson(state) as unknown as JsonValue,
   fromSnapshot: (state) => fromSnapshotWith(startKeyStateSchema, state, 'start-key snapshot'),
 };

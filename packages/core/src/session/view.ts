@@ -1,4 +1,4 @@
-import type { JsonObject, JsonValue } from '../kernel/json.js';
+import { cloneJson, type JsonObject, type JsonValue } from '../kernel/json.js';
 import { isJsonObject } from './json-schema.js';
 import { newLifecycleRecord, type CompletionReceipt, type LifecycleRecord, type LogEntry, type SessionRecord, type SessionStreamState } from './model.js';
 
@@ -78,12 +78,12 @@ function transcriptLine(entry: LogEntry, content: JsonObject | undefined, text: 
       return undefined;
   }
   const item: TranscriptEntry = { role, content: text, boxId: entry.boxId };
-  if (content && Array.isArray(content.objects)) item.objects = structuredClone(content.objects);
+  if (content && Array.isArray(content.objects)) item.objects = cloneJson(content.objects);
   if (metadata) {
-    if (Object.hasOwn(metadata, 'inputKind')) item.inputKind = structuredClone(metadata.inputKind as JsonValue);
-    if (Object.hasOwn(metadata, 'externalEventId')) item.externalEventId = structuredClone(metadata.externalEventId as JsonValue);
-    if (Array.isArray(metadata.attachments)) item.attachments = structuredClone(metadata.attachments);
-    else if (isJsonObject(metadata.media)) item.attachments = [structuredClone(metadata.media)];
+    if (Object.hasOwn(metadata, 'inputKind')) item.inputKind = cloneJson(metadata.inputKind as JsonValue);
+    if (Object.hasOwn(metadata, 'externalEventId')) item.externalEventId = cloneJson(metadata.externalEventId as JsonValue);
+    if (Array.isArray(metadata.attachments)) item.attachments = cloneJson(metadata.attachments);
+    else if (isJsonObject(metadata.media)) item.attachments = [cloneJson(metadata.media)];
   }
   return item;
 }
@@ -109,20 +109,20 @@ export function materialise(record: LifecycleRecord, state: SessionStreamState):
     blocks.push(`[${entry.role}]\n${text}`);
   }
   const { state: control, ...lifecycle } = record;
-  const view: JsonObject = structuredClone(control);
+  const view: JsonObject = cloneJson(control);
   view.sessionId = record.id;
   view.transcript = transcript as unknown as JsonValue[];
-  view.events = structuredClone(entries) as unknown as JsonValue[];
+  view.events = cloneJson(entries) as unknown as JsonValue[];
   view.transcriptText = blocks.join('\n\n');
-  return { ...structuredClone(lifecycle), state: view };
+  return { ...cloneJson(lifecycle), state: view };
 }
 
 /** The record `list()` shows for a session: `summary: true` and a few state fields for an overview. */
 export function summaryRecord(record: LifecycleRecord, state: SessionStreamState): SessionRecord {
   const control = record.state;
-  const pick = (key: string): JsonValue => (Object.hasOwn(control, key) ? structuredClone(control[key] as JsonValue) : null);
+  const pick = (key: string): JsonValue => (Object.hasOwn(control, key) ? cloneJson(control[key] as JsonValue) : null);
   return {
-    ...structuredClone(record),
+    ...cloneJson(record),
     summary: true,
     state: {
       sessionType: pick('sessionType'),
@@ -132,7 +132,7 @@ export function summaryRecord(record: LifecycleRecord, state: SessionStreamState
       firstUserMessage: state.firstUserMessage,
       boxCount: state.logSize,
       eventCount: state.logSize,
-      pendingTurn: Object.hasOwn(control, 'pendingTurn') ? structuredClone(control.pendingTurn as JsonValue) : false,
+      pendingTurn: Object.hasOwn(control, 'pendingTurn') ? cloneJson(control.pendingTurn as JsonValue) : false,
     },
   };
 }
@@ -148,7 +148,7 @@ export function receiptRecord(receipt: CompletionReceipt, summary: boolean): Ses
       sessionObjectId: receipt.sessionObjectId,
       sessionId: receipt.sessionId,
       sessionType: receipt.sessionType,
-      commitReceipt: structuredClone(receipt),
+      commitReceipt: cloneJson(receipt),
     },
   });
   if (summary) record.summary = true;
