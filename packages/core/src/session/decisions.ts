@@ -28,7 +28,17 @@ export interface DecisionOptions {
   ingressPolicy?: IngressPolicy;
 }
 
-const iso = (now: Date) => now.toISOString();
+// Decisions made in the same millisecond (those of one batch, most of one request) share their time's text.
+let lastTime = Number.NaN;
+let lastText = '';
+const iso = (now: Date): string => {
+  const time = now.getTime();
+  if (time !== lastTime) {
+    lastText = now.toISOString();
+    lastTime = time;
+  }
+  return lastText;
+};
 const keysOf = (options: DecisionOptions | undefined) => options?.controlStateKeys ?? DEFAULT_CONTROL_STATE_KEYS;
 const policyOf = (options: DecisionOptions | undefined) => options?.ingressPolicy ?? DEFAULT_INGRESS_POLICY;
 

@@ -209,7 +209,7 @@ export class SessionProjection {
    * deletion, and then the stream itself says the command is gone.
    */
   noteCommand(commandId: string, stream: StreamId): void {
-    this.#noted.set(commandId, stream);
+    if (this.#commandStreams.get(commandId) !== stream) this.#noted.set(commandId, stream);
   }
 
   /** The highest `enqueueOrder` of any command seen so far (also of commands gone since). */
@@ -293,6 +293,8 @@ export class SessionProjection {
     const known = previous && extendsCommands(previous.state, next.state) ? previous.state.commands.length : 0;
     for (const command of next.state.commands.slice(known)) {
       this.#commandStreams.set(command.id, stream);
+      // Indexed now: the note has served, and a service whose projection only follows would keep notes forever.
+      this.#noted.delete(command.id);
       if (command.enqueueOrder > this.#highestEnqueueOrder) this.#highestEnqueueOrder = command.enqueueOrder;
     }
   }
