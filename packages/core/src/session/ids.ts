@@ -2,8 +2,9 @@ import crypto from 'node:crypto';
 import type { StreamId } from '../kernel/port.js';
 
 // `crypto.hash` (Node 20.12 on) hashes without building a Hash object; older releases of Node 20 take the long way.
-const sha1: (data: Uint8Array) => Buffer =
-  typeof crypto.hash === 'function' ? (data) => crypto.hash('sha1', data, 'buffer') : (data) => crypto.createHash('sha1').update(data).digest();
+// Hex, not a Buffer: the text is what an id is made of, and a Buffer result costs about as much as the hash.
+const sha1Hex: (data: Uint8Array) => string =
+  typeof crypto.hash === 'function' ? (data) => crypto.hash('sha1', data, 'hex') : (data) => crypto.createHash('sha1').update(data).digest('hex');
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -20,11 +21,10 @@ export function isUuid(value: string): boolean {
  * processes deriving an id from one idempotency key agree without talking to each other.
  */
 export function uuidV5(name: string, namespace: string): string {
-  const bytes = sha1(Buffer.concat([namespaceBytes(namespace), Buffer.from(name, 'utf8')]));
-  bytes[6] = ((bytes[6] as number) & 0x0f) | 0x50;
-  bytes[8] = ((bytes[8] as number) & 0x3f) | 0x80;
-  const hex = bytes.toString('hex', 0, 16);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  const hex = sha1Hex(Buffer.concat([namespaceBytes(namespace), Buffer.from(name, 'utf8')]));
+  // The first 16 bytes, with the version (5) in the high nibble of byte 6 and the RFC 4122 variant (10xx) in byte 8.
+  const variant = ((Number.parseInt(hex.charAt(16), 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
 /** The bytes of this library's own namespaces, parsed once; any other namespace (a session's, for its command ids) is parsed per id. */
