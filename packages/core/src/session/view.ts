@@ -124,20 +124,21 @@ export function materialise(record: LifecycleRecord, state: SessionStreamState):
 export function summaryRecord(record: LifecycleRecord, state: SessionStreamState): SessionRecord {
   const control = record.state;
   const pick = (key: string): JsonValue => (Object.hasOwn(control, key) ? cloneJson(control[key] as JsonValue) : null);
-  return {
-    ...cloneJson(record),
-    summary: true,
-    state: {
-      sessionType: pick('sessionType'),
-      channel: pick('channel'),
-      freeTime: pick('freeTime'),
-      orchestration: pick('orchestration'),
-      firstUserMessage: state.firstUserMessage,
-      boxCount: state.logSize,
-      eventCount: state.logSize,
-      pendingTurn: Object.hasOwn(control, 'pendingTurn') ? cloneJson(control.pendingTurn as JsonValue) : false,
-    },
+  const overview: JsonObject = {
+    sessionType: pick('sessionType'),
+    channel: pick('channel'),
+    freeTime: pick('freeTime'),
+    orchestration: pick('orchestration'),
+    firstUserMessage: state.firstUserMessage,
+    boxCount: state.logSize,
+    eventCount: state.logSize,
+    pendingTurn: Object.hasOwn(control, 'pendingTurn') ? cloneJson(control.pendingTurn as JsonValue) : false,
   };
+  // Key by key, as `materialise` does (a list builds one per session); `summary` comes last, as it always has.
+  const summary: Partial<Record<keyof SessionRecord, unknown>> = {};
+  for (const key of Object.keys(record) as (keyof LifecycleRecord)[]) summary[key] = key === 'state' ? overview : cloneJson(record[key]);
+  summary.summary = true;
+  return summary as SessionRecord;
 }
 
 /** The record of a completed session known only by its catalog receipt. */
