@@ -1,4 +1,4 @@
-import type { JsonObject, JsonValue } from '../kernel/json.js';
+import { cloneJson, type JsonObject, type JsonValue } from '../kernel/json.js';
 import { isJsonObject } from './json-schema.js';
 
 /**
@@ -44,7 +44,7 @@ export function controlState(value: JsonValue | undefined, keys: readonly string
     if (key === '__proto__' || !Object.hasOwn(value, key)) continue;
     const item = value[key] as JsonValue;
     if (key === 'commitReceipt' && item === null) continue;
-    output[key] = key === 'historyIngress' ? controlState(item, keys) : structuredClone(item);
+    output[key] = key === 'historyIngress' ? controlState(item, keys) : cloneJson(item);
   }
   return output;
 }

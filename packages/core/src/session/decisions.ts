@@ -1,4 +1,4 @@
-import type { JsonObject, JsonValue } from '../kernel/json.js';
+import { cloneJson, type JsonObject, type JsonValue } from '../kernel/json.js';
 import { controlState, DEFAULT_CONTROL_STATE_KEYS } from './control-state.js';
 import { SessionHistoryError, messages } from './errors.js';
 import { describeZodError, sessionEvent, type CatalogEvent, type SessionEvent, type StartKeyEvent } from './events.js';
@@ -28,7 +28,17 @@ export interface DecisionOptions {
   ingressPolicy?: IngressPolicy;
 }
 
-const iso = (now: Date) => now.toISOString();
+// Decisions made in the same millisecond (those of one batch, most of one request) share their time's text.
+let lastTime = Number.NaN;
+let lastText = '';
+const iso = (now: Date): string => {
+  const time = now.getTime();
+  if (time !== lastTime) {
+    lastText = now.toISOString();
+    lastTime = time;
+  }
+  return lastText;
+};
 const keysOf = (options: DecisionOptions | undefined) => options?.controlStateKeys ?? DEFAULT_CONTROL_STATE_KEYS;
 const policyOf = (options: DecisionOptions | undefined) => options?.ingressPolicy ?? DEFAULT_INGRESS_POLICY;
 
@@ -337,7 +347,7 @@ export function decideComplete(
     committedAt: at,
   };
   next.sessionObjectId = objectId;
-  next.commitReceipt = rawReceipt === undefined ? null : structuredClone(rawReceipt);
+  next.commitReceipt = rawReceipt === undefined ? null : cloneJson(rawReceipt);
   return [sessionEvent('SessionCompleted', { at, state: next, receipt })];
 }
 
@@ -371,7 +381,7 @@ export function buildCompletionReceipt(input: RecordCompletion, now: Date): Comp
 export function decideRecordCompletion(state: SessionStreamState, receipt: CompletionReceipt, now: Date): Decision {
   const record = state.record;
   if (!record || record.phase === 'complete') return [];
-  const next: JsonObject = { ...structuredClone(record.state), sessionObjectId: receipt.sessionObjectId, commitReceipt: structuredClone(receipt) };
+  const next: JsonObject = { ...cloneJson(record.state), sessionObjectId: receipt.sessionObjectId, commitReceipt: cloneJson(receipt) };
   return [sessionEvent('SessionCompleted', { at: iso(now), state: next, receipt })];
 }
 

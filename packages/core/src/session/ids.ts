@@ -1,5 +1,10 @@
-import { createHash } from 'node:crypto';
+import crypto from 'node:crypto';
 import type { StreamId } from '../kernel/port.js';
+
+// `crypto.hash` (Node 20.12 on) hashes without building a Hash object; older releases of Node 20 take the long way.
+// Hex, not a Buffer: the text is what an id is made of, and a Buffer result costs about as much as the hash.
+const sha1Hex: (data: Uint8Array) => string =
+  typeof crypto.hash === 'function' ? (data) => crypto.hash('sha1', data, 'hex') : (data) => crypto.createHash('sha1').update(data).digest('hex');
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -16,29 +21,40 @@ export function isUuid(value: string): boolean {
  * processes deriving an id from one idempotency key agree without talking to each other.
  */
 export function uuidV5(name: string, namespace: string): string {
+  const hex = sha1Hex(Buffer.concat([namespaceBytes(namespace), Buffer.from(name, 'utf8')]));
+  // The first 16 bytes, with the version (5) in the high nibble of byte 6 and the RFC 4122 variant (10xx) in byte 8.
+  const variant = ((Number.parseInt(hex.charAt(16), 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** The bytes of this library's own namespaces, parsed once; any other namespace (a session's, for its command ids) is parsed per id. */
+const ownNamespaces = new Map<string, Buffer>();
+
+function namespaceBytes(namespace: string): Buffer {
+  const own = ownNamespaces.get(namespace);
+  if (own) return own;
   if (!isUuid(namespace)) throw new TypeError(`namespace ${JSON.stringify(namespace)} is not a UUID`);
-  const bytes = createHash('sha1')
-    .update(Buffer.from(namespace.replace(/-/g, ''), 'hex'))
-    .update(name, 'utf8')
-    .digest()
-    .subarray(0, 16);
-  bytes[6] = ((bytes[6] as number) & 0x0f) | 0x50;
-  bytes[8] = ((bytes[8] as number) & 0x3f) | 0x80;
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return Buffer.from(namespace.replace(/-/g, ''), 'hex');
+}
+
+/** One of this library's namespaces, derived from its name under the URL namespace. */
+function ownNamespace(name: string): string {
+  const namespace = uuidV5(name, URL_NAMESPACE);
+  ownNamespaces.set(namespace, namespaceBytes(namespace));
+  return namespace;
 }
 
 /** Namespace of the session ids release 0.1.0 derived from a start idempotency key alone. */
-export const SESSION_ID_NAMESPACE = uuidV5('urn:sessionfold:session', URL_NAMESPACE);
+export const SESSION_ID_NAMESPACE = ownNamespace('urn:sessionfold:session');
 
 /** Namespace of session ids derived from a start idempotency key and its incarnation. */
-export const START_INCARNATION_NAMESPACE = uuidV5('urn:sessionfold:session-incarnation', URL_NAMESPACE);
+export const START_INCARNATION_NAMESPACE = ownNamespace('urn:sessionfold:session-incarnation');
 
 /** Namespace of the names of start-key streams. */
-export const START_KEY_NAMESPACE = uuidV5('urn:sessionfold:start-key', URL_NAMESPACE);
+export const START_KEY_NAMESPACE = ownNamespace('urn:sessionfold:start-key');
 
 /** Namespace of catalog event ids derived from session object ids. */
-export const RECEIPT_ID_NAMESPACE = uuidV5('urn:sessionfold:completion-receipt', URL_NAMESPACE);
+export const RECEIPT_ID_NAMESPACE = ownNamespace('urn:sessionfold:completion-receipt');
 
 /** Prefix of every session stream: `session-<uuid>`. */
 export const SESSION_STREAM_PREFIX = 'session-';

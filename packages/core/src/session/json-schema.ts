@@ -11,7 +11,8 @@ type Path = (string | number)[];
  */
 export function findJsonProblem(value: unknown, path: Path = [], seen: Set<object> = new Set()): { path: Path; message: string } | undefined {
   try {
-    return walk(value, path, seen, 0);
+    const problem = walk(value, seen, 0);
+    return problem && { path: [...path, ...problem.path], message: problem.message };
   } catch (error) {
     if (error instanceof TooDeep) return { path, message: `nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels` };
     return { path, message: `could not be read: ${error instanceof Error ? error.message : String(error)}` };
@@ -20,32 +21,41 @@ export function findJsonProblem(value: unknown, path: Path = [], seen: Set<objec
 
 class TooDeep extends Error {}
 
-function walk(value: unknown, path: Path, seen: Set<object>, depth: number): { path: Path; message: string } | undefined {
+/**
+ * The first problem below `value`, its path relative to `value`. The path is built on the way back up from a
+ * problem, so a walk over good JSON (nearly every one) allocates no path per member.
+ */
+function walk(value: unknown, seen: Set<object>, depth: number): { path: Path; message: string } | undefined {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return undefined;
-  if (typeof value === 'number') return Number.isFinite(value) ? undefined : { path, message: 'expected a finite number' };
-  if (typeof value !== 'object') return { path, message: `expected JSON, received ${typeof value}` };
-  if (seen.has(value)) return { path, message: 'expected JSON, found a cycle' };
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : { path: [], message: 'expected a finite number' };
+  if (typeof value !== 'object') return { path: [], message: `expected JSON, received ${typeof value}` };
+  if (seen.has(value)) return { path: [], message: 'expected JSON, found a cycle' };
   if (depth >= MAX_JSON_DEPTH) throw new TooDeep();
   seen.add(value);
   try {
     if (Array.isArray(value)) {
       for (let i = 0; i < value.length; i++) {
-        const problem = walk(value[i], [...path, i], seen, depth + 1);
-        if (problem) return problem;
+        const problem = walk(value[i], seen, depth + 1);
+        if (problem) return within(i, problem);
       }
       return undefined;
     }
     const proto = Object.getPrototypeOf(value) as unknown;
-    if (proto !== Object.prototype && proto !== null) return { path, message: 'expected a plain JSON object' };
+    if (proto !== Object.prototype && proto !== null) return { path: [], message: 'expected a plain JSON object' };
     for (const key of Object.keys(value)) {
-      if (key === '__proto__') return { path: [...path, key], message: 'the key "__proto__" is not allowed' };
-      const problem = walk((value as Record<string, unknown>)[key], [...path, key], seen, depth + 1);
-      if (problem) return problem;
+      if (key === '__proto__') return { path: [key], message: 'the key "__proto__" is not allowed' };
+      const problem = walk((value as Record<string, unknown>)[key], seen, depth + 1);
+      if (problem) return within(key, problem);
     }
     return undefined;
   } finally {
     seen.delete(value);
   }
+}
+
+function within(step: string | number, problem: { path: Path; message: string }): { path: Path; message: string } {
+  problem.path.unshift(step);
+  return problem;
 }
 
 /** True for a non-null, non-array object. */

@@ -1,4 +1,5 @@
 import { foldStream, type StreamReducer } from '../kernel/fold.js';
+import { cloneJson } from '../kernel/json.js';
 import { prepareReducer } from '../kernel/versioning.js';
 import { DELETED_RECORD, SNAPSHOT_RECORD, type EventStore, type RecordedEvent, type Snapshot, type StreamId } from '../kernel/port.js';
 import { CATALOG_STREAM, SESSION_STREAM_PREFIX, sessionIdOfStream } from './ids.js';
@@ -192,7 +193,7 @@ export class SessionProjection {
       for (const command of projected.state.commands) {
         if (isOpenCommand(command) && (!head || command.sequence < head.sequence)) head = command;
       }
-      if (head) heads.push(structuredClone(head));
+      if (head) heads.push(cloneJson(head));
     }
     return heads.sort((a, b) => compareText(a.createdAt, b.createdAt) || a.enqueueOrder - b.enqueueOrder || compareText(a.sessionId, b.sessionId));
   }
@@ -208,7 +209,7 @@ export class SessionProjection {
    * deletion, and then the stream itself says the command is gone.
    */
   noteCommand(commandId: string, stream: StreamId): void {
-    this.#noted.set(commandId, stream);
+    if (this.#commandStreams.get(commandId) !== stream) this.#noted.set(commandId, stream);
   }
 
   /** The highest `enqueueOrder` of any command seen so far (also of commands gone since). */
@@ -292,6 +293,8 @@ export class SessionProjection {
     const known = previous && extendsCommands(previous.state, next.state) ? previous.state.commands.length : 0;
     for (const command of next.state.commands.slice(known)) {
       this.#commandStreams.set(command.id, stream);
+      // Indexed now: the note has served, and a service whose projection only follows would keep notes forever.
+      this.#noted.delete(command.id);
       if (command.enqueueOrder > this.#highestEnqueueOrder) this.#highestEnqueueOrder = command.enqueueOrder;
     }
   }

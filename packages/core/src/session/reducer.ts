@@ -1,6 +1,6 @@
-import { Immer, type Draft } from 'immer';
+import { Immer } from 'immer';
 import { CorruptionError } from '../kernel/errors.js';
-import type { JsonValue } from '../kernel/json.js';
+import { cloneJson, type JsonValue } from '../kernel/json.js';
 import type { RecordedEvent, StreamId } from '../kernel/port.js';
 import type { StreamReducer } from '../kernel/fold.js';
 import { parseCatalogEvent, parseSessionEvent, parseStartKeyEvent, type CatalogEvent, type SessionEvent, type StartKeyEvent } from './events.js';
@@ -12,9 +12,11 @@ import {
   sessionStreamStateSchema,
   startKeyStateSchema,
   type CatalogState,
+  type IngressFailureEntry,
   type StartKeyState,
   type LifecycleRecord,
   type LogEntry,
+  type SessionCommand,
   type SessionStreamState,
 } from './model.js';
 import { displayText } from './view.js';
@@ -45,142 +47,136 @@ export function applySessionEvent(state: SessionStreamState, event: SessionEvent
   // Log events are by far the most frequent in a replay; sharing the untouched chunks by hand costs a
   // fraction of an immer draft of the log, and they change nothing else.
   if (event.type === 'TranscriptAppended' || event.type === 'ObjectStaged') return appendToLog(state, event, options?.keepLog ?? true);
-  return immer.produce(state, (draft) => {
-    const record = draft.record;
-    switch (event.type) {
-      case 'SessionStarted':
-      case 'SessionRegistered': {
-        if (record) return;
-        draft.record = newLifecycleRecord({
-          id: draft.sessionId,
-          phase: 'active',
-          startedAt: event.data.startedAt,
-          updatedAt: event.data.startedAt,
-          state: event.data.state,
-        }) as Draft<LifecycleRecord>;
-        const key = event.data.state.startIdempotencyId;
-        if (event.type === 'SessionStarted' && typeof key === 'string') draft.startKey = key;
-        return;
-      }
-      case 'SessionCheckpointed': {
-        if (!record) return;
+  // Every other event sets a few fields of the record or of one command: shallow copies of what changes
+  // share the rest as an immer draft would, without its proxies and its walk of the result (a service
+  // call folds each event it decides, so that walk was a good part of a call's cost).
+  switch (event.type) {
+    case 'SessionStarted':
+    case 'SessionRegistered': {
+      if (state.record) return state;
+      const record = newLifecycleRecord({
+        id: state.sessionId,
+        phase: 'active',
+        startedAt: event.data.startedAt,
+        updatedAt: event.data.startedAt,
+        state: event.data.state,
+      });
+      const key = event.data.state.startIdempotencyId;
+      return event.type === 'SessionStarted' && typeof key === 'string' ? { ...state, record, startKey: key } : { ...state, record };
+    }
+    case 'SessionCheckpointed':
+      return withRecord(state, event.data.at, (record) => {
         record.state = event.data.state;
         if (event.data.userActivity) record.lastUserMessageAt = event.data.at;
-        bump(record, event.data.at);
-        return;
-      }
-      case 'IngressRequested': {
-        if (!record) return;
+      });
+    case 'IngressRequested':
+      return withRecord(state, event.data.at, (record) => {
         if (event.data.state) record.state = event.data.state;
         record.phase = 'ingress_pending';
         record.provenanceId = event.data.provenanceId;
         record.ingressNextAttemptAt = event.data.nextAttemptAt;
-        bump(record, event.data.at);
-        return;
-      }
-      case 'IngressStarted': {
-        if (!record) return;
+      });
+    case 'IngressStarted':
+      return withRecord(state, event.data.at, (record) => {
         record.phase = 'ingress_in_progress';
         record.provenanceId = event.data.provenanceId;
         record.ingressNextAttemptAt = null;
-        bump(record, event.data.at);
-        return;
-      }
-      case 'IngressFailed': {
-        if (!record) return;
-        record.ingressFailures.push(event.data.failure);
-        trimFailures(record, event.data.retainedFailures);
+      });
+    case 'IngressFailed':
+      return withRecord(state, event.data.at, (record) => {
+        record.ingressFailures = trimFailures([...record.ingressFailures, event.data.failure], event.data.retainedFailures);
         record.ingressFailureCount = event.data.attempt;
         record.phase = event.data.terminal ? 'ingress_failed' : 'ingress_pending';
         record.ingressNextAttemptAt = event.data.nextAttemptAt;
-        bump(record, event.data.at);
-        return;
-      }
-      case 'IngressRetried': {
-        if (!record) return;
+      });
+    case 'IngressRetried':
+      return withRecord(state, event.data.at, (record) => {
         record.state = event.data.state;
         record.phase = 'ingress_pending';
         record.ingressFailureCount = 0;
         record.ingressNextAttemptAt = null;
-        bump(record, event.data.at);
-        return;
-      }
-      case 'IngressReleased': {
-        if (!record) return;
+      });
+    case 'IngressReleased':
+      return withRecord(state, event.data.at, (record) => {
         record.phase = 'ingress_pending';
         record.ingressNextAttemptAt = null;
         if (event.data.resetFailureCount) record.ingressFailureCount = 0;
-        trimFailures(record, event.data.retainedFailures);
-        bump(record, event.data.at);
-        return;
-      }
-      case 'SessionCompleted': {
-        if (!record) return;
+        record.ingressFailures = trimFailures(record.ingressFailures, event.data.retainedFailures);
+      });
+    case 'SessionCompleted': {
+      const completed = withRecord(state, event.data.at, (record) => {
         record.state = event.data.state;
         record.phase = 'complete';
         record.endedAt = event.data.at;
-        draft.receipt = event.data.receipt;
-        bump(record, event.data.at);
-        return;
-      }
-      case 'SessionImported': {
-        if (record) return;
-        draft.record = structuredClone(event.data.record) as Draft<LifecycleRecord>;
-        const key = event.data.record.state.startIdempotencyId;
-        if (typeof key === 'string') draft.startKey = key;
-        return;
-      }
-      case 'CommandImported':
-      case 'CommandEnqueued': {
-        if (commandIndex(state, event.data.command.id) >= 0) return;
-        draft.commands.push(event.data.command);
-        return;
-      }
-      case 'CommandClaimed': {
-        const command = draft.commands[commandIndex(state, event.data.commandId)];
-        if (!command) return;
-        const { worker, leaseUntil } = event.data;
+      });
+      return completed === state ? state : { ...completed, receipt: event.data.receipt };
+    }
+    case 'SessionImported': {
+      if (state.record) return state;
+      const record = cloneJson(event.data.record);
+      const key = event.data.record.state.startIdempotencyId;
+      return typeof key === 'string' ? { ...state, record, startKey: key } : { ...state, record };
+    }
+    case 'CommandImported':
+    case 'CommandEnqueued':
+      if (commandIndex(state, event.data.command.id) >= 0) return state;
+      return { ...state, commands: [...state.commands, event.data.command] };
+    case 'CommandClaimed': {
+      const { worker, leaseUntil, at } = event.data;
+      return withCommand(state, event.data.commandId, (command) => {
         // A worker renewing its own lease is still the same run: it keeps its start time.
         const renewal = command.status === 'processing' && worker !== undefined && command.worker === worker;
         command.status = 'processing';
-        if (!renewal) command.processingStartedAt = event.data.at;
+        if (!renewal) command.processingStartedAt = at;
         if (worker !== undefined) {
           command.worker = worker;
           command.leaseUntil = leaseUntil;
         }
-        return;
-      }
-      case 'CommandCompleted': {
-        const command = draft.commands[commandIndex(state, event.data.commandId)];
-        if (!command) return;
+      });
+    }
+    case 'CommandCompleted':
+      return withCommand(state, event.data.commandId, (command) => {
         command.status = 'complete';
         command.outcome = event.data.outcome;
         command.completedAt = event.data.at;
-        return;
-      }
-      case 'CommandCancelRequested': {
-        const command = draft.commands[commandIndex(state, event.data.commandId)];
-        if (command) command.cancelRequested = true;
-        return;
-      }
-      default:
-        return assertNever(event);
-    }
-  });
+      });
+    case 'CommandCancelRequested':
+      return withCommand(state, event.data.commandId, (command) => {
+        command.cancelRequested = true;
+      });
+    default:
+      return assertNever(event);
+  }
 }
 
-// Lookups run on the base state: reading draft elements would make immer proxy every one of them.
 function commandIndex(state: SessionStreamState, commandId: string): number {
   return state.commands.findIndex((command) => command.id === commandId);
 }
 
-function bump(record: Draft<LifecycleRecord>, at: string): void {
+/** The state with `change` made to a copy of its record, whose version moves on at `at`; unchanged without a record. */
+function withRecord(state: SessionStreamState, at: string, change: (record: LifecycleRecord) => void): SessionStreamState {
+  if (!state.record) return state;
+  const record = { ...state.record };
+  change(record);
   record.version += 1;
   record.updatedAt = at;
+  return { ...state, record };
 }
 
-function trimFailures(record: Draft<LifecycleRecord>, keep: number): void {
-  if (record.ingressFailures.length > keep) record.ingressFailures.splice(0, record.ingressFailures.length - keep);
+/** The state with `change` made to a copy of command `commandId`; unchanged without that command. */
+function withCommand(state: SessionStreamState, commandId: string, change: (command: SessionCommand) => void): SessionStreamState {
+  const index = commandIndex(state, commandId);
+  if (index < 0) return state;
+  const commands = [...state.commands];
+  const command = { ...(commands[index] as SessionCommand) };
+  change(command);
+  commands[index] = command;
+  return { ...state, commands };
+}
+
+/** The newest `keep` failures (the same list when it holds no more). */
+function trimFailures(failures: IngressFailureEntry[], keep: number): IngressFailureEntry[] {
+  return failures.length > keep ? failures.slice(failures.length - keep) : failures;
 }
 
 function appendToLog(
@@ -250,7 +246,7 @@ export const sessionReducer: StreamReducer<SessionStreamState> = {
   schemaVersion: SESSION_STATE_SCHEMA_VERSION,
   initial: (stream: StreamId) => initialSessionState(sessionIdOfStream(stream) ?? stream),
   apply: (state, event) => applySessionEvent(state, parseOrCorrupt(parseSessionEvent, event)),
-  toSnapshot: (state) => structuredClone(state) as unknown as JsonValue,
+  toSnapshot: (state) => cloneJson(state) as unknown as JsonValue,
   fromSnapshot: (state) => fromSnapshotWith(sessionStreamStateSchema, state, 'session snapshot'),
 };
 
@@ -293,7 +289,7 @@ export const catalogReducer: StreamReducer<CatalogState> = {
   schemaVersion: CATALOG_STATE_SCHEMA_VERSION,
   initial: () => initialCatalogState(),
   apply: (state, event) => applyCatalogEvent(state, parseOrCorrupt(parseCatalogEvent, event)),
-  toSnapshot: (state) => structuredClone(state) as unknown as JsonValue,
+  toSnapshot: (state) => cloneJson(state) as unknown as JsonValue,
   fromSnapshot: (state) => fromSnapshotWith(catalogStateSchema, state, 'catalog snapshot'),
 };
 
@@ -328,6 +324,6 @@ export const startKeyReducer: StreamReducer<StartKeyState> = {
   schemaVersion: START_KEY_STATE_SCHEMA_VERSION,
   initial: () => initialStartKeyState(),
   apply: (state, event) => applyStartKeyEvent(state, parseOrCorrupt(parseStartKeyEvent, event)),
-  toSnapshot: (state) => structuredClone(state) as unknown as JsonValue,
+  toSnapshot: (state) => cloneJson(state) as unknown as JsonValue,
   fromSnapshot: (state) => fromSnapshotWith(startKeyStateSchema, state, 'start-key snapshot'),
 };

@@ -428,3 +428,44 @@ describe('SessionHistory: completion', () => {
     expect((await reopened.list()).map((listed) => listed.id)).toEqual(['D1']);
   });
 });
+
+describe('SessionHistory: what a call returns', () => {
+  it('given records, commands and entries a caller has changed, when the session is read again, then the service holds what it decided', async () => {
+    const { history } = await openTestHistory();
+    const started = await history.start({ idempotencyId: 'owned-copies', startedAt: '2026-07-23T00:00:00.000Z', sessionType: 'conversation' });
+    const id = started.value.id;
+    const checkpointed = await history.checkpoint(id, { expectedVersion: 1, state: { sessionId: id, orchestration: { step: 1 } } });
+    const command = (await history.enqueue(id, { idempotencyId: 'c1', kind: 'tool', payload: { args: ['a'] } })).value;
+    const claimed = await history.claimCommand(command.id);
+    const entry = await history.appendTranscript(id, { role: 'user-message', text: 'hello' });
+    const before = await history.get(id);
+
+    (started.value.state.orchestration as { status: string }).status = 'changed';
+    (checkpointed.state.orchestration as { step: number }).step = 99;
+    checkpointed.ingressFailures.push({
+      attempt: 1,
+      at: null,
+      stage: null,
+      code: null,
+      message: 'x',
+      roundsUsed: null,
+      contextTokens: null,
+      contextWindowTokens: null,
+    });
+    (command.payload as { args: string[] }).args.push('b');
+    claimed.status = 'complete';
+    entry.text = 'changed';
+    (before.state.events as { text: string }[])[0]!.text = 'changed';
+    (before.state.orchestration as { step: number }).step = 100;
+    (await history.list())[0]!.state.orchestration = null;
+    (await history.commandHeads())[0]!.kind = 'changed';
+
+    const after = await history.get(id);
+    expect(after.state.orchestration).toEqual({ step: 1 });
+    expect(after.ingressFailures).toEqual([]);
+    expect((after.state.events as { text: string }[])[0]?.text).toBe('hello');
+    expect((await history.list())[0]?.state.orchestration).toEqual({ step: 1 });
+    const [head] = await history.commandHeads();
+    expect(head).toMatchObject({ id: command.id, kind: 'tool', status: 'processing', payload: { args: ['a'] } });
+  });
+});

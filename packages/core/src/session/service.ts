@@ -1,4 +1,5 @@
 import { InvalidInputError } from '../kernel/errors.js';
+import { cloneJson } from '../kernel/json.js';
 import type { EventStore, StreamId } from '../kernel/port.js';
 import { DEFAULT_CONTROL_STATE_KEYS } from './control-state.js';
 import {
@@ -314,7 +315,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   const commandOf = (state: SessionStreamState, commandId: string): SessionCommand => {
     const command = findCommand(state, commandId);
     if (!command) throw SessionHistoryError.notFound();
-    return structuredClone(command);
+    return cloneJson(command);
   };
 
   /** The mutation of a session named by the caller, returning the materialised record. */
@@ -399,7 +400,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
           const command = result.state.commands.find((candidate) => candidate.idempotencyId === parsed.idempotencyId);
           if (!command) throw SessionHistoryError.notFound();
           projection.noteCommand(command.id, stream);
-          return { value: structuredClone(command), created: result.events.length > 0 };
+          return { value: cloneJson(command), created: result.events.length > 0 };
         }),
       ),
 
@@ -427,7 +428,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       sync(() => ({ stream: streamOf(id), parsed: parseInput(appendTranscriptSchema, input, '') })).then(({ stream, parsed }) =>
         run(async () => {
           const result = await mutate(stream, (state, at) => decideAppendTranscript(state, parsed, at));
-          return structuredClone(logEntry(result.state, result.state.logSize) as LogEntry);
+          return cloneJson(logEntry(result.state, result.state.logSize) as LogEntry);
         }),
       ),
 

@@ -224,12 +224,10 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
         const newEvents = events.map((event, index): NewEvent => {
           // Events name the data version their type has now, so a later upcaster knows what it reads.
           const version = this.#prepared.eventVersion(event.type);
-          return {
-            type: event.type,
-            data: event.data as NewEvent['data'],
-            ...(index === 0 && eventId !== undefined ? { eventId } : {}),
-            ...(version === 1 ? {} : { schemaVersion: version }),
-          };
+          const appended: NewEvent = { type: event.type, data: event.data as NewEvent['data'] };
+          if (index === 0 && eventId !== undefined) appended.eventId = eventId;
+          if (version !== 1) appended.schemaVersion = version;
+          return appended;
         });
         let result: AppendResult;
         const started = performance.now();

@@ -1,4 +1,4 @@
-import type { JsonObject, JsonValue } from '../kernel/json.js';
+import { cloneJson, type JsonObject, type JsonValue } from '../kernel/json.js';
 import { isJsonObject } from './json-schema.js';
 import { newLifecycleRecord, type CompletionReceipt, type LifecycleRecord, type LogEntry, type SessionRecord, type SessionStreamState } from './model.js';
 
@@ -78,12 +78,12 @@ function transcriptLine(entry: LogEntry, content: JsonObject | undefined, text: 
       return undefined;
   }
   const item: TranscriptEntry = { role, content: text, boxId: entry.boxId };
-  if (content && Array.isArray(content.objects)) item.objects = structuredClone(content.objects);
+  if (content && Array.isArray(content.objects)) item.objects = cloneJson(content.objects);
   if (metadata) {
-    if (Object.hasOwn(metadata, 'inputKind')) item.inputKind = structuredClone(metadata.inputKind as JsonValue);
-    if (Object.hasOwn(metadata, 'externalEventId')) item.externalEventId = structuredClone(metadata.externalEventId as JsonValue);
-    if (Array.isArray(metadata.attachments)) item.attachments = structuredClone(metadata.attachments);
-    else if (isJsonObject(metadata.media)) item.attachments = [structuredClone(metadata.media)];
+    if (Object.hasOwn(metadata, 'inputKind')) item.inputKind = cloneJson(metadata.inputKind as JsonValue);
+    if (Object.hasOwn(metadata, 'externalEventId')) item.externalEventId = cloneJson(metadata.externalEventId as JsonValue);
+    if (Array.isArray(metadata.attachments)) item.attachments = cloneJson(metadata.attachments);
+    else if (isJsonObject(metadata.media)) item.attachments = [cloneJson(metadata.media)];
   }
   return item;
 }
@@ -108,33 +108,37 @@ export function materialise(record: LifecycleRecord, state: SessionStreamState):
     if (line) transcript.push(line);
     blocks.push(`[${entry.role}]\n${text}`);
   }
-  const { state: control, ...lifecycle } = record;
-  const view: JsonObject = structuredClone(control);
+  const view: JsonObject = cloneJson(record.state);
   view.sessionId = record.id;
   view.transcript = transcript as unknown as JsonValue[];
-  view.events = structuredClone(entries) as unknown as JsonValue[];
+  view.events = cloneJson(entries) as unknown as JsonValue[];
   view.transcriptText = blocks.join('\n\n');
-  return { ...structuredClone(lifecycle), state: view };
+  // Built key by key, the state last as before: a rest copy spread again under a new key is V8's slow path.
+  const materialised: Partial<Record<keyof SessionRecord, unknown>> = {};
+  for (const key of Object.keys(record) as (keyof LifecycleRecord)[]) if (key !== 'state') materialised[key] = cloneJson(record[key]);
+  materialised.state = view;
+  return materialised as SessionRecord;
 }
 
 /** The record `list()` shows for a session: `summary: true` and a few state fields for an overview. */
 export function summaryRecord(record: LifecycleRecord, state: SessionStreamState): SessionRecord {
   const control = record.state;
-  const pick = (key: string): JsonValue => (Object.hasOwn(control, key) ? structuredClone(control[key] as JsonValue) : null);
-  return {
-    ...structuredClone(record),
-    summary: true,
-    state: {
-      sessionType: pick('sessionType'),
-      channel: pick('channel'),
-      freeTime: pick('freeTime'),
-      orchestration: pick('orchestration'),
-      firstUserMessage: state.firstUserMessage,
-      boxCount: state.logSize,
-      eventCount: state.logSize,
-      pendingTurn: Object.hasOwn(control, 'pendingTurn') ? structuredClone(control.pendingTurn as JsonValue) : false,
-    },
+  const pick = (key: string): JsonValue => (Object.hasOwn(control, key) ? cloneJson(control[key] as JsonValue) : null);
+  const overview: JsonObject = {
+    sessionType: pick('sessionType'),
+    channel: pick('channel'),
+    freeTime: pick('freeTime'),
+    orchestration: pick('orchestration'),
+    firstUserMessage: state.firstUserMessage,
+    boxCount: state.logSize,
+    eventCount: state.logSize,
+    pendingTurn: Object.hasOwn(control, 'pendingTurn') ? cloneJson(control.pendingTurn as JsonValue) : false,
   };
+  // Key by key, as `materialise` does (a list builds one per session); `summary` comes last, as it always has.
+  const summary: Partial<Record<keyof SessionRecord, unknown>> = {};
+  for (const key of Object.keys(record) as (keyof LifecycleRecord)[]) summary[key] = key === 'state' ? overview : cloneJson(record[key]);
+  summary.summary = true;
+  return summary as SessionRecord;
 }
 
 /** The record of a completed session known only by its catalog receipt. */
@@ -148,7 +152,7 @@ export function receiptRecord(receipt: CompletionReceipt, summary: boolean): Ses
       sessionObjectId: receipt.sessionObjectId,
       sessionId: receipt.sessionId,
       sessionType: receipt.sessionType,
-      commitReceipt: structuredClone(receipt),
+      commitReceipt: cloneJson(receipt),
     },
   });
   if (summary) record.summary = true;
