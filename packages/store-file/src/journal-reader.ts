@@ -11,6 +11,9 @@ export interface Line {
   hash: string;
 }
 
+/** Checks the line `buf[start, end)` (newline excluded) and parses its payload, or says why it is damaged. */
+export type LineDecoder = (buf: Buffer, start: number, end: number) => { value: unknown } | { reason: string };
+
 /** Hex characters of a line's checksum, which starts the line. */
 const HASH_CHARS = 64;
 
@@ -67,8 +70,12 @@ export class LineReader {
   /**
    * Hands the next chunk's lines (at least one) to `visitor` without building a `Line` for each: the hot path
    * of replays. Resolves false, with nothing visited, once `end` is reached; the visitor may call `stop()`.
+   * `decode` checks and parses each line (default `decodeLine`; `decodeStoredLine` leaves the data as text).
    */
-  async visit(visitor: (value: unknown, no: number, offset: number, next: number, data: Buffer, start: number) => void): Promise<boolean> {
+  async visit(
+    visitor: (value: unknown, no: number, offset: number, next: number, data: Buffer, start: number) => void,
+    decode: LineDecoder = decodeLine,
+  ): Promise<boolean> {
     for (;;) {
       if (this.#position >= this.#end) {
         this.tail = this.#leftover;
@@ -81,7 +88,7 @@ export class LineReader {
       let start = 0;
       let visited = 0;
       for (let nl = data.indexOf(NEWLINE, start); nl !== -1; nl = data.indexOf(NEWLINE, start)) {
-        const decoded = decodeLine(data, start, nl);
+        const decoded = decode(data, start, nl);
         if ('reason' in decoded) throw new CorruptionError(this.#file, this.#lineNo, decoded.reason);
         visitor(decoded.value, this.#lineNo++, base + start, base + nl + 1, data, start);
         visited++;
