@@ -36,19 +36,50 @@ export async function printChanges(out: Output, changes: AsyncIterable<PrintedCh
  * members in the order every store gives them, the data's text copied (the port promises it is what
  * `JSON.stringify` gives), so a long read spends nothing on serializing what the store just parsed.
  */
-export function storedChangeLine(change: StoredEvent): string {
+export function storedChangeLine(change: StoredEvent, strings: JsonStrings = new JsonStrings()): string {
   const eventId = change.eventId === undefined ? '' : `,"eventId":${JSON.stringify(change.eventId)}`;
   return (
-    `{"streamId":${JSON.stringify(change.streamId)},"type":${JSON.stringify(change.type)},"data":${change.dataJson},` +
+    `{"streamId":${strings.streamId(change.streamId)},"type":${strings.type(change.type)},"data":${change.dataJson},` +
     `"schemaVersion":${change.schemaVersion},"revision":${change.revision},"position":${change.position},` +
-    `"recordedAt":${JSON.stringify(change.recordedAt)}${eventId}}\n`
+    `"recordedAt":${strings.recordedAt(change.recordedAt)}${eventId}}\n`
   );
+}
+
+/**
+ * Stream names, types and commit times as JSON strings, each kept from the event before: consecutive events
+ * mostly share all three (one stream, one batch), and serializing them again was a third of building a line.
+ */
+export class JsonStrings {
+  #stream = ['', '""'];
+  #type = ['', '""'];
+  #recordedAt = ['', '""'];
+
+  streamId(text: string): string {
+    return JsonStrings.#of(this.#stream, text);
+  }
+
+  type(text: string): string {
+    return JsonStrings.#of(this.#type, text);
+  }
+
+  recordedAt(text: string): string {
+    return JsonStrings.#of(this.#recordedAt, text);
+  }
+
+  static #of(last: string[], text: string): string {
+    if (last[0] !== text) {
+      last[0] = text;
+      last[1] = JSON.stringify(text);
+    }
+    return last[1] as string;
+  }
 }
 
 /** `printChanges` of changes read with their data as stored text (`readStored`, `readAllStored`). */
 export async function printStoredChanges(out: Output, changes: AsyncIterable<StoredEvent>, signal?: AbortSignal): Promise<void> {
+  const strings = new JsonStrings();
   for await (const change of changes) {
-    if (out.append(storedChangeLine(change))) await out.flush();
+    if (out.append(storedChangeLine(change, strings))) await out.flush();
     if (signal?.aborted) break;
   }
 }

@@ -1,7 +1,7 @@
 import { CorruptionError, SessionfoldError, StorageError, toStoredEvent, type RecordedEvent, type StoredEvent, type StreamId } from '@sessionfold/core/kernel';
 import type { FileSystem } from './fs-layer.js';
 import { asEventHead, asEventLine, decodeLine, decodeStoredLine, misplaced, type EventHead, type EventLine } from './journal-codec.js';
-import { LineReader, type LineDecoder } from './journal-reader.js';
+import { CHUNK_BYTES, LineReader, type LineDecoder } from './journal-reader.js';
 import type { JournalInfo } from './journal-scan.js';
 
 /** Where to start reading a journal: byte offset and 1-based line number. */
@@ -84,6 +84,12 @@ export const STORED: EventForm<StoredEvent> = {
   fromRecord: toStoredEvent,
 };
 
+/**
+ * The first read of a journal's events: a feed reads ahead of the merge in many journals at once, each holding its
+ * chunk and the events decoded from it, so each starts small and grows to `CHUNK_BYTES` only while it is read on.
+ */
+const FIRST_CHUNK_BYTES = 64 * 1024;
+
 /** Which events of a journal range to hand out. */
 export interface EventWindow {
   minRevision: number;
@@ -108,7 +114,7 @@ export function journalEvents<T>(
   form: EventForm<T>,
   onCorruption?: (error: CorruptionError) => void,
 ): AsyncIterableIterator<T> {
-  const reader = new LineReader(fsl, fd, path, start.offset, end, start.line);
+  const reader = new LineReader(fsl, fd, path, start.offset, end, start.line, CHUNK_BYTES, FIRST_CHUNK_BYTES);
   let ready: T[] = [];
   let index = 0;
   let finished = false;

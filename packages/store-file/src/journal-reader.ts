@@ -36,20 +36,36 @@ export class LineReader {
   #lineNo: number;
   #leftover: Buffer = EMPTY;
   #chunkBytes: number;
+  /** The chunk size reads grow to, doubling from the first one. */
+  readonly #steadyBytes: number;
   #stopped = false;
   /** Bytes after the last newline once `next()` has returned undefined. */
   tail: Buffer = EMPTY;
   /** File offset of `tail`. */
   tailOffset = 0;
 
-  constructor(fsl: FileSystem, fd: number, file: string, start: number, end: number, firstLine: number, chunkBytes = CHUNK_BYTES) {
+  /**
+   * Reads `chunkBytes` at a time; with `firstChunkBytes` smaller, the first read is that size and each next one
+   * twice the last up to `chunkBytes`, so many readers started at once (a feed's read-ahead) hold little each.
+   */
+  constructor(
+    fsl: FileSystem,
+    fd: number,
+    file: string,
+    start: number,
+    end: number,
+    firstLine: number,
+    chunkBytes = CHUNK_BYTES,
+    firstChunkBytes = chunkBytes,
+  ) {
     this.#fs = fsl;
     this.#fd = fd;
     this.#file = file;
     this.#position = start;
     this.#end = end;
     this.#lineNo = firstLine;
-    this.#chunkBytes = chunkBytes;
+    this.#chunkBytes = Math.min(firstChunkBytes, chunkBytes);
+    this.#steadyBytes = chunkBytes;
   }
 
   /** Ends the reading early: the rest of the current chunk is skipped and the next call finds the end. */
@@ -117,6 +133,7 @@ export class LineReader {
       got += n;
     }
     this.#position += got - leftover.length;
+    if (this.#chunkBytes < this.#steadyBytes) this.#chunkBytes = Math.min(this.#chunkBytes * 2, this.#steadyBytes);
     // A file shorter than expected ends here: whatever is left over becomes the tail.
     if (got < full) this.#end = this.#position;
     return got === full ? chunk : chunk.subarray(0, got);

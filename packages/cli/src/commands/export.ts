@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
 import { refused } from '../exit-codes.js';
 import { examples } from '../help.js';
+import { JsonStrings } from '../format-change.js';
 import { Output } from '../output.js';
 import { parseArg } from '../parse.js';
 import { PORTABLE_FORMAT, PORTABLE_VERSION, type PortableLine } from '../portable.js';
@@ -44,6 +45,7 @@ export function registerExport(program: Command): void {
           if (context.out.progressAllowed) for await (const _ of store.streams()) total++;
           const bar = progress(context.out, 'export', total);
           const counts = { streams: 0, events: 0, blobs: 0 };
+          const strings = new JsonStrings();
           let complete = false;
           // The next stream's read and blob list are asked for while this one is written.
           const streams = lookahead(store.streams(), async ({ stream }) => {
@@ -64,7 +66,7 @@ export function registerExport(program: Command): void {
               const streamJson = JSON.stringify(stream);
               for await (const event of read.events) {
                 counts.events++;
-                if (target.append(portableEventLine(streamJson, event))) await target.flush();
+                if (target.append(portableEventLine(streamJson, event, strings))) await target.flush();
               }
               for (const sha256 of blobs) {
                 const bytes = await store.getBlob(sha256);
@@ -105,7 +107,7 @@ async function blobsOf(store: EventStore, stream: string): Promise<string[]> {
  * The portable `event` line of `event` (of the stream whose JSON string is `streamJson`), as `JSON.stringify` of a
  * `PortableLine` gives it, with the data's stored text copied rather than parsed and serialized again.
  */
-function portableEventLine(streamJson: string, event: StoredEvent): string {
+function portableEventLine(streamJson: string, event: StoredEvent, strings: JsonStrings): string {
   const eventId = event.eventId === undefined ? '' : `,"eventId":${JSON.stringify(event.eventId)}`;
-  return `{"kind":"event","stream":${streamJson},"revision":${event.revision},"type":${JSON.stringify(event.type)},"data":${event.dataJson}${eventId}}\n`;
+  return `{"kind":"event","stream":${streamJson},"revision":${event.revision},"type":${strings.type(event.type)},"data":${event.dataJson}${eventId}}\n`;
 }
