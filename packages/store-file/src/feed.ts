@@ -4,8 +4,8 @@
  */
 export interface FeedSource<T extends { position: number }> {
   key: number;
-  /** The next record (position ≥ the current key), or undefined when the source is exhausted. */
-  next(): Promise<T | undefined>;
+  /** The next record (position ≥ the current key), or undefined when the source is exhausted; a record at hand may come without a promise. */
+  next(): T | Promise<T | undefined>;
   /** Releases what the source holds when the merge stops early. */
   close(): Promise<void>;
   /** Starts fetching the first record ahead of need (opening its file), for a source the merge will reach soon. */
@@ -68,7 +68,8 @@ export async function* mergeByPosition<T extends { position: number }>(open: () 
         started.add(top.source);
         for (; ahead < order.length && ahead < started.size + READ_AHEAD; ahead++) (order[ahead] as FeedSource<T>).prefetch?.();
       }
-      const record = await top.source.next();
+      const step = top.source.next();
+      const record = step instanceof Promise ? await step : step;
       top.record = record;
       if (record) {
         top.key = record.position;

@@ -84,6 +84,12 @@ export const STORED: EventForm<StoredEvent> = {
   fromRecord: toStoredEvent,
 };
 
+/** A journal's events: an async iterator that also hands out an event already decoded without a promise. */
+export interface JournalEvents<T> extends AsyncIterableIterator<T> {
+  /** The next event if its chunk is decoded already (as `next` would give it), else undefined: then call `next`. */
+  takeReady(): T | undefined;
+}
+
 /**
  * The first read of a journal's events: a feed reads ahead of the merge in many journals at once, each holding its
  * chunk and the events decoded from it, so each starts small and grows to `CHUNK_BYTES` only while it is read on.
@@ -113,7 +119,7 @@ export function journalEvents<T>(
   window: EventWindow,
   form: EventForm<T>,
   onCorruption?: (error: CorruptionError) => void,
-): AsyncIterableIterator<T> {
+): JournalEvents<T> {
   const reader = new LineReader(fsl, fd, path, start.offset, end, start.line, CHUNK_BYTES, FIRST_CHUNK_BYTES);
   let ready: T[] = [];
   let index = 0;
@@ -149,6 +155,9 @@ export function journalEvents<T>(
   };
 
   return {
+    takeReady(): T | undefined {
+      return !finished && index < ready.length ? (ready[index++] as T) : undefined;
+    },
     async next(): Promise<IteratorResult<T>> {
       if (finished) return done;
       if (index < ready.length) return { value: ready[index++] as T, done: false };

@@ -12,7 +12,7 @@ import {
 import { ChangeIndex } from './change-index.js';
 import { mergeByPosition, type FeedSource } from './feed.js';
 import { errorCode, type FileSystem } from './fs-layer.js';
-import { journalEvents, startPoint, type EventForm, type EventWindow, type StartPoint } from './journal-events.js';
+import { journalEvents, startPoint, type EventForm, type EventWindow, type JournalEvents, type StartPoint } from './journal-events.js';
 import type { JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
 import type { Positions } from './positions.js';
@@ -235,7 +235,7 @@ export class StoreReader {
 
   /** A stream's journal as a feed input, opened only when the merge first needs it. */
   #journalSource<T extends { position: number }>(entry: StreamEntry, files: StreamFiles, from: number, upTo: number, form: EventForm<T>): FeedSource<T> {
-    let events: AsyncIterableIterator<T> | undefined;
+    let events: JournalEvents<T> | undefined;
     /** The first step, fetched by the first `next` or ahead of it by `prefetch`. */
     let first: Promise<IteratorResult<T>> | undefined;
     let firstTaken = false;
@@ -252,14 +252,11 @@ export class StoreReader {
       key: from,
       // A failure fetched ahead is reported by the `next` that takes it.
       prefetch: () => void fetchFirst().catch(() => undefined),
-      next: async () => {
-        let step: IteratorResult<T>;
-        if (firstTaken) step = await (events as AsyncIterableIterator<T>).next();
-        else {
-          firstTaken = true;
-          step = await fetchFirst();
-        }
-        return step.done ? undefined : step.value;
+      // Most events are decoded already: those are handed over without a promise (three per event, otherwise).
+      next: () => {
+        if (firstTaken) return (events as JournalEvents<T>).takeReady() ?? stepped((events as JournalEvents<T>).next());
+        firstTaken = true;
+        return stepped(fetchFirst());
       },
       close: async () => {
         await first?.catch(() => undefined);
@@ -335,7 +332,7 @@ export class StoreReader {
     window: EventWindow,
     form: EventForm<T>,
     onDone?: () => void,
-  ): AsyncIterableIterator<T> {
+  ): JournalEvents<T> {
     const { fs, layout } = this.#ctx;
     // A reader that is never iterated would keep its descriptor and pin; `closeAll` releases those.
     let open = true;
@@ -350,6 +347,11 @@ export class StoreReader {
     const owned: FileSystem = { ...fs, close: async () => done() };
     return journalEvents(owned, handle.fd, layout.journal(stream), stream, start, end, window, form, (error) => this.#ctx.corrupted(error));
   }
+}
+
+async function stepped<T>(step: Promise<IteratorResult<T>>): Promise<T | undefined> {
+  const result = await step;
+  return result.done ? undefined : result.value;
 }
 
 function single<T extends { position: number }>(position: number, make: () => Promise<T | undefined>): FeedSource<T> {
