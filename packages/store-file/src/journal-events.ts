@@ -88,6 +88,8 @@ export const STORED: EventForm<StoredEvent> = {
 export interface JournalEvents<T> extends AsyncIterableIterator<T> {
   /** The next event if its chunk is decoded already (as `next` would give it), else undefined: then call `next`. */
   takeReady(): T | undefined;
+  /** Starts reading the next chunk's bytes, decoded only when `next` needs them. */
+  prefetch(): void;
 }
 
 /**
@@ -128,6 +130,8 @@ export function journalEvents<T>(
     if (finished) return;
     finished = true;
     ready = [];
+    // A chunk read ahead must land before the descriptor goes: its number could be another file's by then.
+    await reader.settled();
     await fsl.close(fd).catch(() => undefined);
   };
   const done: IteratorResult<T> = { value: undefined, done: true };
@@ -155,6 +159,9 @@ export function journalEvents<T>(
   };
 
   return {
+    prefetch(): void {
+      if (!finished && index >= ready.length) reader.prefetch();
+    },
     takeReady(): T | undefined {
       return !finished && index < ready.length ? (ready[index++] as T) : undefined;
     },

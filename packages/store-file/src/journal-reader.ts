@@ -39,6 +39,8 @@ export class LineReader {
   /** The chunk size reads grow to, doubling from the first one. */
   readonly #steadyBytes: number;
   #stopped = false;
+  /** The next chunk, being read ahead of `visit` (`prefetch`). */
+  #ahead: Promise<Buffer> | undefined;
   /** Bytes after the last newline once `next()` has returned undefined. */
   tail: Buffer = EMPTY;
   /** File offset of `tail`. */
@@ -74,6 +76,18 @@ export class LineReader {
     this.#end = this.#position;
   }
 
+  /** Starts reading the next chunk now, so that the `visit` that needs it waits less; its failure is that visit's. */
+  prefetch(): void {
+    if (this.#ahead || this.#position >= this.#end) return;
+    this.#ahead = this.#readChunk(this.#leftover);
+    this.#ahead.catch(() => undefined);
+  }
+
+  /** Resolves once no read started by `prefetch` is in flight: the descriptor may be closed then. */
+  async settled(): Promise<void> {
+    await this.#ahead?.catch(() => undefined);
+  }
+
   /** The next lines (at least one), or undefined when `end` is reached. */
   async next(): Promise<Line[] | undefined> {
     const lines: Line[] = [];
@@ -93,13 +107,15 @@ export class LineReader {
     decode: LineDecoder = decodeLine,
   ): Promise<boolean> {
     for (;;) {
-      if (this.#position >= this.#end) {
+      if (!this.#ahead && this.#position >= this.#end) {
         this.tail = this.#leftover;
         this.tailOffset = this.#position - this.#leftover.length;
         this.#leftover = EMPTY;
         return false;
       }
-      const data = await this.#readChunk(this.#leftover);
+      const ahead = this.#ahead;
+      this.#ahead = undefined;
+      const data = await (ahead ?? this.#readChunk(this.#leftover));
       const base = this.#position - data.length;
       let start = 0;
       let visited = 0;

@@ -236,30 +236,31 @@ export class StoreReader {
   /** A stream's journal as a feed input, opened only when the merge first needs it. */
   #journalSource<T extends { position: number }>(entry: StreamEntry, files: StreamFiles, from: number, upTo: number, form: EventForm<T>): FeedSource<T> {
     let events: JournalEvents<T> | undefined;
-    /** The first step, fetched by the first `next` or ahead of it by `prefetch`. */
-    let first: Promise<IteratorResult<T>> | undefined;
-    let firstTaken = false;
-    const fetchFirst = () =>
-      (first ??= (async () => {
+    /** The journal opened, by the first `next` or ahead of it by `prefetch`. */
+    let opened: Promise<JournalEvents<T>> | undefined;
+    const open = () =>
+      (opened ??= (async () => {
         const journal = files.journal;
         const handle = await this.#openJournal(entry, files);
         if (!handle) throw this.#journalChanged(entry.name);
         const window: EventWindow = { minRevision: 1, minPosition: from, maxPosition: upTo };
         events = this.#events(handle, entry.name, startPoint(journal, 'position', from), journal.length, window, form);
-        return events.next();
+        return events;
       })());
     return {
       key: from,
+      // Ahead of the merge only the file is opened and its first bytes read: events decoded that early would live
+      // long enough to be promoted to the old generation, many journals' worth of them, before the merge takes them.
       // A failure fetched ahead is reported by the `next` that takes it.
-      prefetch: () => void fetchFirst().catch(() => undefined),
+      prefetch: () =>
+        void open().then(
+          (ahead) => ahead.prefetch(),
+          () => undefined,
+        ),
       // Most events are decoded already: those are handed over without a promise (three per event, otherwise).
-      next: () => {
-        if (firstTaken) return (events as JournalEvents<T>).takeReady() ?? stepped((events as JournalEvents<T>).next());
-        firstTaken = true;
-        return stepped(fetchFirst());
-      },
+      next: () => (events ? (events.takeReady() ?? stepped(events.next())) : open().then((first) => stepped(first.next()))),
       close: async () => {
-        await first?.catch(() => undefined);
+        await opened?.catch(() => undefined);
         await events?.return?.();
       },
     };
