@@ -109,7 +109,8 @@ export interface EventWindow {
  * Streams the events of `fd` from `start` to byte `end` that fall in `window`, re-checking every line as it
  * goes (bytes can rot after open). A chunk's lines are decoded together and handed out one by one, which is
  * much cheaper per event than an async generator. Closes `fd` when done, abandoned or failed; damage found is
- * also told to `onCorruption`.
+ * also told to `onCorruption`. With `readAhead`, each chunk's bytes are asked for as soon as the one before is
+ * decoded, so the disk works while the consumer takes that chunk's events (one reader, one chunk more held).
  */
 export function journalEvents<T>(
   fsl: FileSystem,
@@ -121,6 +122,7 @@ export function journalEvents<T>(
   window: EventWindow,
   form: EventForm<T>,
   onCorruption?: (error: CorruptionError) => void,
+  readAhead = false,
 ): JournalEvents<T> {
   const reader = new LineReader(fsl, fd, path, start.offset, end, start.line, CHUNK_BYTES, FIRST_CHUNK_BYTES);
   let ready: T[] = [];
@@ -155,6 +157,7 @@ export function journalEvents<T>(
     while (ready.length === 0) {
       if (!(await reader.visit(take, form.decode))) return false;
     }
+    if (readAhead) reader.prefetch();
     return true;
   };
 

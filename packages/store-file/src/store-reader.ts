@@ -137,7 +137,8 @@ export class StoreReader {
         }
         const window: EventWindow = { minRevision: after, minPosition: 1, maxPosition: Number.MAX_SAFE_INTEGER };
         handedOver = true;
-        const events = this.#events(handle, stream, startPoint(journal, 'revision', after), length, window, form, () => files.release());
+        // One stream read at a time by a caller: its next chunk is read while this one's events are taken.
+        const events = this.#events(handle, stream, startPoint(journal, 'revision', after), length, window, form, () => files.release(), true);
         return { ...withSnapshot, events };
       } finally {
         if (!handedOver) files.release();
@@ -333,6 +334,7 @@ export class StoreReader {
     window: EventWindow,
     form: EventForm<T>,
     onDone?: () => void,
+    readAhead = false,
   ): JournalEvents<T> {
     const { fs, layout } = this.#ctx;
     // A reader that is never iterated would keep its descriptor and pin; `closeAll` releases those.
@@ -346,7 +348,7 @@ export class StoreReader {
     };
     this.#open.add(done);
     const owned: FileSystem = { ...fs, close: async () => done() };
-    return journalEvents(owned, handle.fd, layout.journal(stream), stream, start, end, window, form, (error) => this.#ctx.corrupted(error));
+    return journalEvents(owned, handle.fd, layout.journal(stream), stream, start, end, window, form, (error) => this.#ctx.corrupted(error), readAhead);
   }
 }
 
