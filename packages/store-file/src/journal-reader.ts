@@ -41,6 +41,8 @@ export class LineReader {
   #stopped = false;
   /** The next chunk, being read ahead of `visit` (`prefetch`). */
   #ahead: Promise<Buffer> | undefined;
+  /** Set while `visit` waits for a chunk: a prefetch then would read the same bytes again. */
+  #reading = false;
   /** Bytes after the last newline once `next()` has returned undefined. */
   tail: Buffer = EMPTY;
   /** File offset of `tail`. */
@@ -78,7 +80,7 @@ export class LineReader {
 
   /** Starts reading the next chunk now, so that the `visit` that needs it waits less; its failure is that visit's. */
   prefetch(): void {
-    if (this.#ahead || this.#position >= this.#end) return;
+    if (this.#ahead || this.#reading || this.#position >= this.#end) return;
     this.#ahead = this.#readChunk(this.#leftover);
     this.#ahead.catch(() => undefined);
   }
@@ -115,7 +117,13 @@ export class LineReader {
       }
       const ahead = this.#ahead;
       this.#ahead = undefined;
-      const data = await (ahead ?? this.#readChunk(this.#leftover));
+      this.#reading = true;
+      let data: Buffer;
+      try {
+        data = await (ahead ?? this.#readChunk(this.#leftover));
+      } finally {
+        this.#reading = false;
+      }
       const base = this.#position - data.length;
       let start = 0;
       let visited = 0;

@@ -352,6 +352,7 @@ export class StoreReader {
   }
 }
 
+/** The value of an iterator step, or undefined at its end: what a `FeedSource` gives. */
 async function stepped<T>(step: Promise<IteratorResult<T>>): Promise<T | undefined> {
   const result = await step;
   return result.done ? undefined : result.value;
