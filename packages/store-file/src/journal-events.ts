@@ -1,7 +1,7 @@
 import { CorruptionError, SessionfoldError, StorageError, toStoredEvent, type RecordedEvent, type StoredEvent, type StreamId } from '@sessionfold/core/kernel';
 import type { FileSystem } from './fs-layer.js';
 import { asEventHead, asEventLine, decodeLine, decodeStoredLine, misplaced, type EventHead, type EventLine } from './journal-codec.js';
-import { CHUNK_BYTES, LineReader, type LineDecoder } from './journal-reader.js';
+import { LineReader, type LineDecoder } from './journal-reader.js';
 import type { JournalInfo } from './journal-scan.js';
 
 /** Where to start reading a journal: byte offset and 1-based line number. */
@@ -94,9 +94,17 @@ export interface JournalEvents<T> extends AsyncIterableIterator<T> {
 
 /**
  * The first read of a journal's events: a feed reads ahead of the merge in many journals at once, each holding its
- * chunk and the events decoded from it, so each starts small and grows to `CHUNK_BYTES` only while it is read on.
+ * chunk and the events decoded from it, so each starts small and grows only while it is read on.
  */
 const FIRST_CHUNK_BYTES = 64 * 1024;
+
+/**
+ * The largest read of a journal's events, smaller than a scan's (`CHUNK_BYTES`): a chunk's events are decoded
+ * together and live until the consumer has taken the last of them. A megabyte of them outlived young-generation
+ * collections and was promoted, each chunk's worth, faster than old-generation collections kept up on a busy
+ * machine: a read of 1M events once peaked at +278 MB. A quarter of that dies young.
+ */
+const EVENT_CHUNK_BYTES = 256 * 1024;
 
 /** Which events of a journal range to hand out. */
 export interface EventWindow {
@@ -124,7 +132,7 @@ export function journalEvents<T>(
   onCorruption?: (error: CorruptionError) => void,
   readAhead = false,
 ): JournalEvents<T> {
-  const reader = new LineReader(fsl, fd, path, start.offset, end, start.line, CHUNK_BYTES, FIRST_CHUNK_BYTES);
+  const reader = new LineReader(fsl, fd, path, start.offset, end, start.line, EVENT_CHUNK_BYTES, FIRST_CHUNK_BYTES);
   let ready: T[] = [];
   let index = 0;
   let finished = false;
