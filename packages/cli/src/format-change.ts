@@ -1,4 +1,4 @@
-import type { JsonValue } from '@sessionfold/core/kernel';
+import type { JsonValue, StoredEvent } from '@sessionfold/core/kernel';
 import type { Output } from './output.js';
 
 /** A change of a stream or of the feed as printed: the port's RecordedEvent, or a snapshot without a position. */
@@ -27,6 +27,59 @@ export function formatChange(out: Output, change: PrintedChange): Promise<void> 
 export async function printChanges(out: Output, changes: AsyncIterable<PrintedChange>, signal?: AbortSignal): Promise<void> {
   for await (const change of changes) {
     if (out.appendLine(change)) await out.flush();
+    if (signal?.aborted) break;
+  }
+}
+
+/**
+ * The line `formatChange` prints for the same change read with its data parsed, built from the stored JSON text:
+ * members in the order every store gives them, the data's text copied (the port promises it is what
+ * `JSON.stringify` gives), so a long read spends nothing on serializing what the store just parsed.
+ */
+export function storedChangeLine(change: StoredEvent, strings: JsonStrings = new JsonStrings()): string {
+  const eventId = change.eventId === undefined ? '' : `,"eventId":${JSON.stringify(change.eventId)}`;
+  return (
+    `{"streamId":${strings.streamId(change.streamId)},"type":${strings.type(change.type)},"data":${change.dataJson},` +
+    `"schemaVersion":${change.schemaVersion},"revision":${change.revision},"position":${change.position},` +
+    `"recordedAt":${strings.recordedAt(change.recordedAt)}${eventId}}\n`
+  );
+}
+
+/**
+ * Stream names, types and commit times as JSON strings, each kept from the event before: consecutive events
+ * mostly share all three (one stream, one batch), and serializing them again was a third of building a line.
+ */
+export class JsonStrings {
+  #stream = ['', '""'];
+  #type = ['', '""'];
+  #recordedAt = ['', '""'];
+
+  streamId(text: string): string {
+    return JsonStrings.#of(this.#stream, text);
+  }
+
+  type(text: string): string {
+    return JsonStrings.#of(this.#type, text);
+  }
+
+  recordedAt(text: string): string {
+    return JsonStrings.#of(this.#recordedAt, text);
+  }
+
+  static #of(last: string[], text: string): string {
+    if (last[0] !== text) {
+      last[0] = text;
+      last[1] = JSON.stringify(text);
+    }
+    return last[1] as string;
+  }
+}
+
+/** `printChanges` of changes read with their data as stored text (`readStored`, `readAllStored`). */
+export async function printStoredChanges(out: Output, changes: AsyncIterable<StoredEvent>, signal?: AbortSignal): Promise<void> {
+  const strings = new JsonStrings();
+  for await (const change of changes) {
+    if (out.append(storedChangeLine(change, strings))) await out.flush();
     if (signal?.aborted) break;
   }
 }

@@ -28,6 +28,8 @@ export interface EventStoreCapabilities {
   readonly verify?: boolean;
   readonly follow?: boolean;
   readonly checkpoints?: boolean;
+  /** Whether the store has `readStored` and `readAllStored` (events with their data as JSON text); left out, as for `verify`. */
+  readonly readStored?: boolean;
   /** The longest `follow` takes to show a change made by another store object on the same storage (default 100 ms). */
   readonly followDelayMs?: number;
   /**
@@ -55,6 +57,7 @@ export interface ResolvedCapabilities {
   readonly verify: boolean | undefined;
   readonly follow: boolean | undefined;
   readonly checkpoints: boolean | undefined;
+  readonly readStored: boolean | undefined;
   readonly followDelayMs: number;
   readonly openSecond: ((store: EventStore) => Promise<EventStore>) | undefined;
   readonly status: boolean;
@@ -90,6 +93,7 @@ export function resolveCapabilities(
     verify: capabilities.verify,
     follow: capabilities.follow,
     checkpoints: capabilities.checkpoints,
+    readStored: capabilities.readStored,
     followDelayMs: capabilities.followDelayMs ?? DEFAULT_CAPABILITIES.followDelayMs,
     openSecond: capabilities.openSecond,
     status: capabilities.status ?? DEFAULT_CAPABILITIES.status,

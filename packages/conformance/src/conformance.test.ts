@@ -6,4 +6,5 @@ describeEventStoreConformance('memoryStore', () => memoryStore(), {
   verify: true,
   follow: true,
   checkpoints: true,
+  readStored: true,
 });

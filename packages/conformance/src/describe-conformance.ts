@@ -16,6 +16,7 @@ import { describeLifecycleRules } from './rules/lifecycle-rules.js';
 import { describeObserverRules } from './rules/observer-rules.js';
 import { describeReadRules } from './rules/read-rules.js';
 import { describeSchemaVersionRules } from './rules/schema-version-rules.js';
+import { describeStoredReadRules } from './rules/stored-rules.js';
 import { describeStreamRules } from './rules/stream-rules.js';
 import { describeVerifyRules } from './rules/verify-rules.js';
 import { describeStatusRules } from './rules/status-rules.js';
@@ -36,6 +37,7 @@ export function describeEventStoreConformance(
     describeIdempotencyRules(ctx);
     describeReadRules(ctx);
     describeFeedRules(ctx);
+    describeStoredReadRules(ctx);
     describeSchemaVersionRules(ctx);
     describeStreamRules(ctx);
     describeBlobRules(ctx);

@@ -15,6 +15,8 @@ function handleOn(inner: EventStore): EventStore {
     append: async (...args) => (guard(), inner.append(...args)),
     read: async (...args) => (guard(), inner.read(...args)),
     readAll: (...args) => (guard(), inner.readAll(...args)),
+    readStored: async (...args) => (guard(), inner.readStored!(...args)),
+    readAllStored: (...args) => (guard(), inner.readAllStored!(...args)),
     streams: (...args) => (guard(), inner.streams(...args)),
     compact: async (...args) => (guard(), inner.compact(...args)),
     restoreStream: async (...args) => (guard(), inner.restoreStream(...args)),
@@ -48,6 +50,7 @@ describeEventStoreConformance('memoryStore behind a reopenable handle', () => ha
   verify: true,
   follow: true,
   checkpoints: true,
+  readStored: true,
   openSecond: async (handle) => handleOn(storage.get(handle) as EventStore),
   reopen: async (handle) => {
     await handle.close();

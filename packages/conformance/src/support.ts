@@ -181,7 +181,7 @@ export function skipWithout(t: TestContext, lacking: boolean, reason: string): v
  * Skips the running test (printing why) when the store lacks an optional member it did not declare; a store that
  * declared the member (`capabilities[member] === true`) fails instead, and one that declared `false` is skipped.
  */
-export function skipWithoutMember(t: TestContext, ctx: SuiteContext, store: EventStore, member: 'verify' | 'follow' | 'checkpoints'): void {
+export function skipWithoutMember(t: TestContext, ctx: SuiteContext, store: EventStore, member: 'verify' | 'follow' | 'checkpoints' | 'readStored'): void {
   const declared = ctx.caps[member];
   if (declared === false) {
     skipWithout(t, true, `the store declares no ${member}`);

@@ -35,6 +35,8 @@ export {
   type Snapshot,
   type SnapshotIdentity,
   type StreamId,
+  type StoredEvent,
+  type StoredStreamRead,
   type StreamRead,
 } from './kernel/port.js';
 export { MAX_JSON_DEPTH } from './kernel/json.js';

@@ -8,11 +8,12 @@ import { collect, freshDir, randomStream } from './test-support.fixture.js';
 const journalOf = (dir: string, stream: StreamId) => join(dir, 'streams', `${stream}.jsonl`);
 
 /** Flips one byte of the JSON on `line` (1-based) of a file, keeping its length: its checksum no longer matches. */
-function flipByteOnLine(path: string, line: number): void {
+function flipByteOnLine(path: string, line: number, where: 'head' | 'data' = 'head'): void {
   const bytes = readFileSync(path);
   let start = 0;
   for (let n = 1; n < line; n++) start = bytes.indexOf(0x0a, start) + 1;
-  const at = start + 64 + 10;
+  // 'data': inside the event's data, the last member, which a stored read hands out as text without parsing it.
+  const at = where === 'head' ? start + 64 + 10 : bytes.indexOf(0x0a, start) - 2;
   bytes[at] = bytes[at] === 0x41 ? 0x42 : 0x41;
   writeFileSync(path, bytes);
 }
@@ -58,6 +59,18 @@ describe('corruption found by a read makes the store refuse writes until it is r
     await expect(collect((await store.read(s)).events)).rejects.toMatchObject({ code: 'corruption', file: journalOf(dir, s), line: 2 });
     await refusesWrites(store, s);
     await store.close();
+  });
+
+  it('a damaged journal line found by readStored() and readAllStored(), also when only its data is damaged', async () => {
+    for (const where of ['head', 'data'] as const) {
+      const { dir, store, s } = await threeEvents();
+      flipByteOnLine(journalOf(dir, s), 2, where);
+      const damage = { code: 'corruption', file: journalOf(dir, s), line: 2 };
+      await expect(collect((await store.readStored!(s)).events), where).rejects.toMatchObject(damage);
+      await expect(collect(store.readAllStored!()), where).rejects.toMatchObject(damage);
+      await refusesWrites(store, s);
+      await store.close();
+    }
   });
 
   it('a damaged journal line found by readAll()', async () => {

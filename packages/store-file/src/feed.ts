@@ -1,13 +1,11 @@
-import type { RecordedEvent } from '@sessionfold/core/kernel';
-
 /**
  * One ordered input of the change feed. `key` is a lower bound of the position of the next record it will
  * give, so an input need not be opened (no file descriptor) until it is the lowest one.
  */
-export interface FeedSource {
+export interface FeedSource<T extends { position: number }> {
   key: number;
-  /** The next record (position ≥ the current key), or undefined when the source is exhausted. */
-  next(): Promise<RecordedEvent | undefined>;
+  /** The next record (position ≥ the current key), or undefined when the source is exhausted; a record at hand may come without a promise. */
+  next(): T | Promise<T | undefined>;
   /** Releases what the source holds when the merge stops early. */
   close(): Promise<void>;
   /** Starts fetching the first record ahead of need (opening its file), for a source the merge will reach soon. */
@@ -25,15 +23,15 @@ const READ_AHEAD = 64;
  * and a fetched record is emitted only once its position is the lowest key of all. `open` makes the sources
  * when iteration starts (not when this is called), and `done` runs once it ends, however it ends.
  */
-export async function* mergeByPosition(open: () => FeedSource[], done?: () => void): AsyncGenerator<RecordedEvent> {
-  let sources: FeedSource[];
+export async function* mergeByPosition<T extends { position: number }>(open: () => FeedSource<T>[], done?: () => void): AsyncGenerator<T> {
+  let sources: FeedSource<T>[];
   try {
     sources = open();
   } catch (error) {
     done?.();
     throw error;
   }
-  const heap: { key: number; source: FeedSource; record: RecordedEvent | undefined }[] = sources.map((source) => ({
+  const heap: { key: number; source: FeedSource<T>; record: T | undefined }[] = sources.map((source) => ({
     key: source.key,
     source,
     record: undefined,
@@ -59,7 +57,7 @@ export async function* mergeByPosition(open: () => FeedSource[], done?: () => vo
   for (let i = (heap.length >> 1) - 1; i >= 0; i--) down(i);
   // Sources start in about the order of their first keys: keep the next few of that order fetching.
   const order = sources.filter((source) => source.prefetch).sort((a, b) => a.key - b.key);
-  const started = new Set<FeedSource>();
+  const started = new Set<FeedSource<T>>();
   let ahead = 0;
   try {
     while (heap.length > 0) {
@@ -68,9 +66,10 @@ export async function* mergeByPosition(open: () => FeedSource[], done?: () => vo
       if (top.record) yield top.record;
       if (!started.has(top.source)) {
         started.add(top.source);
-        for (; ahead < order.length && ahead < started.size + READ_AHEAD; ahead++) (order[ahead] as FeedSource).prefetch?.();
+        for (; ahead < order.length && ahead < started.size + READ_AHEAD; ahead++) (order[ahead] as FeedSource<T>).prefetch?.();
       }
-      const record = await top.source.next();
+      const step = top.source.next();
+      const record = step instanceof Promise ? await step : step;
       top.record = record;
       if (record) {
         top.key = record.position;

@@ -32,6 +32,8 @@ import {
   type RecordedEvent,
   type Snapshot,
   type StreamId,
+  type StoredEvent,
+  type StoredStreamRead,
   type StreamRead,
   type ValidatedAppend,
   type VerifyOptions,
@@ -58,6 +60,7 @@ import { loadStream, StaleManifestError, takenAsRecorded, type LoadedStream, typ
 import { lineCharsBound, MAX_FLUSH_CHARS, StreamEntry, type ChangeMark, type StoreContext } from './stream-entry.js';
 import { StreamFiles } from './stream-files.js';
 import { StoreReader } from './store-reader.js';
+import { PARSED, STORED } from './journal-events.js';
 import { BASE_FORMAT_VERSION, EVENT_VERSIONS_FORMAT_VERSION, readStoreFormat, writeStoreFormat } from './store-format.js';
 import { Tombstones } from './tombstones.js';
 import { verifyDirectory } from './verify.js';
@@ -518,12 +521,24 @@ class FileStore implements EventStore {
     this.#assertOpen();
     validateStreamId(stream);
     this.#cases?.check(stream);
-    return this.#reader.read(stream, validateReadOptions(options));
+    return this.#reader.read(stream, validateReadOptions(options), PARSED);
   }
 
   readAll(options?: { fromPosition?: number }): AsyncIterable<RecordedEvent> {
     this.#assertOpen();
-    return this.#reader.readAll(validateReadAllOptions(options));
+    return this.#reader.readAll(validateReadAllOptions(options), PARSED);
+  }
+
+  async readStored(stream: StreamId, options?: { fromRevision?: number }): Promise<StoredStreamRead> {
+    this.#assertOpen();
+    validateStreamId(stream);
+    this.#cases?.check(stream);
+    return this.#reader.read(stream, validateReadOptions(options), STORED);
+  }
+
+  readAllStored(options?: { fromPosition?: number }): AsyncIterable<StoredEvent> {
+    this.#assertOpen();
+    return this.#reader.readAll(validateReadAllOptions(options), STORED);
   }
 
   async *streams(options?: { prefix?: string }): AsyncIterable<{ stream: StreamId; revision: number }> {

@@ -7,7 +7,8 @@ import { isEventSchemaVersion, type JsonValue } from '@sessionfold/core/kernel';
  * on every line of a batch but the last, so a batch cut short by a crash can be told apart from a complete
  * one and dropped whole. Lines written by release 0.1.0 have no `stream`: their journal's file name says it.
  * `schemaVersion` is written only when it is not 1, so lines written before event versions existed, and the
- * lines of events that never name a version, read the same and stay byte-identical.
+ * lines of events that never name a version, read the same and stay byte-identical. `data` is always the last
+ * member (release 0.1.0 wrote it last too), so a stored read can take its JSON text without parsing it.
  */
 export interface EventLine {
   stream?: string;
@@ -76,12 +77,47 @@ export function eventPayloadJson(
  * payload, or a reason it is damaged.
  */
 export function decodeLine(buf: Buffer, start: number, end: number): { value: unknown } | { reason: string } {
-  if (end - start < HASH_HEX + 2 || buf[start + HASH_HEX] !== SPACE) return { reason: 'not a "<sha256> <json>" line' };
-  const stored = buf.toString('latin1', start, start + HASH_HEX);
-  const actual = hashHex(buf.subarray(start + HASH_HEX + 1, end));
-  if (stored !== actual) return { reason: 'checksum mismatch' };
+  const damage = frameDamage(buf, start, end);
+  if (damage !== undefined) return { reason: damage };
   try {
     return { value: JSON.parse(buf.toString('utf8', start + HASH_HEX + 1, end)) as unknown };
+  } catch (error) {
+    return { reason: `bad JSON (${(error as Error).message})` };
+  }
+}
+
+/** Why the line `buf[start, end)` is not a `<sha256> <payload>` line whose checksum matches, or undefined. */
+function frameDamage(buf: Buffer, start: number, end: number): string | undefined {
+  if (end - start < HASH_HEX + 2 || buf[start + HASH_HEX] !== SPACE) return 'not a "<sha256> <json>" line';
+  const stored = buf.toString('latin1', start, start + HASH_HEX);
+  if (stored !== hashHex(buf.subarray(start + HASH_HEX + 1, end))) return 'checksum mismatch';
+  return undefined;
+}
+
+/** The last member of every event payload: what precedes it holds only scalars, whose text cannot contain this. */
+const DATA_MEMBER = Buffer.from(',"data":');
+const CLOSE_BRACE = 0x7d;
+
+/**
+ * `decodeLine` for a stored read: the checksum checked, the payload parsed without its data, and the data's JSON
+ * text as `dataJson` (the checksum vouches for it: it is the text the writer serialized). A payload not shaped
+ * `{…,"data":<text>}` is parsed whole and its data serialized.
+ */
+export function decodeStoredLine(buf: Buffer, start: number, end: number): { value: unknown } | { reason: string } {
+  const damage = frameDamage(buf, start, end);
+  if (damage !== undefined) return { reason: damage };
+  const payload = start + HASH_HEX + 1;
+  const member = buf.indexOf(DATA_MEMBER, payload);
+  try {
+    if (member !== -1 && member < end && buf[end - 1] === CLOSE_BRACE) {
+      const head = JSON.parse(`${buf.toString('utf8', payload, member)}}`) as Record<string, unknown>;
+      head.dataJson = buf.toString('utf8', member + DATA_MEMBER.length, end - 1);
+      return { value: head };
+    }
+    const value = JSON.parse(buf.toString('utf8', payload, end)) as unknown;
+    if (typeof value !== 'object' || value === null || !('data' in value)) return { value };
+    const { data, ...head } = value as Record<string, unknown>;
+    return { value: { ...head, dataJson: JSON.stringify(data) } };
   } catch (error) {
     return { reason: `bad JSON (${(error as Error).message})` };
   }
@@ -93,8 +129,19 @@ export function isLineMissingItsNewline(tail: Buffer): boolean {
   return 'value' in decodeLine(tail, 0, tail.length - 1);
 }
 
+/** An event line without its data: what `asEventHead` checks. */
+export type EventHead = Omit<EventLine, 'data'>;
+
 /** Validates a parsed payload as an event line, or returns why it is not one. */
 export function asEventLine(value: unknown): EventLine | string {
+  const head = asEventHead(value);
+  if (typeof head === 'string') return head;
+  if (!('data' in head)) return 'data is missing';
+  return head as EventLine;
+}
+
+/** Validates every member of an event line's payload but `data`, or returns why it is not one. */
+export function asEventHead(value: unknown): EventHead | string {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return 'payload is not an object';
   const v = value as Record<string, unknown>;
   if (v.stream !== undefined && typeof v.stream !== 'string') return 'stream is not a string';
@@ -105,8 +152,7 @@ export function asEventLine(value: unknown): EventLine | string {
   if (v.eventId !== undefined && typeof v.eventId !== 'string') return 'eventId is not a string';
   if (v.schemaVersion !== undefined && !isEventSchemaVersion(v.schemaVersion)) return 'schemaVersion is not an integer from 1 to 2147483647';
   if (v.more !== undefined && v.more !== true) return 'more is not true';
-  if (!('data' in v)) return 'data is missing';
-  return v as unknown as EventLine;
+  return v as unknown as EventHead;
 }
 
 /** An integer ≥ 1 within the safe range. */

@@ -11,6 +11,9 @@ export interface Line {
   hash: string;
 }
 
+/** Checks the line `buf[start, end)` (newline excluded) and parses its payload, or says why it is damaged. */
+export type LineDecoder = (buf: Buffer, start: number, end: number) => { value: unknown } | { reason: string };
+
 /** Hex characters of a line's checksum, which starts the line. */
 const HASH_CHARS = 64;
 
@@ -33,26 +36,58 @@ export class LineReader {
   #lineNo: number;
   #leftover: Buffer = EMPTY;
   #chunkBytes: number;
+  /** The chunk size reads grow to, doubling from the first one. */
+  readonly #steadyBytes: number;
   #stopped = false;
+  /** The next chunk, being read ahead of `visit` (`prefetch`). */
+  #ahead: Promise<Buffer> | undefined;
+  /** Set while `visit` waits for a chunk: a prefetch then would read the same bytes again. */
+  #reading = false;
   /** Bytes after the last newline once `next()` has returned undefined. */
   tail: Buffer = EMPTY;
   /** File offset of `tail`. */
   tailOffset = 0;
 
-  constructor(fsl: FileSystem, fd: number, file: string, start: number, end: number, firstLine: number, chunkBytes = CHUNK_BYTES) {
+  /**
+   * Reads `chunkBytes` at a time; with `firstChunkBytes` smaller, the first read is that size and each next one
+   * twice the last up to `chunkBytes`, so many readers started at once (a feed's read-ahead) hold little each.
+   */
+  constructor(
+    fsl: FileSystem,
+    fd: number,
+    file: string,
+    start: number,
+    end: number,
+    firstLine: number,
+    chunkBytes = CHUNK_BYTES,
+    firstChunkBytes = chunkBytes,
+  ) {
     this.#fs = fsl;
     this.#fd = fd;
     this.#file = file;
     this.#position = start;
     this.#end = end;
     this.#lineNo = firstLine;
-    this.#chunkBytes = chunkBytes;
+    this.#chunkBytes = Math.min(firstChunkBytes, chunkBytes);
+    this.#steadyBytes = chunkBytes;
   }
 
   /** Ends the reading early: the rest of the current chunk is skipped and the next call finds the end. */
   stop(): void {
     this.#stopped = true;
     this.#end = this.#position;
+  }
+
+  /** Starts reading the next chunk now, so that the `visit` that needs it waits less; its failure is that visit's. */
+  prefetch(): void {
+    if (this.#ahead || this.#reading || this.#position >= this.#end) return;
+    this.#ahead = this.#readChunk(this.#leftover);
+    this.#ahead.catch(() => undefined);
+  }
+
+  /** Resolves once no read started by `prefetch` is in flight: the descriptor may be closed then. */
+  async settled(): Promise<void> {
+    await this.#ahead?.catch(() => undefined);
   }
 
   /** The next lines (at least one), or undefined when `end` is reached. */
@@ -67,21 +102,33 @@ export class LineReader {
   /**
    * Hands the next chunk's lines (at least one) to `visitor` without building a `Line` for each: the hot path
    * of replays. Resolves false, with nothing visited, once `end` is reached; the visitor may call `stop()`.
+   * `decode` checks and parses each line (default `decodeLine`; `decodeStoredLine` leaves the data as text).
    */
-  async visit(visitor: (value: unknown, no: number, offset: number, next: number, data: Buffer, start: number) => void): Promise<boolean> {
+  async visit(
+    visitor: (value: unknown, no: number, offset: number, next: number, data: Buffer, start: number) => void,
+    decode: LineDecoder = decodeLine,
+  ): Promise<boolean> {
     for (;;) {
-      if (this.#position >= this.#end) {
+      if (!this.#ahead && this.#position >= this.#end) {
         this.tail = this.#leftover;
         this.tailOffset = this.#position - this.#leftover.length;
         this.#leftover = EMPTY;
         return false;
       }
-      const data = await this.#readChunk(this.#leftover);
+      const ahead = this.#ahead;
+      this.#ahead = undefined;
+      this.#reading = true;
+      let data: Buffer;
+      try {
+        data = await (ahead ?? this.#readChunk(this.#leftover));
+      } finally {
+        this.#reading = false;
+      }
       const base = this.#position - data.length;
       let start = 0;
       let visited = 0;
       for (let nl = data.indexOf(NEWLINE, start); nl !== -1; nl = data.indexOf(NEWLINE, start)) {
-        const decoded = decodeLine(data, start, nl);
+        const decoded = decode(data, start, nl);
         if ('reason' in decoded) throw new CorruptionError(this.#file, this.#lineNo, decoded.reason);
         visitor(decoded.value, this.#lineNo++, base + start, base + nl + 1, data, start);
         visited++;
@@ -110,6 +157,7 @@ export class LineReader {
       got += n;
     }
     this.#position += got - leftover.length;
+    if (this.#chunkBytes < this.#steadyBytes) this.#chunkBytes = Math.min(this.#chunkBytes * 2, this.#steadyBytes);
     // A file shorter than expected ends here: whatever is left over becomes the tail.
     if (got < full) this.#end = this.#position;
     return got === full ? chunk : chunk.subarray(0, got);

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openSessionHistory, type EventStore, type RecordedEvent } from '@sessionfold/core';
+import { toStoredEvent } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
 import { collect, freshDir } from './test-support.fixture.js';
 
@@ -44,6 +45,19 @@ describe('a file store written by release 0.1.0', () => {
     await writer.close();
     const view = await fileStore({ directory: copyOfFixture(), readOnly: true });
     expect(await readBack(view)).toEqual(expected);
+    await view.close();
+  });
+
+  it('reads stored its journals of lines without a stream name as read and readAll give them, data as JSON text', async () => {
+    const view = await fileStore({ directory: copyOfFixture(), readOnly: true });
+    const feed = await collect(view.readAll());
+    expect(await collect(view.readAllStored!())).toEqual(feed.map(toStoredEvent));
+    for (const { stream } of await collect(view.streams())) {
+      const read = await view.read(stream);
+      const stored = await view.readStored!(stream);
+      expect(stored.snapshot).toEqual(read.snapshot);
+      expect(await collect(stored.events)).toEqual((await collect(read.events)).map(toStoredEvent));
+    }
     await view.close();
   });
 

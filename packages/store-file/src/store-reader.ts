@@ -12,7 +12,7 @@ import {
 import { ChangeIndex } from './change-index.js';
 import { mergeByPosition, type FeedSource } from './feed.js';
 import { errorCode, type FileSystem } from './fs-layer.js';
-import { journalEvents, startPoint, type EventWindow, type StartPoint } from './journal-events.js';
+import { journalEvents, startPoint, type EventForm, type EventWindow, type JournalEvents, type StartPoint } from './journal-events.js';
 import type { JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
 import type { Positions } from './positions.js';
@@ -21,7 +21,10 @@ import { readSnapshotFile } from './snapshot-file.js';
 import type { ChangeMark, StreamEntry } from './stream-entry.js';
 import type { JournalHandle, StreamFiles } from './stream-files.js';
 
-const EMPTY: AsyncIterable<RecordedEvent> = { [Symbol.asyncIterator]: async function* () {} };
+const EMPTY: AsyncIterable<never> = { [Symbol.asyncIterator]: async function* () {} };
+
+/** A stream read whose events are in the form `T` (see `EventForm`). */
+export type FormRead<T> = Omit<StreamRead, 'events'> & { events: AsyncIterable<T> };
 
 /** What the read side needs from the store. */
 export interface ReaderContext {
@@ -87,16 +90,16 @@ export class StoreReader {
   }
 
   /** The stream as it is now: revision, the snapshot if it covers `from`, then the events after it. */
-  async read(stream: StreamId, from: number): Promise<StreamRead> {
+  async read<T>(stream: StreamId, from: number, form: EventForm<T>): Promise<FormRead<T>> {
     try {
-      return await this.#read(stream, from);
+      return await this.#read(stream, from, form);
     } catch (error) {
       if (error instanceof CorruptionError) this.#ctx.corrupted(error);
       throw error;
     }
   }
 
-  async #read(stream: StreamId, from: number): Promise<StreamRead> {
+  async #read<T>(stream: StreamId, from: number, form: EventForm<T>): Promise<FormRead<T>> {
     const { fs, layout, readOnly } = this.#ctx;
     const entry = this.#ctx.entries.get(stream);
     for (let attempt = 0; ; attempt++) {
@@ -134,7 +137,8 @@ export class StoreReader {
         }
         const window: EventWindow = { minRevision: after, minPosition: 1, maxPosition: Number.MAX_SAFE_INTEGER };
         handedOver = true;
-        const events = this.#events(handle, stream, startPoint(journal, 'revision', after), length, window, () => files.release());
+        // One stream read at a time by a caller: its next chunk is read while this one's events are taken.
+        const events = this.#events(handle, stream, startPoint(journal, 'revision', after), length, window, form, () => files.release(), true);
         return { ...withSnapshot, events };
       } finally {
         if (!handedOver) files.release();
@@ -143,7 +147,7 @@ export class StoreReader {
   }
 
   /** Every change from `from` up to the watermark (taken when iteration starts), merged by position. */
-  readAll(from: number): AsyncIterable<RecordedEvent> {
+  readAll<T extends { position: number }>(from: number, form: EventForm<T>): AsyncIterable<T> {
     return {
       [Symbol.asyncIterator]: () => {
         const pinned: StreamFiles[] = [];
@@ -153,19 +157,19 @@ export class StoreReader {
           for (const files of pinned) files.release();
         };
         this.#open.add(release);
-        return mergeByPosition(() => this.#feedSources(from, pinned), release);
+        return mergeByPosition(() => this.#feedSources(from, pinned, form), release);
       },
     };
   }
 
   /** The inputs of a feed read, fixed now: each stream's version as of the watermark, pinned into `pinned`. */
-  #feedSources(from: number, pinned: StreamFiles[]): FeedSource[] {
+  #feedSources<T extends { position: number }>(from: number, pinned: StreamFiles[], form: EventForm<T>): FeedSource<T>[] {
     // Everything at or below the watermark is settled; nothing above it is shown, so nothing is ever skipped.
     const upTo = this.#ctx.positions().watermark;
     if (from > upTo) return [];
     const [reloaded] = this.#reloaded;
     if (reloaded !== undefined) throw this.#journalChanged(reloaded);
-    const sources: FeedSource[] = [];
+    const sources: FeedSource<T>[] = [];
     const within = (position: number) => position >= from && position <= upTo;
     // Versions held for reads up to a change are let go once it is at or below the watermark, also of streams this read skips.
     for (const entry of this.#holding) {
@@ -176,7 +180,7 @@ export class StoreReader {
     for (const entry of from <= 1 ? this.#ctx.entries.values() : this.#changes.from(from)) {
       const tombstone = entry.tombstone;
       if (tombstone && within(tombstone.position)) {
-        sources.push(single(tombstone.position, async () => changeRecord(entry.name, DELETED_RECORD, tombstone, null)));
+        sources.push(single(tombstone.position, async () => form.fromRecord(changeRecord(entry.name, DELETED_RECORD, tombstone, null))));
       }
       // A change above the watermark is not shown yet: the stream shows as it was before that change.
       entry.dropHeldVersions(upTo);
@@ -187,8 +191,8 @@ export class StoreReader {
       if (!fromSnapshot && !fromJournal) continue;
       files.pin();
       pinned.push(files);
-      if (fromSnapshot) sources.push(single(snapshot.position, () => this.#snapshotRecord(entry.name, files, snapshot)));
-      if (fromJournal) sources.push(this.#journalSource(entry, files, Math.max(from, journal.firstPosition), upTo));
+      if (fromSnapshot) sources.push(single(snapshot.position, async () => form.fromRecord(await this.#snapshotRecord(entry.name, files, snapshot))));
+      if (fromJournal) sources.push(this.#journalSource(entry, files, Math.max(from, journal.firstPosition), upTo, form));
     }
     return sources;
   }
@@ -219,7 +223,7 @@ export class StoreReader {
     return new StorageError(`@sessionfold/store-file: ${path} is missing.`);
   }
 
-  async #snapshotRecord(stream: StreamId, files: StreamFiles, mark: ChangeMark): Promise<RecordedEvent | undefined> {
+  async #snapshotRecord(stream: StreamId, files: StreamFiles, mark: ChangeMark): Promise<RecordedEvent> {
     try {
       const stored = await files.readSnapshot(this.#ctx.fs, this.#ctx.layout.snapshot(stream), stream);
       if (!stored || stored.position !== mark.position) throw this.#snapshotChanged(stream);
@@ -231,35 +235,33 @@ export class StoreReader {
   }
 
   /** A stream's journal as a feed input, opened only when the merge first needs it. */
-  #journalSource(entry: StreamEntry, files: StreamFiles, from: number, upTo: number): FeedSource {
-    let events: AsyncIterableIterator<RecordedEvent> | undefined;
-    /** The first step, fetched by the first `next` or ahead of it by `prefetch`. */
-    let first: Promise<IteratorResult<RecordedEvent>> | undefined;
-    let firstTaken = false;
-    const fetchFirst = () =>
-      (first ??= (async () => {
+  #journalSource<T extends { position: number }>(entry: StreamEntry, files: StreamFiles, from: number, upTo: number, form: EventForm<T>): FeedSource<T> {
+    let events: JournalEvents<T> | undefined;
+    /** The journal opened, by the first `next` or ahead of it by `prefetch`. */
+    let opened: Promise<JournalEvents<T>> | undefined;
+    const open = () =>
+      (opened ??= (async () => {
         const journal = files.journal;
         const handle = await this.#openJournal(entry, files);
         if (!handle) throw this.#journalChanged(entry.name);
         const window: EventWindow = { minRevision: 1, minPosition: from, maxPosition: upTo };
-        events = this.#events(handle, entry.name, startPoint(journal, 'position', from), journal.length, window);
-        return events.next();
+        events = this.#events(handle, entry.name, startPoint(journal, 'position', from), journal.length, window, form);
+        return events;
       })());
     return {
       key: from,
+      // Ahead of the merge only the file is opened and its first bytes read: events decoded that early would live
+      // long enough to be promoted to the old generation, many journals' worth of them, before the merge takes them.
       // A failure fetched ahead is reported by the `next` that takes it.
-      prefetch: () => void fetchFirst().catch(() => undefined),
-      next: async () => {
-        let step: IteratorResult<RecordedEvent>;
-        if (firstTaken) step = await (events as AsyncIterableIterator<RecordedEvent>).next();
-        else {
-          firstTaken = true;
-          step = await fetchFirst();
-        }
-        return step.done ? undefined : step.value;
-      },
+      prefetch: () =>
+        void open().then(
+          (ahead) => ahead.prefetch(),
+          () => undefined,
+        ),
+      // Most events are decoded already: those are handed over without a promise (three per event, otherwise).
+      next: () => (events ? (events.takeReady() ?? stepped(events.next())) : open().then((first) => stepped(first.next()))),
       close: async () => {
-        await first?.catch(() => undefined);
+        await opened?.catch(() => undefined);
         await events?.return?.();
       },
     };
@@ -324,14 +326,16 @@ export class StoreReader {
     throw new StorageError(`@sessionfold/store-file: the files of ${stream} keep changing under this read-only store; reopen it.`);
   }
 
-  #events(
+  #events<T>(
     handle: JournalHandle,
     stream: StreamId,
     start: StartPoint,
     end: number,
     window: EventWindow,
+    form: EventForm<T>,
     onDone?: () => void,
-  ): AsyncIterableIterator<RecordedEvent> {
+    readAhead = false,
+  ): JournalEvents<T> {
     const { fs, layout } = this.#ctx;
     // A reader that is never iterated would keep its descriptor and pin; `closeAll` releases those.
     let open = true;
@@ -344,11 +348,17 @@ export class StoreReader {
     };
     this.#open.add(done);
     const owned: FileSystem = { ...fs, close: async () => done() };
-    return journalEvents(owned, handle.fd, layout.journal(stream), stream, start, end, window, (error) => this.#ctx.corrupted(error));
+    return journalEvents(owned, handle.fd, layout.journal(stream), stream, start, end, window, form, (error) => this.#ctx.corrupted(error), readAhead);
   }
 }
 
-function single(position: number, make: () => Promise<RecordedEvent | undefined>): FeedSource {
+/** The value of an iterator step, or undefined at its end: what a `FeedSource` gives. */
+async function stepped<T>(step: Promise<IteratorResult<T>>): Promise<T | undefined> {
+  const result = await step;
+  return result.done ? undefined : result.value;
+}
+
+function single<T extends { position: number }>(position: number, make: () => Promise<T | undefined>): FeedSource<T> {
   let done = false;
   return {
     key: position,

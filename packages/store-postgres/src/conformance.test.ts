@@ -30,6 +30,7 @@ if (PG_URL === undefined) {
     verify: true,
     follow: true,
     checkpoints: true,
+    readStored: true,
     // Another store object on the same schema, with its own pool: what another process sees.
     openSecond: async (store) => postgresStore({ connectionString: PG_URL as string, schema: schemas.get(store) as string }),
     withClock: (clock) => open(testSchema(), clock),

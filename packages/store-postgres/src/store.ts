@@ -6,6 +6,10 @@ import {
   CorruptionError,
   InvalidInputError,
   PagedEvents,
+  eventFromRow,
+  storedEventFromRow,
+  type PagedRead,
+  type StoredStreamRead,
   StorageError,
   StoreClosedError,
   readClock,
@@ -187,6 +191,64 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     };
   };
 
+  /** A stream read with each event built by `fromRow` (`eventFromRow`, or `storedEventFromRow` for data as stored). */
+  const readPaged = async <T>(stream: StreamId, readOptions: unknown, fromRow: (row: EventRow) => T): Promise<PagedRead<T>> => {
+    live();
+    validateStreamId(stream);
+    const from = validateReadOptions(readOptions);
+    type FirstRow = [head: number, bound: number, snapshotRevision: number | null, snapshotData: string | null, ...EventRow];
+    const result = await rows<FirstRow>(q.readFirst([stream, from]));
+    const top = result[0] as FirstRow;
+    const [head, bound, snapshotRevision, snapshotData] = top;
+    if (head === 0) return { revision: 0, events: new PagedEvents([], undefined, fromRow) };
+    const snapshot = snapshotRevision === null ? undefined : (JSON.parse(snapshotData as string) as Snapshot);
+    const first = top[4] === null ? [] : result.map((row) => row.slice(4) as unknown as EventRow);
+    const start = snapshot ? snapshot.revision + 1 : from;
+    first.forEach((row, index) => {
+      if (row[2] !== start + index) throw missing(stream, start + index);
+    });
+    const reached = start + first.length;
+    if (first.length < PAGE_SIZE && reached <= head) throw missing(stream, reached);
+    const rest = reached <= head ? laterPages(stream, reached, head, bound) : undefined;
+    return { revision: head, ...(snapshot ? { snapshot } : {}), events: new PagedEvents(first, rest, fromRow) };
+  };
+
+  /** The feed from the read options' position, each record built by `fromRow`. */
+  const feedPaged = <T>(readOptions: unknown, fromRow: (row: EventRow) => T): PagedEvents<T> => {
+    live();
+    let next = validateReadAllOptions(readOptions);
+    // Bounded by the last position when the first page is read, like a snapshot of the feed; a consumer
+    // goes on from where it stopped. Every write holds the counter until it commits, so whatever a
+    // statement sees of the feed is a prefix of it: a later page can never reveal a position before one seen.
+    let last: number | undefined;
+    return new PagedEvents(
+      [],
+      async () => {
+        live();
+        let page: EventRow[];
+        let size = LATER_PAGE_SIZE;
+        if (last === undefined) {
+          size = PAGE_SIZE;
+          const result = await rows<[number, ...EventRow]>(q.feedFirst([next]));
+          const top = result[0] as [number, ...EventRow];
+          last = top[0];
+          if (top[1] === null) return undefined;
+          page = result.map((row) => row.slice(1) as unknown as EventRow);
+        } else {
+          if (next > last) return undefined;
+          page = await rows<EventRow>(q.feedPage([next]));
+        }
+        const bound = last;
+        const kept = page.length > 0 && (page[page.length - 1] as EventRow)[0] > bound ? page.filter((row) => row[0] <= bound) : page;
+        const end = kept[kept.length - 1];
+        // A short page is the end of the table as this statement saw it: nothing more up to the bound.
+        next = end === undefined || kept.length < size ? bound + 1 : end[0] + 1;
+        return kept.length === 0 ? undefined : kept;
+      },
+      fromRow,
+    );
+  };
+
   const store: PostgresEventStore = {
     append(stream, events, appendOptions) {
       const started = observed ? performance.now() : 0;
@@ -211,55 +273,19 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     },
 
     async read(stream, readOptions): Promise<StreamRead> {
-      live();
-      validateStreamId(stream);
-      const from = validateReadOptions(readOptions);
-      type FirstRow = [head: number, bound: number, snapshotRevision: number | null, snapshotData: string | null, ...EventRow];
-      const result = await rows<FirstRow>(q.readFirst([stream, from]));
-      const top = result[0] as FirstRow;
-      const [head, bound, snapshotRevision, snapshotData] = top;
-      if (head === 0) return { revision: 0, events: new PagedEvents([]) };
-      const snapshot = snapshotRevision === null ? undefined : (JSON.parse(snapshotData as string) as Snapshot);
-      const first = top[4] === null ? [] : result.map((row) => row.slice(4) as unknown as EventRow);
-      const start = snapshot ? snapshot.revision + 1 : from;
-      first.forEach((row, index) => {
-        if (row[2] !== start + index) throw missing(stream, start + index);
-      });
-      const reached = start + first.length;
-      if (first.length < PAGE_SIZE && reached <= head) throw missing(stream, reached);
-      const rest = reached <= head ? laterPages(stream, reached, head, bound) : undefined;
-      return { revision: head, ...(snapshot ? { snapshot } : {}), events: new PagedEvents(first, rest) };
+      return readPaged(stream, readOptions, eventFromRow);
     },
 
     readAll(readOptions) {
-      live();
-      let next = validateReadAllOptions(readOptions);
-      // Bounded by the last position when the first page is read, like a snapshot of the feed; a consumer
-      // goes on from where it stopped. Every write holds the counter until it commits, so whatever a
-      // statement sees of the feed is a prefix of it: a later page can never reveal a position before one seen.
-      let last: number | undefined;
-      return new PagedEvents([], async () => {
-        live();
-        let page: EventRow[];
-        let size = LATER_PAGE_SIZE;
-        if (last === undefined) {
-          size = PAGE_SIZE;
-          const result = await rows<[number, ...EventRow]>(q.feedFirst([next]));
-          const top = result[0] as [number, ...EventRow];
-          last = top[0];
-          if (top[1] === null) return undefined;
-          page = result.map((row) => row.slice(1) as unknown as EventRow);
-        } else {
-          if (next > last) return undefined;
-          page = await rows<EventRow>(q.feedPage([next]));
-        }
-        const bound = last;
-        const kept = page.length > 0 && (page[page.length - 1] as EventRow)[0] > bound ? page.filter((row) => row[0] <= bound) : page;
-        const end = kept[kept.length - 1];
-        // A short page is the end of the table as this statement saw it: nothing more up to the bound.
-        next = end === undefined || kept.length < size ? bound + 1 : end[0] + 1;
-        return kept.length === 0 ? undefined : kept;
-      });
+      return feedPaged(readOptions, eventFromRow);
+    },
+
+    async readStored(stream, readOptions): Promise<StoredStreamRead> {
+      return readPaged(stream, readOptions, storedEventFromRow);
+    },
+
+    readAllStored(readOptions) {
+      return feedPaged(readOptions, storedEventFromRow);
     },
 
     async *streams(listOptions) {

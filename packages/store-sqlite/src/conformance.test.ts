@@ -24,6 +24,7 @@ describeEventStoreConformance('sqliteStore', () => open(freshPath()), {
   verify: true,
   follow: true,
   checkpoints: true,
+  readStored: true,
   status: true,
   // Another connection on the same file: what another process sees.
   openSecond: async (store) => sqliteStore({ path: paths.get(store) as string }),

@@ -3,10 +3,10 @@ import {
   CorruptionError,
   EVENT_ROW_COLUMN,
   PagedEvents,
+  type PagedRead,
   type EventRow,
   type Snapshot,
   type StreamId,
-  type StreamRead,
 } from '@sessionfold/core/kernel';
 import type { SqliteStatement } from './database.js';
 import type { Statements } from './statements.js';
@@ -16,9 +16,10 @@ export const PAGE_SIZE = 512;
 
 /** The store's reads; a page is read whole before anything is handed out, so the connection is never held. */
 export interface Reads {
-  read(stream: StreamId, from: number): StreamRead;
+  /** Each event (or feed record) built by `fromRow`: `eventFromRow`, or `storedEventFromRow` for its data as stored. */
+  read<T>(stream: StreamId, from: number, fromRow: (row: EventRow) => T): PagedRead<T>;
   /** The feed from `from` up to the last position at the time of the call. */
-  feed(from: number): PagedEvents;
+  feed<T>(from: number, fromRow: (row: EventRow) => T): PagedEvents<T>;
   /** One page of existing streams: names ≥ `from` (first page) or > `after` (the next ones). */
   streamsPage(bound: { from: string } | { after: string }): { stream: StreamId; revision: number }[];
   ownedBlobs(stream: StreamId): string[];
@@ -52,13 +53,13 @@ export function createReads(s: Statements, path: string, guard: <T>(work: () => 
   };
 
   return {
-    read(stream, from) {
+    read(stream, from, fromRow) {
       return guard(() => {
         // One read transaction: the revision, the snapshot and the first page are of the same commit.
         s.begin.run();
         try {
           const head = headOf(stream);
-          if (head === 0) return { revision: 0, events: new PagedEvents([]) };
+          if (head === 0) return { revision: 0, events: new PagedEvents([], undefined, fromRow) };
           const record = s.snapshotRecord.get(stream) as { revision: number; data: string } | undefined;
           const snapshot = record && record.revision >= from ? (JSON.parse(record.data) as Snapshot) : undefined;
           const start = snapshot ? snapshot.revision + 1 : from;
@@ -69,24 +70,28 @@ export function createReads(s: Statements, path: string, guard: <T>(work: () => 
           const reached = start + first.length;
           if (first.length < PAGE_SIZE && reached <= head) throw missing(path, stream, reached);
           const rest = reached <= head ? laterPages(stream, reached, head, Number(s.lastPosition.get())) : undefined;
-          return { revision: head, ...(snapshot ? { snapshot } : {}), events: new PagedEvents(first, rest) };
+          return { revision: head, ...(snapshot ? { snapshot } : {}), events: new PagedEvents(first, rest, fromRow) };
         } finally {
           s.commit.run();
         }
       });
     },
 
-    feed(from) {
+    feed(from, fromRow) {
       // Bounded by the last position now, like a snapshot of the feed; a consumer goes on from where it stopped.
       const last = guard(() => Number(s.lastPosition.get() ?? 0));
       let next = from;
-      return new PagedEvents([], () => {
-        if (next > last) return undefined;
-        const page = guard(() => collect<EventRow>(s.feedPage, [next, last, PAGE_SIZE]));
-        const end = page[page.length - 1];
-        next = end === undefined ? last + 1 : end[EVENT_ROW_COLUMN.position] + 1;
-        return page;
-      });
+      return new PagedEvents(
+        [],
+        () => {
+          if (next > last) return undefined;
+          const page = guard(() => collect<EventRow>(s.feedPage, [next, last, PAGE_SIZE]));
+          const end = page[page.length - 1];
+          next = end === undefined ? last + 1 : end[EVENT_ROW_COLUMN.position] + 1;
+          return page;
+        },
+        fromRow,
+      );
     },
 
     streamsPage(bound) {

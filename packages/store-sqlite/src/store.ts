@@ -16,6 +16,8 @@ import {
   validateStreamsOptions,
   validateWriteOptions,
   ChangeSignal,
+  eventFromRow,
+  storedEventFromRow,
   followFeed,
   validateFollowOptions,
   type EventStore,
@@ -189,12 +191,23 @@ export async function sqliteStore(options: SqliteStoreOptions): Promise<SqliteEv
     async read(stream, readOptions) {
       live();
       validateStreamId(stream);
-      return reads.read(stream, validateReadOptions(readOptions));
+      return reads.read(stream, validateReadOptions(readOptions), eventFromRow);
     },
 
     readAll(readOptions) {
       live();
-      return reads.feed(validateReadAllOptions(readOptions));
+      return reads.feed(validateReadAllOptions(readOptions), eventFromRow);
+    },
+
+    async readStored(stream, readOptions) {
+      live();
+      validateStreamId(stream);
+      return reads.read(stream, validateReadOptions(readOptions), storedEventFromRow);
+    },
+
+    readAllStored(readOptions) {
+      live();
+      return reads.feed(validateReadAllOptions(readOptions), storedEventFromRow);
     },
 
     async *streams(listOptions) {
@@ -282,7 +295,7 @@ export async function sqliteStore(options: SqliteStoreOptions): Promise<SqliteEv
       let seenDataVersion = guard(() => dataVersion.get());
       return followFeed(
         {
-          readAll: (from) => (live(), reads.feed(from)),
+          readAll: (from) => (live(), reads.feed(from, eventFromRow)),
           changes,
           pollMs: FOLLOW_POLL_MS,
           // data_version moves when another connection commits; this connection's own commits notify directly.

@@ -2,17 +2,19 @@ import { createWriteStream, existsSync } from 'node:fs';
 import { once } from 'node:events';
 import { rm } from 'node:fs/promises';
 import type { Command } from 'commander';
-import type { EventStore } from '@sessionfold/core/kernel';
+import type { EventStore, StoredEvent } from '@sessionfold/core/kernel';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
 import { refused } from '../exit-codes.js';
 import { examples } from '../help.js';
+import { JsonStrings } from '../format-change.js';
 import { Output } from '../output.js';
 import { parseArg } from '../parse.js';
 import { PORTABLE_FORMAT, PORTABLE_VERSION, type PortableLine } from '../portable.js';
 import { interruptible } from '../interruption.js';
 import { lookahead } from '../lookahead.js';
 import { progress } from '../progress.js';
+import { readStored } from '../stored-reads.js';
 
 /**
  * `export [--out FILE]`: the whole store as one portable JSON-lines file (streams, snapshots, events, blobs in
@@ -43,10 +45,11 @@ export function registerExport(program: Command): void {
           if (context.out.progressAllowed) for await (const _ of store.streams()) total++;
           const bar = progress(context.out, 'export', total);
           const counts = { streams: 0, events: 0, blobs: 0 };
+          const strings = new JsonStrings();
           let complete = false;
           // The next stream's read and blob list are asked for while this one is written.
           const streams = lookahead(store.streams(), async ({ stream }) => {
-            const [read, blobs] = await Promise.all([store.read(stream), blobsOf(store, stream)]);
+            const [read, blobs] = await Promise.all([readStored(store, stream, {}), blobsOf(store, stream)]);
             return { stream, read, blobs };
           });
           try {
@@ -60,11 +63,10 @@ export function registerExport(program: Command): void {
               counts.streams++;
               await write({ kind: 'stream', stream, revision: read.revision });
               if (read.snapshot) await write({ kind: 'snapshot', stream, snapshot: read.snapshot });
+              const streamJson = JSON.stringify(stream);
               for await (const event of read.events) {
                 counts.events++;
-                const line: PortableLine = { kind: 'event', stream, revision: event.revision, type: event.type, data: event.data };
-                if (event.eventId !== undefined) line.eventId = event.eventId;
-                if (target.appendLine(line)) await target.flush();
+                if (target.append(portableEventLine(streamJson, event, strings))) await target.flush();
               }
               for (const sha256 of blobs) {
                 const bytes = await store.getBlob(sha256);
@@ -99,4 +101,13 @@ async function blobsOf(store: EventStore, stream: string): Promise<string[]> {
   const shas: string[] = [];
   for await (const sha256 of store.blobs(stream)) shas.push(sha256);
   return shas;
+}
+
+/**
+ * The portable `event` line of `event` (of the stream whose JSON string is `streamJson`), as `JSON.stringify` of a
+ * `PortableLine` gives it, with the data's stored text copied rather than parsed and serialized again.
+ */
+function portableEventLine(streamJson: string, event: StoredEvent, strings: JsonStrings): string {
+  const eventId = event.eventId === undefined ? '' : `,"eventId":${JSON.stringify(event.eventId)}`;
+  return `{"kind":"event","stream":${streamJson},"revision":${event.revision},"type":${strings.type(event.type)},"data":${event.dataJson}${eventId}}\n`;
 }

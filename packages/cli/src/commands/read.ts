@@ -3,8 +3,9 @@ import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
 import { notFound } from '../exit-codes.js';
 import { examples } from '../help.js';
-import { formatChange, printChanges } from '../format-change.js';
+import { formatChange, printStoredChanges } from '../format-change.js';
 import { integerText, parseArg, streamIdText } from '../parse.js';
+import { readStored } from '../stored-reads.js';
 
 /** `read <stream> [--from-revision N]`: the stream's raw events (its snapshot first, when it covers the start). */
 export function registerRead(program: Command): void {
@@ -19,12 +20,12 @@ export function registerRead(program: Command): void {
       const stream = parseArg(streamIdText, rawStream, '<stream>');
       const { fromRevision } = parseArg(z.object({ fromRevision: integerText(1).optional() }), rawOptions, '--from-revision');
       await withStore(context, true, async ({ store }) => {
-        const read = await store.read(stream, fromRevision === undefined ? {} : { fromRevision });
+        const read = await readStored(store, stream, fromRevision === undefined ? {} : { fromRevision });
         if (read.revision === 0) throw notFound(`no stream ${stream}`);
         if (read.snapshot) {
           await formatChange(context.out, { streamId: stream, type: '$snapshot', revision: read.snapshot.revision, data: read.snapshot as never });
         }
-        await printChanges(context.out, read.events);
+        await printStoredChanges(context.out, read.events);
       });
     });
 }

@@ -2,8 +2,9 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
 import { examples } from '../help.js';
-import { printChanges } from '../format-change.js';
+import { printChanges, printStoredChanges } from '../format-change.js';
 import { integerText, parseArg } from '../parse.js';
+import { readAllStored } from '../stored-reads.js';
 import { endOfFeed, followChanges, lastChanges } from '../tail-feed.js';
 
 const fromSchema = z.union([z.literal('start'), z.literal('end'), integerText(1)]);
@@ -41,8 +42,8 @@ export function registerTail(program: Command): void {
           const from = options.from === undefined || options.from === 'start' ? 1 : options.from === 'end' ? await endOfFeed(store) : options.from;
           if (options.lines === undefined) {
             // One read from `from` on: with --follow, the store's follow() yields what is there, then what comes.
-            const changes = options.follow ? followChanges(store, from, abort.signal) : store.readAll({ fromPosition: from });
-            await printChanges(out, changes, abort.signal);
+            if (options.follow) await printChanges(out, followChanges(store, from, abort.signal), abort.signal);
+            else await printStoredChanges(out, readAllStored(store, { fromPosition: from }), abort.signal);
             return;
           }
           const last = await lastChanges(store, from, options.lines);

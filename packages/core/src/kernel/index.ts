@@ -10,3 +10,4 @@ export * from './capabilities.js';
 export * from './follow.js';
 export * from './paged-events.js';
 export * from './observer.js';
+export * from './stored-events.js';

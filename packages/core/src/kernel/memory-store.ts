@@ -3,6 +3,7 @@ import { validateCheckpointData, validateCheckpointName, type CheckpointData, ty
 import { ConcurrencyError, InvalidInputError, StoreClosedError } from './errors.js';
 import { ChangeSignal, followFeed, validateFollowOptions } from './follow.js';
 import { cloneJson, type JsonValue } from './json.js';
+import { storedEvents } from './stored-events.js';
 import {
   DELETED_RECORD,
   SNAPSHOT_RECORD,
@@ -167,6 +168,15 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
     readAll(readOptions) {
       open();
       return readFeed(validateReadAllOptions(readOptions));
+    },
+
+    async readStored(stream, readOptions) {
+      const read = await this.read(stream, readOptions);
+      return { ...read, events: storedEvents(read.events) };
+    },
+
+    readAllStored(readOptions) {
+      return storedEvents(this.readAll(readOptions));
     },
 
     async *streams(listOptions) {

@@ -1,4 +1,4 @@
-import type { RecordedEvent } from './port.js';
+import type { RecordedEvent, StoredEvent, StreamRead } from './port.js';
 
 /** An event as a database store selects it: one row in this column order (see `EVENT_ROW_COLUMN`). */
 export type EventRow = [
@@ -30,6 +30,26 @@ export function eventFromRow(row: EventRow): RecordedEvent {
   return event;
 }
 
+/** Builds a `StoredEvent` from a row: the data column's JSON text is handed out as it is, never parsed. */
+export function storedEventFromRow(row: EventRow): StoredEvent {
+  const event: StoredEvent = {
+    streamId: row[1],
+    type: row[3],
+    dataJson: row[4],
+    schemaVersion: row[7],
+    revision: row[2],
+    position: row[0],
+    recordedAt: row[6],
+  };
+  if (row[5] !== null) event.eventId = row[5];
+  return event;
+}
+
+/** A stream read whose events a database store builds from rows: a `StreamRead`, or a `StoredStreamRead`. */
+export interface PagedRead<T> extends Omit<StreamRead, 'events'> {
+  events: PagedEvents<T>;
+}
+
 /** The page after the one used up (the source keeps its own cursor), or undefined (or no rows) at the end. */
 export type NextPage = () => readonly EventRow[] | undefined | Promise<readonly EventRow[] | undefined>;
 
@@ -38,20 +58,25 @@ export type NextPage = () => readonly EventRow[] | undefined | Promise<readonly 
  * connection is held between pages and the consumer may read and write while it iterates. Written by hand rather
  * than as an async generator: with a synchronous page source (better-sqlite3) a replay costs one promise per event.
  */
-export class PagedEvents implements AsyncIterableIterator<RecordedEvent> {
+export class PagedEvents<T = RecordedEvent> implements AsyncIterableIterator<T> {
   #page: readonly EventRow[];
   #index = 0;
   #nextPage: NextPage | undefined;
+  readonly #fromRow: (row: EventRow) => T;
 
-  /** `nextPage` may throw or reject: the `next()` that needed the page rejects with that error. */
-  constructor(first: readonly EventRow[], nextPage?: NextPage) {
+  /**
+   * `nextPage` may throw or reject: the `next()` that needed the page rejects with that error. `fromRow` builds each
+   * value (default `eventFromRow`; `storedEventFromRow` for `StoredEvent`s).
+   */
+  constructor(first: readonly EventRow[], nextPage?: NextPage, fromRow: (row: EventRow) => T = eventFromRow as unknown as (row: EventRow) => T) {
     this.#page = first;
     this.#nextPage = nextPage;
+    this.#fromRow = fromRow;
   }
 
-  next(): Promise<IteratorResult<RecordedEvent>> {
+  next(): Promise<IteratorResult<T>> {
     try {
-      if (this.#index < this.#page.length) return Promise.resolve({ value: eventFromRow(this.#page[this.#index++] as EventRow), done: false });
+      if (this.#index < this.#page.length) return Promise.resolve({ value: this.#fromRow(this.#page[this.#index++] as EventRow), done: false });
       const more = this.#nextPage?.();
       if (more instanceof Promise) {
         return more.then(
@@ -69,7 +94,7 @@ export class PagedEvents implements AsyncIterableIterator<RecordedEvent> {
     }
   }
 
-  return(): Promise<IteratorResult<RecordedEvent>> {
+  return(): Promise<IteratorResult<T>> {
     this.#finish();
     return Promise.resolve({ value: undefined, done: true });
   }
@@ -79,7 +104,7 @@ export class PagedEvents implements AsyncIterableIterator<RecordedEvent> {
   }
 
   /** Moves to a fetched page; an empty or missing one ends the iteration. */
-  #turn(rows: readonly EventRow[] | undefined): Promise<IteratorResult<RecordedEvent>> {
+  #turn(rows: readonly EventRow[] | undefined): Promise<IteratorResult<T>> {
     if (rows === undefined || rows.length === 0) return this.return();
     this.#page = rows;
     this.#index = 0;

@@ -71,6 +71,17 @@ export interface StreamRead<E extends EventShape = EventShape> {
   events: AsyncIterable<RecordedEvent<E>>;
 }
 
+/**
+ * An event or feed record with its data as JSON text instead of a value: `dataJson` is exactly what
+ * `JSON.stringify` gives for the `data` that `read` or `readAll` returns, so it can be copied out unchanged.
+ */
+export type StoredEvent = RecordedMetadata & { type: string; dataJson: string };
+
+/** `StreamRead` with each event as a `StoredEvent` (the snapshot stays a value). */
+export interface StoredStreamRead extends Omit<StreamRead, 'events'> {
+  events: AsyncIterable<StoredEvent>;
+}
+
 /** Reserved event types that appear only in `readAll`, so a consumer that was behind can still converge (schemaVersion 1). */
 export const SNAPSHOT_RECORD = '$snapshot';
 export const DELETED_RECORD = '$deleted';
@@ -169,6 +180,15 @@ export interface EventStore<E extends EventShape = EventShape> {
 
   /** `readAll` that does not stop at the end: yields every later change once, in position order, until the signal fires or the store closes. */
   follow?(options?: FollowOptions): AsyncIterable<FeedRecord<E>>;
+
+  /**
+   * `read` with each event's data as the JSON text the store keeps: the same revision, snapshot and events, without
+   * parsing the data only to have it serialized again (an export, a CLI printing JSON lines).
+   */
+  readStored?(stream: StreamId, options?: { fromRevision?: number }): Promise<StoredStreamRead>;
+
+  /** `readAll` with each record's data as the JSON text the store keeps: the same records, in the same order. */
+  readAllStored?(options?: { fromPosition?: number }): AsyncIterable<StoredEvent>;
 
   /** A store-local slot for projection checkpoints: outside every stream, the feed and `copyStore`, bound to this store's id. */
   readonly checkpoints?: CheckpointSlot;
