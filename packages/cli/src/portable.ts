@@ -11,8 +11,9 @@ const stream = streamIdText;
 
 /**
  * One line of the portable JSON-lines file: a header, then per stream its head line, its snapshot (if any),
- * its events in revision order and the blobs it owns (base64), and an end line with the counts. Positions and
- * `recordedAt` are not carried: the destination store gives its own.
+ * its events in revision order (each with its data's `schemaVersion` when that is not 1) and the blobs it owns
+ * (base64), and an end line with the counts. Positions and `recordedAt` are not carried: the destination store
+ * gives its own.
  */
 export const portableLineSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('header'), format: z.literal(PORTABLE_FORMAT), version: z.literal(PORTABLE_VERSION), exportedAt: z.string() }),
@@ -22,7 +23,16 @@ export const portableLineSchema = z.discriminatedUnion('kind', [
     stream,
     snapshot: z.object({ revision: z.number().int().min(1), state: json, identity: z.object({ stream: z.string(), schemaVersion: z.number().int() }) }),
   }),
-  z.object({ kind: z.literal('event'), stream, revision: z.number().int().min(1), type: z.string(), data: json, eventId: z.string().optional() }),
+  z.object({
+    kind: z.literal('event'),
+    stream,
+    revision: z.number().int().min(1),
+    type: z.string(),
+    data: json,
+    eventId: z.string().optional(),
+    // Written only when not 1, so files of events that all have version 1 read as before.
+    schemaVersion: z.number().int().min(2).optional(),
+  }),
   z.object({ kind: z.literal('blob'), stream, sha256: z.string().regex(/^[0-9a-f]{64}$/), base64: z.string() }),
   z.object({ kind: z.literal('end'), streams: z.number().int().min(0), events: z.number().int().min(0), blobs: z.number().int().min(0) }),
 ]);

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openSessionHistory } from '@sessionfold/core';
+import { fileStore } from '@sessionfold/store-file';
 import { sqliteStore } from '@sessionfold/store-sqlite';
 import { describe, expect, it } from 'vitest';
 import { freshDir, jsonLines, populatedFileStore, populatedSqliteStore, run } from './test-support.fixture.js';
@@ -70,6 +71,40 @@ describe('export and import', () => {
     expect(await contents(target)).toEqual(await contents(source.url));
     const show = JSON.parse((await run(['show', source.sessionId, '--json', '-s', target])).stdout) as { id: string };
     expect(show.id).toBe(source.sessionId);
+  });
+
+  it('keep each event’s schema version (written only when it is not 1)', async () => {
+    const path = join(freshDir(), 'versions.db');
+    const store = await sqliteStore({ path });
+    try {
+      await store.append(
+        'notes-versions',
+        [
+          { type: 'Noted', data: { n: 1 } },
+          { type: 'Noted', data: { n: 2 }, schemaVersion: 3 },
+        ],
+        { expectedRevision: 'no_stream' },
+      );
+    } finally {
+      await store.close();
+    }
+    const file = join(freshDir(), 'backup.jsonl');
+    expect((await run(['export', '--out', file, '-s', `sqlite:${path}`])).code).toBe(0);
+    const events = (jsonLines(readFileSync(file, 'utf8')) as { kind: string }[]).filter((line) => line.kind === 'event');
+    expect(events).toEqual([
+      { kind: 'event', stream: 'notes-versions', revision: 1, type: 'Noted', data: { n: 1 } },
+      { kind: 'event', stream: 'notes-versions', revision: 2, type: 'Noted', data: { n: 2 }, schemaVersion: 3 },
+    ]);
+    const dir = join(freshDir(), 'restored');
+    expect((await run(['import', file, '-s', `file:${dir}`])).code).toBe(0);
+    const restored = await fileStore({ directory: dir, readOnly: true });
+    try {
+      const versions: number[] = [];
+      for await (const event of (await restored.read('notes-versions')).events) versions.push(event.schemaVersion);
+      expect(versions).toEqual([1, 3]);
+    } finally {
+      await restored.close();
+    }
   });
 
   it('asks for --yes before importing into a store that holds streams, and refuses streams it has', async () => {

@@ -109,5 +109,6 @@ async function blobsOf(store: EventStore, stream: string): Promise<string[]> {
  */
 function portableEventLine(streamJson: string, event: StoredEvent, strings: JsonStrings): string {
   const eventId = event.eventId === undefined ? '' : `,"eventId":${JSON.stringify(event.eventId)}`;
-  return `{"kind":"event","stream":${streamJson},"revision":${event.revision},"type":${strings.type(event.type)},"data":${event.dataJson}${eventId}}\n`;
+  const schemaVersion = event.schemaVersion === 1 ? '' : `,"schemaVersion":${event.schemaVersion}`;
+  return `{"kind":"event","stream":${streamJson},"revision":${event.revision},"type":${strings.type(event.type)},"data":${event.dataJson}${eventId}${schemaVersion}}\n`;
 }

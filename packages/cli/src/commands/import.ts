@@ -209,7 +209,12 @@ async function load(store: EventStore, file: string, streamDone: () => Promise<v
         revision = (await store.restoreStream(value.stream, value.snapshot as never)).revision;
         break;
       case 'event':
-        batch.push({ type: value.type, data: value.data as never, ...(value.eventId === undefined ? {} : { eventId: value.eventId }) });
+        batch.push({
+          type: value.type,
+          data: value.data as never,
+          ...(value.eventId === undefined ? {} : { eventId: value.eventId }),
+          ...(value.schemaVersion === undefined ? {} : { schemaVersion: value.schemaVersion }),
+        });
         if (batch.length >= BATCH) await flush();
         break;
       case 'blob':
