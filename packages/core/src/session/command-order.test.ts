@@ -28,6 +28,23 @@ describe('SessionHistory: the order of command heads', () => {
     expect((await history.commandHeads()).map((head) => head.id)).toEqual(enqueued);
   });
 
+  it('numbers enqueues after a reopen above those of a session deleted before the projection saw them', async () => {
+    const store = memoryStore();
+    // Without the background follow the projection sees the feed only when a query or close catches it up, by
+    // which time the completed session's stream, and its commands with it, are gone from the feed.
+    const { history } = await openTestHistory({ store, follow: false });
+    const first = await startConversation(history, 'deleted');
+    const orders: number[] = [];
+    for (const key of ['a', 'b', 'c']) orders.push((await history.enqueue(first.id, { idempotencyId: key, kind: 'message' })).value.enqueueOrder);
+    await history.complete(first.id, { expectedVersion: 1, state: { sessionObjectId: 'DELETED1' } });
+    await history.close();
+
+    const { history: reopened } = await openTestHistory({ store, follow: false });
+    const next = await startConversation(reopened, 'after');
+    const command = (await reopened.enqueue(next.id, { idempotencyId: 'a', kind: 'message' })).value;
+    expect(command.enqueueOrder).toBeGreaterThan(Math.max(...orders));
+  });
+
   it('keeps enqueue order after compaction, reopening and copying the store', async () => {
     const store = memoryStore();
     const { history } = await openTestHistory({ store, clock: frozen });

@@ -217,6 +217,15 @@ export class SessionProjection {
     return this.#highestEnqueueOrder;
   }
 
+  /**
+   * Counts an `enqueueOrder` this service has just given out as seen. The feed alone cannot vouch for it: a
+   * session deleted before a catch-up reached its commands takes them out of the feed, and a checkpoint saved
+   * without them would let a later service hand their numbers out again.
+   */
+  noteEnqueueOrder(order: number): void {
+    if (order > this.#highestEnqueueOrder) this.#highestEnqueueOrder = order;
+  }
+
   async #readFeed(): Promise<void> {
     const stopping = this.#stopping.signal;
     if (stopping.aborted) throw SessionHistoryError.invalid(messages.closed);

@@ -300,7 +300,11 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
 
   // Exact within this process: every enqueue decided here gets a number above every one decided or seen before.
   let lastEnqueueOrder = 0;
-  const nextEnqueueOrder = (): number => (lastEnqueueOrder = Math.max(lastEnqueueOrder, projection.highestEnqueueOrder()) + 1);
+  const nextEnqueueOrder = (): number => {
+    lastEnqueueOrder = Math.max(lastEnqueueOrder, projection.highestEnqueueOrder()) + 1;
+    projection.noteEnqueueOrder(lastEnqueueOrder);
+    return lastEnqueueOrder;
+  };
 
   const fold = (stream: StreamId) => sessions.load(stream);
   const mutate = (stream: StreamId, decide: (state: SessionStreamState, at: Date) => Decision) => sessions.mutate(stream, decide);
