@@ -37,9 +37,9 @@ describe('reading', () => {
     const expected = Array.from({ length: LONG }, (_, index) => typeOf(index + 1));
     const readStored = store.readStored?.bind(store);
     if (!readStored) throw new Error('the SQLite store has readStored');
-    const reads = [await store.read(first), await store.read(second), await readStored(second, { fromRevision: 2 })];
+    const [firstRead, secondRead, storedRead] = [await store.read(first), await store.read(second), await readStored(second, { fromRevision: 2 })];
     // Read in turns: each iteration takes its next page while the others are part way through theirs.
-    const [a, b, c] = await Promise.all([collect(reads[0].events), collect(reads[1].events), collect(reads[2].events)]);
+    const [a, b, c] = await Promise.all([collect(firstRead.events), collect(secondRead.events), collect(storedRead.events)]);
     expect(a.map((event) => event.type)).toEqual(expected);
     expect(b.map((event) => event.type)).toEqual(expected);
     expect(c.map((event) => event.type)).toEqual(expected.slice(1));
