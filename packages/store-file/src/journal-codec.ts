@@ -1,5 +1,6 @@
 import * as crypto from 'node:crypto';
 import { isEventSchemaVersion, type JsonValue } from '@sessionfold/core/kernel';
+import { readCanonicalHead } from './canonical-head.js';
 
 /**
  * One line of a journal, as stored: `<sha256 hex of PAYLOAD> <PAYLOAD>\n`. An event's payload names its
@@ -100,13 +101,22 @@ const CLOSE_BRACE = 0x7d;
 
 /**
  * `decodeLine` for a stored read: the checksum checked, the payload parsed without its data, and the data's JSON
- * text as `dataJson` (the checksum vouches for it: it is the text the writer serialized). A payload not shaped
+ * text as `dataJson` (the checksum vouches for it: it is the text the writer serialized). The head is read by
+ * `readCanonicalHead` when the writer's shape is met, else parsed as JSON; a payload not shaped
  * `{…,"data":<text>}` is parsed whole and its data serialized.
  */
 export function decodeStoredLine(buf: Buffer, start: number, end: number): { value: unknown } | { reason: string } {
   const damage = frameDamage(buf, start, end);
   if (damage !== undefined) return { reason: damage };
   const payload = start + HASH_HEX + 1;
+  if (buf[end - 1] === CLOSE_BRACE) {
+    const head = readCanonicalHead(buf, payload, end);
+    if (head !== undefined) {
+      const { stream, revision, position, recordedAt, type, eventId, schemaVersion, more } = head;
+      const dataJson = buf.toString('utf8', head.dataMember + DATA_MEMBER.length, end - 1);
+      return { value: { stream, revision, position, recordedAt, type, eventId, schemaVersion, more, dataJson } };
+    }
+  }
   const member = buf.indexOf(DATA_MEMBER, payload);
   try {
     if (member !== -1 && member < end && buf[end - 1] === CLOSE_BRACE) {

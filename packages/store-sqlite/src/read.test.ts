@@ -25,6 +25,29 @@ describe('reading', () => {
     await store.close();
   });
 
+  it('gives every event of a long stream its own type and stream, however the types run across pages, stored or parsed', async () => {
+    const store = await sqliteStore({ path: freshPath() });
+    const [first, second] = [randomStream(), randomStream()];
+    // Runs of one type that start, end and straddle page boundaries, in two streams read in turns.
+    const typeOf = (n: number) => (n < 600 ? 'Started' : n < 1030 ? 'Noted' : n % 2 === 0 ? 'Even' : 'Odd');
+    for (const stream of [first, second]) {
+      const events = Array.from({ length: LONG }, (_, index) => ({ type: typeOf(index + 1), data: { n: index + 1 } }));
+      await store.append(stream, events, { expectedRevision: 'no_stream' });
+    }
+    const expected = Array.from({ length: LONG }, (_, index) => typeOf(index + 1));
+    const readStored = store.readStored?.bind(store);
+    if (!readStored) throw new Error('the SQLite store has readStored');
+    const [firstRead, secondRead, storedRead] = [await store.read(first), await store.read(second), await readStored(second, { fromRevision: 2 })];
+    // Read in turns: each iteration takes its next page while the others are part way through theirs.
+    const [a, b, c] = await Promise.all([collect(firstRead.events), collect(secondRead.events), collect(storedRead.events)]);
+    expect(a.map((event) => event.type)).toEqual(expected);
+    expect(b.map((event) => event.type)).toEqual(expected);
+    expect(c.map((event) => event.type)).toEqual(expected.slice(1));
+    expect(new Set([...a.map((event) => event.streamId)])).toEqual(new Set([first]));
+    expect(new Set([...b.map((event) => event.streamId), ...c.map((event) => event.streamId)])).toEqual(new Set([second]));
+    await store.close();
+  });
+
   it('streams the whole feed across pages in position order, from any position', async () => {
     const store = await sqliteStore({ path: freshPath() });
     await longStream(store, randomStream());

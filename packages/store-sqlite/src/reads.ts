@@ -31,8 +31,23 @@ export interface Reads {
  */
 export function createReads(s: Statements, path: string, guard: <T>(work: () => T) => T): Reads {
   const headOf = (stream: StreamId) => Number(s.headRevision.get(stream, stream));
-  const streamPage = (stream: StreamId, from: number, to: number, maxPosition: number) =>
-    collect<EventRow>(s.streamPage, [stream, from, to, maxPosition, PAGE_SIZE]);
+  /**
+   * The type of the last row of the page read before (of any stream: a store's streams often share their types):
+   * the next page's query leaves it out of the rows that repeat it.
+   */
+  let lastType = '';
+  const streamPage = (stream: StreamId, from: number, to: number, maxPosition: number) => {
+    const sameType = lastType;
+    const page = collect<EventRow>(s.streamPage, [sameType, stream, from, to, maxPosition, PAGE_SIZE]);
+    for (const row of page) {
+      row[EVENT_ROW_COLUMN.stream] = stream;
+      // NULL stands for exactly the type passed (the first page passes '', which no event's type is).
+      row[EVENT_ROW_COLUMN.type] ??= sameType;
+    }
+    const last = page[page.length - 1];
+    if (last) lastType = last[EVENT_ROW_COLUMN.type];
+    return page;
+  };
 
   /**
    * The pages after the first of a stream read, each in its own read transaction. The position bound keeps

@@ -32,7 +32,10 @@ export interface Statements {
   deleteRecordsOfKind: SqliteStatement;
   /** (stream, keepPosition) */
   deleteAllRecords: SqliteStatement;
-  /** (stream, fromRevision, toRevision, maxPosition, limit) → EventRow, raw */
+  /**
+   * (sameType, stream, fromRevision, toRevision, maxPosition, limit) → EventRow, raw, with NULL for the stream and
+   * for a type equal to `sameType`: the reader fills both in (`streamRows`)
+   */
   streamPage: SqliteStatement;
   /** (fromPosition, toPosition, limit) → EventRow, raw */
   feedPage: SqliteStatement;
@@ -73,6 +76,13 @@ const HEAD_OF = (first: string, second: string) =>
 /** The columns of `EventRow`, in its order. */
 const EVENT_COLUMNS = 'position, stream, revision, type, data, event_id, recorded_at, schema_version';
 
+/**
+ * `EVENT_COLUMNS` of a stream read, which knows the stream, and mostly the type (a stream's events are often of
+ * one type): a string the driver creates for each row costs as much as the row's other columns together, so the
+ * stream is left out, and the type when it is the one passed (the first parameter: the type of the page before's last row).
+ */
+const STREAM_PAGE_COLUMNS = 'position, NULL, revision, CASE type WHEN ? THEN NULL ELSE type END, data, event_id, recorded_at, schema_version';
+
 /** Prepares every statement of the store on `db` (the schema must exist). */
 export function prepareStatements(db: SqliteDatabase): Statements {
   return {
@@ -98,7 +108,7 @@ export function prepareStatements(db: SqliteDatabase): Statements {
     deleteAllRecords: db.prepare(`DELETE FROM events WHERE stream = ? AND kind <> ${Kind.event} AND position <> ?`),
     streamPage: db
       .prepare(
-        `SELECT ${EVENT_COLUMNS} FROM events WHERE stream = ? AND kind = ${Kind.event} AND revision >= ? AND revision <= ? AND position <= ?
+        `SELECT ${STREAM_PAGE_COLUMNS} FROM events WHERE stream = ? AND kind = ${Kind.event} AND revision >= ? AND revision <= ? AND position <= ?
        ORDER BY revision LIMIT ?`,
       )
       .raw(),
