@@ -5,22 +5,40 @@ import { execFile } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { populatedFileStore, populatedSqliteStore, start } from './test-support.fixture.js';
 
-/** Resolves with the first stdout line of `child` that satisfies `match`, or rejects after `ms`. */
-function waitForLine(child: ChildProcess, match: (line: string) => boolean, ms: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let buffer = '';
-    const timer = setTimeout(() => reject(new Error(`no matching line within ${ms} ms; saw: ${buffer}`)), ms);
-    child.stdout?.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString('utf8');
-      for (const line of buffer.split('\n')) {
-        if (line !== '' && match(line)) {
-          clearTimeout(timer);
-          resolve(line);
-          return;
-        }
-      }
-    });
+/**
+ * Every stdout line of `child` from its start, with a wait for the first one that satisfies `match`. One listener
+ * gathers from the start: a line printed while the test awaits something else is kept, not dropped by a stream
+ * already flowing.
+ */
+function collectLines(child: ChildProcess): { waitFor(match: (line: string) => boolean, ms: number): Promise<string> } {
+  const lines: string[] = [];
+  const waiters = new Set<() => void>();
+  let partial = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    const parts = (partial + chunk.toString('utf8')).split('\n');
+    partial = parts.pop() ?? '';
+    lines.push(...parts.filter((line) => line !== ''));
+    for (const waiter of [...waiters]) waiter();
   });
+  return {
+    waitFor(match, ms) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const found = lines.find(match);
+          if (found === undefined) return;
+          clearTimeout(timer);
+          waiters.delete(check);
+          resolve(found);
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`no matching line within ${ms} ms; saw: ${lines.join('\n')}${partial}`));
+        }, ms);
+        waiters.add(check);
+        check();
+      });
+    },
+  };
 }
 
 function exitOf(child: ChildProcess): Promise<number | null> {
@@ -43,14 +61,16 @@ describe.each([
 ] as const)('tail --follow on a %s store', (kind, populated, locationOf) => {
   it("prints another process's append within a second and exits 0 on SIGINT", async () => {
     const store = await populated();
-    const child = start(['tail', '--follow', '--from', 'end', '--json', '-s', store.url]);
+    // `-n 1` prints the feed's last change once the follower has reached the end, so the append below is made
+    // only once it follows (a fixed wait raced with a slow start under load).
+    const child = start(['tail', '--follow', '-n', '1', '--json', '-s', store.url]);
+    const lines = collectLines(child);
     try {
-      // Give the follower time to open and reach the end of the feed before the append.
-      await new Promise((resolve) => setTimeout(resolve, 700));
+      await lines.waitFor(() => true, 30_000);
       const stream = `notes-${randomUUID()}`;
       await appendFromAnotherProcess(kind, locationOf(store as never), stream);
       const appendedAt = Date.now();
-      const line = await waitForLine(child, (text) => text.includes(stream), 5000);
+      const line = await lines.waitFor((text) => text.includes(stream), 5000);
       expect(Date.now() - appendedAt).toBeLessThan(1000);
       expect(JSON.parse(line)).toMatchObject({ streamId: stream, type: 'Noted', data: { by: 'other' } });
       const exited = exitOf(child);
