@@ -32,20 +32,26 @@ export interface Reads {
 export function createReads(s: Statements, path: string, guard: <T>(work: () => T) => T): Reads {
   const headOf = (stream: StreamId) => Number(s.headRevision.get(stream, stream));
   /**
-   * The type of the last row of the page read before (of any stream: a store's streams often share their types):
-   * the next page's query leaves it out of the rows that repeat it.
+   * What the rows of the page read before (of any stream: a store's streams often share their types and commit
+   * times) ended with: the next page's query leaves `meta` out of the rows that repeat it.
    */
-  let lastType = '';
-  const streamPage = (stream: StreamId, from: number, to: number, maxPosition: number) => {
-    const sameType = lastType;
-    const page = collect<EventRow>(s.streamPage, [sameType, stream, from, to, maxPosition, PAGE_SIZE]);
-    for (const row of page) {
-      row[EVENT_ROW_COLUMN.stream] = stream;
-      // NULL stands for exactly the type passed (the first page passes '', which no event's type is).
-      row[EVENT_ROW_COLUMN.type] ??= sameType;
+  let shared = NO_META;
+  const streamPage = (stream: StreamId, from: number, to: number, maxPosition: number): EventRow[] => {
+    const passed = shared;
+    const rows = collect<StreamPageRow>(s.streamPage, [passed.offset, passed.type, passed.recordedAt, stream, from, to, maxPosition, PAGE_SIZE]);
+    const page: EventRow[] = new Array(rows.length);
+    let last = passed;
+    for (let i = 0; i < rows.length; i++) {
+      const [revision, data, text] = rows[i] as StreamPageRow;
+      // NULL: exactly what was passed, without an event id and at schema version 1.
+      let meta = passed;
+      if (text !== null) {
+        if (text !== last.text) last = metaOf(text);
+        meta = last;
+      } else last = passed;
+      page[i] = [revision + meta.offset, stream, revision, meta.type, data, text === null ? null : meta.eventId, meta.recordedAt, text === null ? 1 : meta.schemaVersion];
     }
-    const last = page[page.length - 1];
-    if (last) lastType = last[EVENT_ROW_COLUMN.type];
+    shared = last;
     return page;
   };
 
@@ -121,6 +127,27 @@ export function createReads(s: Statements, path: string, guard: <T>(work: () => 
       return guard(() => collect<string>(s.ownedBlobs, [stream]));
     },
   };
+}
+
+/** A row of `streamPage`: revision, data as stored, and the rest as a JSON array unless it repeats what was passed. */
+type StreamPageRow = [revision: number, data: string, meta: string | null];
+
+/** The columns of a stream page's row besides revision and data, and the `meta` text they were read from. */
+interface RowMeta {
+  offset: number;
+  type: string;
+  eventId: string | null;
+  recordedAt: string;
+  schemaVersion: number;
+  text: string | null;
+}
+
+/** Matches no row: no event's type is empty. */
+const NO_META: RowMeta = { offset: 0, type: '', eventId: null, recordedAt: '', schemaVersion: 1, text: null };
+
+function metaOf(text: string): RowMeta {
+  const [offset, type, eventId, recordedAt, schemaVersion] = JSON.parse(text) as [number, string, string | null, string, number];
+  return { offset, type, eventId, recordedAt, schemaVersion, text };
 }
 
 /**

@@ -33,8 +33,8 @@ export interface Statements {
   /** (stream, keepPosition) */
   deleteAllRecords: SqliteStatement;
   /**
-   * (sameType, stream, fromRevision, toRevision, maxPosition, limit) → EventRow, raw, with NULL for the stream and
-   * for a type equal to `sameType`: the reader fills both in (`streamRows`)
+   * (offset, type, recordedAt, stream, fromRevision, toRevision, maxPosition, limit) → [revision, data, meta], raw:
+   * see `STREAM_PAGE_COLUMNS`; the reader builds the EventRow
    */
   streamPage: SqliteStatement;
   /** (fromPosition, toPosition, limit) → EventRow, raw */
@@ -77,11 +77,15 @@ const HEAD_OF = (first: string, second: string) =>
 const EVENT_COLUMNS = 'position, stream, revision, type, data, event_id, recorded_at, schema_version';
 
 /**
- * `EVENT_COLUMNS` of a stream read, which knows the stream, and mostly the type (a stream's events are often of
- * one type): a string the driver creates for each row costs as much as the row's other columns together, so the
- * stream is left out, and the type when it is the one passed (the first parameter: the type of the page before's last row).
+ * A stream read's columns: revision, data and `meta`, which is NULL when the row has no event id, schema version 1,
+ * and the position − revision, type and commit time passed (those of the row before: consecutive events of a
+ * stream mostly share them), else the JSON array [position − revision, type, event_id, recorded_at,
+ * schema_version]. The driver's cost is per column and per string it makes, so three mostly cheap columns read a
+ * stream about a third faster than the eight of `EVENT_COLUMNS`.
  */
-const STREAM_PAGE_COLUMNS = 'position, NULL, revision, CASE type WHEN ? THEN NULL ELSE type END, data, event_id, recorded_at, schema_version';
+const STREAM_PAGE_COLUMNS =
+  'revision, data, CASE WHEN position - revision = ? AND type = ? AND recorded_at = ? AND event_id IS NULL AND schema_version = 1 THEN NULL ' +
+  'ELSE json_array(position - revision, type, event_id, recorded_at, schema_version) END';
 
 /** Prepares every statement of the store on `db` (the schema must exist). */
 export function prepareStatements(db: SqliteDatabase): Statements {
