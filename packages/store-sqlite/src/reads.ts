@@ -49,7 +49,16 @@ export function createReads(s: Statements, path: string, guard: <T>(work: () => 
         if (text !== last.text) last = metaOf(text);
         meta = last;
       } else last = passed;
-      page[i] = [revision + meta.offset, stream, revision, meta.type, data, text === null ? null : meta.eventId, meta.recordedAt, text === null ? 1 : meta.schemaVersion];
+      page[i] = [
+        revision + meta.offset,
+        stream,
+        revision,
+        meta.type,
+        data,
+        text === null ? null : meta.eventId,
+        meta.recordedAt,
+        text === null ? 1 : meta.schemaVersion,
+      ];
     }
     shared = last;
     return page;
