@@ -1,4 +1,4 @@
-import type { JsonValue, StoredEvent } from '@sessionfold/core/kernel';
+import { forEachItem, type JsonValue, type StoredEvent } from '@sessionfold/core/kernel';
 import type { Output } from './output.js';
 
 /** A change of a stream or of the feed as printed: the port's RecordedEvent, or a snapshot without a position. */
@@ -22,13 +22,10 @@ export function formatChange(out: Output, change: PrintedChange): Promise<void> 
 
 /**
  * Prints every change of `changes` as `formatChange` does, until they end or `signal` fires. Waits only when
- * stdout is full, so a stream of events costs no promise per line.
+ * stdout is full, and takes the events a read holds without a promise each (`forEachItem`).
  */
-export async function printChanges(out: Output, changes: AsyncIterable<PrintedChange>, signal?: AbortSignal): Promise<void> {
-  for await (const change of changes) {
-    if (out.appendLine(change)) await out.flush();
-    if (signal?.aborted) break;
-  }
+export function printChanges(out: Output, changes: AsyncIterable<PrintedChange>, signal?: AbortSignal): Promise<void> {
+  return forEachItem(changes, (change) => (out.appendLine(change) ? out.flush() : undefined), signal);
 }
 
 /**
@@ -76,10 +73,7 @@ export class JsonStrings {
 }
 
 /** `printChanges` of changes read with their data as stored text (`readStored`, `readAllStored`). */
-export async function printStoredChanges(out: Output, changes: AsyncIterable<StoredEvent>, signal?: AbortSignal): Promise<void> {
+export function printStoredChanges(out: Output, changes: AsyncIterable<StoredEvent>, signal?: AbortSignal): Promise<void> {
   const strings = new JsonStrings();
-  for await (const change of changes) {
-    if (out.append(storedChangeLine(change, strings))) await out.flush();
-    if (signal?.aborted) break;
-  }
+  return forEachItem(changes, (change) => (out.append(storedChangeLine(change, strings)) ? out.flush() : undefined), signal);
 }

@@ -2,7 +2,7 @@ import { createWriteStream, existsSync } from 'node:fs';
 import { once } from 'node:events';
 import { rm } from 'node:fs/promises';
 import type { Command } from 'commander';
-import type { EventStore, StoredEvent } from '@sessionfold/core/kernel';
+import { forEachItem, type EventStore, type StoredEvent } from '@sessionfold/core/kernel';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
 import { refused } from '../exit-codes.js';
@@ -64,10 +64,10 @@ export function registerExport(program: Command): void {
               await write({ kind: 'stream', stream, revision: read.revision });
               if (read.snapshot) await write({ kind: 'snapshot', stream, snapshot: read.snapshot });
               const streamJson = JSON.stringify(stream);
-              for await (const event of read.events) {
+              await forEachItem(read.events, (event) => {
                 counts.events++;
-                if (target.append(portableEventLine(streamJson, event, strings))) await target.flush();
-              }
+                return target.append(portableEventLine(streamJson, event, strings)) ? target.flush() : undefined;
+              });
               for (const sha256 of blobs) {
                 const bytes = await store.getBlob(sha256);
                 if (bytes === undefined) continue;

@@ -9,5 +9,6 @@ export { prepareReducer, type EventUpcaster, type EventUpcasters, type PreparedR
 export * from './capabilities.js';
 export * from './follow.js';
 export * from './paged-events.js';
+export * from './ready-items.js';
 export * from './observer.js';
 export * from './stored-events.js';

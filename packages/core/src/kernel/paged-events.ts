@@ -1,4 +1,5 @@
 import type { RecordedEvent, StoredEvent, StreamRead } from './port.js';
+import type { ReadyIterator } from './ready-items.js';
 
 /** An event as a database store selects it: one row in this column order (see `EVENT_ROW_COLUMN`). */
 export type EventRow = [
@@ -58,7 +59,7 @@ export type NextPage = () => readonly EventRow[] | undefined | Promise<readonly 
  * connection is held between pages and the consumer may read and write while it iterates. Written by hand rather
  * than as an async generator: with a synchronous page source (better-sqlite3) a replay costs one promise per event.
  */
-export class PagedEvents<T = RecordedEvent> implements AsyncIterableIterator<T> {
+export class PagedEvents<T = RecordedEvent> implements AsyncIterableIterator<T>, ReadyIterator<T> {
   #page: readonly EventRow[];
   #index = 0;
   #nextPage: NextPage | undefined;
@@ -72,6 +73,11 @@ export class PagedEvents<T = RecordedEvent> implements AsyncIterableIterator<T> 
     this.#page = first;
     this.#nextPage = nextPage;
     this.#fromRow = fromRow;
+  }
+
+  /** The next value if the current page holds it, without a promise; undefined when `next()` must fetch a page. */
+  takeReady(): T | undefined {
+    return this.#index < this.#page.length ? this.#fromRow(this.#page[this.#index++] as EventRow) : undefined;
   }
 
   next(): Promise<IteratorResult<T>> {
