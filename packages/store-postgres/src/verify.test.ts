@@ -53,6 +53,21 @@ describe.skipIf(PG_URL === undefined)('postgresStore: verify', () => {
     expect(brief(report.problems)).toEqual([{ severity: 'error', code: 'position_order', table: `${schema}.events`, key: 'a@2' }]);
   });
 
+  it('names a position used twice once the primary key no longer stops it', async () => {
+    const { report, schema } = await damaged(
+      'twice',
+      (S) => `ALTER TABLE ${S}.events DROP CONSTRAINT events_pkey;
+              INSERT INTO ${S}.events SELECT * FROM ${S}.events WHERE kind = 1`,
+    );
+    expect(report.ok).toBe(false);
+    expect(brief(report.problems)).toContainEqual({
+      severity: 'error',
+      code: 'duplicate_position',
+      table: `${schema}.events`,
+      key: expect.stringMatching(/^\d+$/),
+    });
+  });
+
   it('names a snapshot record of another stream or revision', async () => {
     const { report, schema } = await damaged(
       'snap',

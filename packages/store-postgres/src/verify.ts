@@ -29,17 +29,17 @@ export async function verifySchema(client: PoolClient, schema: string, signal: A
   };
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   try {
-    const [counts] = await all<{ streams: number; records: number; snapshots: number; blobs: number }>(
-      `SELECT (SELECT count(*) FROM ${S}.streams)::int AS streams, (SELECT count(*) FROM ${S}.events)::int AS records,
-              (SELECT count(*) FROM ${S}.events WHERE kind = ${Kind.snapshot})::int AS snapshots, (SELECT count(*) FROM ${S}.blobs)::int AS blobs`,
-    );
-    await checkStreams(all, S, add);
-    await checkPositions(all, S, add);
-    await checkRecords(all, S, add);
-    await checkBlobs(all, S, add);
+    // One pass over the events in position order gathers what each stream's checks need; only what it finds
+    // wrong is looked at again by query. A query per check read the table three more times, sorting it twice.
+    const scan = await scanRecords(all, S, add);
+    const streamRows = await all<{ stream: string; revision: number }>(`SELECT stream, revision FROM ${S}.streams`);
+    checkStreams(streamRows, scan.streams, add);
+    await checkPositions(all, S, add, scan.disordered);
+    const blobs = await checkBlobs(all, S, add);
+    const counts = { streams: streamRows.length, records: scan.records, snapshots: scan.snapshots, blobs };
     const identities = await all<{ n: number }>(`SELECT count(*)::int AS n FROM ${S}.store_identity`);
     if (identities[0]?.n !== 1) add('error', 'index_mismatch', 'store_identity', 'only_row', `the store has ${identities[0]?.n ?? 0} identity rows, not 1`);
-    return { ok: !problems.some((p) => p.severity === 'error'), problems, checked: counts ?? { streams: 0, records: 0, snapshots: 0, blobs: 0 } };
+    return { ok: !problems.some((p) => p.severity === 'error'), problems, checked: counts };
   } finally {
     await client.query('ROLLBACK');
   }
@@ -47,26 +47,25 @@ export async function verifySchema(client: PoolClient, schema: string, signal: A
 
 type All = <T>(text: string, values?: unknown[]) => Promise<T[]>;
 
+/** What the scan gathered of one stream's events (kind event) and snapshot records. */
+interface StreamFacts {
+  first: number | null;
+  last: number | null;
+  n: number;
+  snapshot: number | null;
+  snapshots: number;
+  /** The highest revision met so far in position order: a lower one after it means positions out of revision order. */
+  highest: number;
+}
+
 /** Each stream row against its events and snapshot record: revisions from snapshot + 1 (or 1) to the row's revision, each once. */
-async function checkStreams(all: All, S: string, add: Add): Promise<void> {
-  const rows = await all<{
-    stream: string;
-    head: number | null;
-    first: number | null;
-    last: number | null;
-    n: number;
-    snapshot: number | null;
-    snapshots: number;
-  }>(
-    `WITH e AS (SELECT stream, min(revision) AS first, max(revision) AS last, count(*)::int AS n FROM ${S}.events WHERE kind = ${Kind.event} GROUP BY stream),
-          r AS (SELECT stream, max(revision) AS snapshot, count(*)::int AS snapshots FROM ${S}.events WHERE kind = ${Kind.snapshot} GROUP BY stream)
-     SELECT coalesce(s.stream, e.stream, r.stream) AS stream, s.revision AS head, e.first, e.last, coalesce(e.n, 0) AS n, r.snapshot,
-            coalesce(r.snapshots, 0) AS snapshots
-     FROM ${S}.streams AS s FULL JOIN e ON e.stream = s.stream FULL JOIN r ON r.stream = coalesce(s.stream, e.stream)`,
-  );
-  for (const row of rows) {
-    const { stream } = row;
-    if (row.head === null) {
+function checkStreams(rows: { stream: string; revision: number }[], facts: Map<string, StreamFacts>, add: Add): void {
+  const heads = new Map(rows.map((row) => [row.stream, row.revision]));
+  const streams = new Set([...heads.keys(), ...facts.keys()]);
+  for (const stream of streams) {
+    const head = heads.get(stream);
+    const row = facts.get(stream) ?? { first: null, last: null, n: 0, snapshot: null, snapshots: 0, highest: 0 };
+    if (head === undefined) {
       add('error', 'index_mismatch', 'streams', stream, `stream ${stream} has events or a snapshot but no stream row`);
       continue;
     }
@@ -86,29 +85,32 @@ async function checkStreams(all: All, S: string, add: Add): Promise<void> {
       );
     }
     const end = row.last ?? row.snapshot;
-    if (end !== row.head) add('error', 'revision_gap', 'streams', stream, `stream ${stream} is at revision ${row.head}, its records end at ${end}`);
+    if (end !== head) add('error', 'revision_gap', 'streams', stream, `stream ${stream} is at revision ${head}, its records end at ${end}`);
   }
 }
 
-/** Positions rise with revisions in each stream, are used once, and the feed counter is the last of them. */
-async function checkPositions(all: All, S: string, add: Add): Promise<void> {
-  const disordered = await all<{ stream: string; revision: number; position: number }>(
-    `SELECT stream, revision, position FROM (SELECT stream, revision, position, lag(position) OVER (PARTITION BY stream ORDER BY revision) AS prev
-                                             FROM ${S}.events WHERE kind = ${Kind.event}) AS x
-     WHERE x.prev >= x.position`,
-  );
-  for (const row of disordered) {
-    add(
-      'error',
-      'position_order',
-      'events',
-      `${row.stream}@${row.revision}`,
-      `revision ${row.revision} of ${row.stream} is at position ${row.position}, not after the one before`,
+/**
+ * Positions rise with revisions in each stream (the streams the scan found out of order are named revision by
+ * revision), and the feed counter is the last position.
+ */
+async function checkPositions(all: All, S: string, add: Add, disordered: string[]): Promise<void> {
+  if (disordered.length > 0) {
+    const rows = await all<{ stream: string; revision: number; position: number }>(
+      `SELECT stream, revision, position FROM (SELECT stream, revision, position, lag(position) OVER (PARTITION BY stream ORDER BY revision) AS prev
+                                               FROM ${S}.events WHERE kind = ${Kind.event} AND stream = ANY($1)) AS x
+       WHERE x.prev >= x.position`,
+      [disordered],
     );
+    for (const row of rows) {
+      add(
+        'error',
+        'position_order',
+        'events',
+        `${row.stream}@${row.revision}`,
+        `revision ${row.revision} of ${row.stream} is at position ${row.position}, not after the one before`,
+      );
+    }
   }
-  // The primary key forbids this; a damaged index would not.
-  const twice = await all<{ position: number }>(`SELECT position FROM ${S}.events GROUP BY position HAVING count(*) > 1`);
-  for (const row of twice) add('error', 'duplicate_position', 'events', String(row.position), `position ${row.position} is used more than once`);
   const [counter] = await all<{ counter: number | null; last: number | null; rows: number }>(
     `SELECT (SELECT position FROM ${S}.feed_head) AS counter, (SELECT max(position) FROM ${S}.events) AS last, (SELECT count(*)::int FROM ${S}.feed_head) AS rows`,
   );
@@ -119,8 +121,21 @@ async function checkPositions(all: All, S: string, add: Add): Promise<void> {
   }
 }
 
-/** Every record's data parses as JSON; every snapshot record is a snapshot of its own stream at its own revision. */
-async function checkRecords(all: All, S: string, add: Add): Promise<void> {
+/**
+ * Reads every record in position order: its data parses as JSON, a snapshot record is a snapshot of its own
+ * stream at its own revision, no position is used twice (the primary key forbids it; a damaged index would
+ * not). Gathers per stream what `checkStreams` needs, and the streams whose positions do not rise with revisions.
+ */
+async function scanRecords(
+  all: All,
+  S: string,
+  add: Add,
+): Promise<{ streams: Map<string, StreamFacts>; disordered: string[]; records: number; snapshots: number }> {
+  const streams = new Map<string, StreamFacts>();
+  const disordered = new Set<string>();
+  let records = 0;
+  let snapshots = 0;
+  let previous = -1;
   let after = 0;
   for (;;) {
     const page = await all<{ position: number; stream: string; kind: number; revision: number; data: string }>(
@@ -128,6 +143,27 @@ async function checkRecords(all: All, S: string, add: Add): Promise<void> {
       [after],
     );
     for (const row of page) {
+      records++;
+      if (row.position === previous) add('error', 'duplicate_position', 'events', String(row.position), `position ${row.position} is used more than once`);
+      previous = row.position;
+      if (row.kind === Kind.event || row.kind === Kind.snapshot) {
+        let facts = streams.get(row.stream);
+        if (facts === undefined) {
+          facts = { first: null, last: null, n: 0, snapshot: null, snapshots: 0, highest: 0 };
+          streams.set(row.stream, facts);
+        }
+        if (row.kind === Kind.event) {
+          if (row.revision <= facts.highest) disordered.add(row.stream);
+          else facts.highest = row.revision;
+          facts.n++;
+          if (facts.first === null || row.revision < facts.first) facts.first = row.revision;
+          if (facts.last === null || row.revision > facts.last) facts.last = row.revision;
+        } else {
+          snapshots++;
+          facts.snapshots++;
+          if (facts.snapshot === null || row.revision > facts.snapshot) facts.snapshot = row.revision;
+        }
+      }
       let value: unknown;
       try {
         value = JSON.parse(row.data);
@@ -144,19 +180,23 @@ async function checkRecords(all: All, S: string, add: Add): Promise<void> {
       }
     }
     const last = page[page.length - 1];
-    if (last === undefined || page.length < VERIFY_PAGE) return;
+    if (last === undefined || page.length < VERIFY_PAGE) break;
+    // A copy of the page's last position on the next page is passed over by `>`: a duplicate is found within a page.
     after = last.position;
   }
+  return { streams, disordered: [...disordered], records, snapshots };
 }
 
 /** Blob bytes against their sha256; owners whose bytes are missing (errors); bytes no stream owns (warnings). */
-async function checkBlobs(all: All, S: string, add: Add): Promise<void> {
+async function checkBlobs(all: All, S: string, add: Add): Promise<number> {
   let after = '';
+  let count = 0;
   for (;;) {
     const page = await all<{ sha256: string; bytes: Buffer }>(
       `SELECT sha256, bytes FROM ${S}.blobs WHERE sha256 COLLATE "C" > $1 ORDER BY sha256 COLLATE "C" LIMIT ${BLOB_PAGE}`,
       [after],
     );
+    count += page.length;
     for (const row of page) {
       if (createHash('sha256').update(row.bytes).digest('hex') !== row.sha256)
         add('error', 'blob_hash', 'blobs', row.sha256, `the bytes of blob ${row.sha256} do not match their sha256`);
@@ -174,4 +214,5 @@ async function checkBlobs(all: All, S: string, add: Add): Promise<void> {
     `SELECT b.sha256 FROM ${S}.blobs AS b WHERE NOT EXISTS (SELECT 1 FROM ${S}.blob_owners AS o WHERE o.sha256 = b.sha256)`,
   );
   for (const row of orphans) add('warning', 'blob_orphan', 'blobs', row.sha256, `blob ${row.sha256} has no owner`);
+  return count;
 }
