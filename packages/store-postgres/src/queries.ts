@@ -72,11 +72,14 @@ export function queriesFor(schema: string) {
                           ORDER BY e.revision LIMIT ${PAGE_SIZE}) AS e ON h.head > 0
        ORDER BY e.revision`,
     ),
-    /** (stream, fromRevision, toRevision, maxPosition) → EventRow */
+    /** (offset, type, recordedAt, stream, fromRevision, toRevision, maxPosition) → StreamPageRow (see `StreamPageRows`) */
     streamPage: namedArray(
       n('stream_page'),
-      `SELECT ${EVENT_COLUMNS} FROM ${S}.events AS e
-       WHERE e.stream = $1 AND e.kind = ${Kind.event} AND e.revision >= $2 AND e.revision <= $3 AND e.position <= $4
+      `SELECT e.revision, e.data,
+              CASE WHEN e.position - e.revision = $1 AND e.type = $2 AND e.recorded_at = $3 AND e.event_id IS NULL AND e.schema_version = 1 THEN NULL
+                   ELSE json_build_array(e.position - e.revision, e.type, e.event_id, e.recorded_at, e.schema_version)::text END
+       FROM ${S}.events AS e
+       WHERE e.stream = $4 AND e.kind = ${Kind.event} AND e.revision >= $5 AND e.revision <= $6 AND e.position <= $7
        ORDER BY e.revision LIMIT ${LATER_PAGE_SIZE}`,
     ),
     /** (stream) → revision (0 when missing) */

@@ -6,6 +6,8 @@ import {
   CorruptionError,
   InvalidInputError,
   PagedEvents,
+  StreamPageRows,
+  type StreamPageRow,
   eventFromRow,
   storedEventFromRow,
   type PagedRead,
@@ -178,12 +180,13 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
    * meanwhile; a gap means the stream was compacted or deleted while it was being read, which is reported
    * instead of skipping events.
    */
+  const pageRows = new StreamPageRows();
   const laterPages = (stream: StreamId, from: number, head: number, bound: number) => {
     let next = from;
     return async (): Promise<readonly EventRow[] | undefined> => {
       live();
       if (next > head) return undefined;
-      const page = await rows<EventRow>(q.streamPage([stream, next, head, bound]));
+      const page = pageRows.expand(stream, await rows<StreamPageRow>(q.streamPage([...pageRows.passed, stream, next, head, bound])));
       const current = async () => (await rows<{ revision: number }>(q.head([stream])))[0]?.revision ?? 0;
       if (page.length === 0) throw new ConcurrencyError(stream, head, await current());
       for (const row of page) if (row[2] !== next++) throw new ConcurrencyError(stream, head, await current());

@@ -3,6 +3,8 @@ import {
   CorruptionError,
   EVENT_ROW_COLUMN,
   PagedEvents,
+  StreamPageRows,
+  type StreamPageRow,
   type PagedRead,
   type EventRow,
   type Snapshot,
@@ -31,38 +33,9 @@ export interface Reads {
  */
 export function createReads(s: Statements, path: string, guard: <T>(work: () => T) => T): Reads {
   const headOf = (stream: StreamId) => Number(s.headRevision.get(stream, stream));
-  /**
-   * What the rows of the page read before (of any stream: a store's streams often share their types and commit
-   * times) ended with: the next page's query leaves `meta` out of the rows that repeat it.
-   */
-  let shared = NO_META;
-  const streamPage = (stream: StreamId, from: number, to: number, maxPosition: number): EventRow[] => {
-    const passed = shared;
-    const rows = collect<StreamPageRow>(s.streamPage, [passed.offset, passed.type, passed.recordedAt, stream, from, to, maxPosition, PAGE_SIZE]);
-    const page: EventRow[] = new Array(rows.length);
-    let last = passed;
-    for (let i = 0; i < rows.length; i++) {
-      const [revision, data, text] = rows[i] as StreamPageRow;
-      // NULL: exactly what was passed, without an event id and at schema version 1.
-      let meta = passed;
-      if (text !== null) {
-        if (text !== last.text) last = metaOf(text);
-        meta = last;
-      } else last = passed;
-      page[i] = [
-        revision + meta.offset,
-        stream,
-        revision,
-        meta.type,
-        data,
-        text === null ? null : meta.eventId,
-        meta.recordedAt,
-        text === null ? 1 : meta.schemaVersion,
-      ];
-    }
-    shared = last;
-    return page;
-  };
+  const expander = new StreamPageRows();
+  const streamPage = (stream: StreamId, from: number, to: number, maxPosition: number): EventRow[] =>
+    expander.expand(stream, collect<StreamPageRow>(s.streamPage, [...expander.passed, stream, from, to, maxPosition, PAGE_SIZE]));
 
   /**
    * The pages after the first of a stream read, each in its own read transaction. The position bound keeps
@@ -136,27 +109,6 @@ export function createReads(s: Statements, path: string, guard: <T>(work: () => 
       return guard(() => collect<string>(s.ownedBlobs, [stream]));
     },
   };
-}
-
-/** A row of `streamPage`: revision, data as stored, and the rest as a JSON array unless it repeats what was passed. */
-type StreamPageRow = [revision: number, data: string, meta: string | null];
-
-/** The columns of a stream page's row besides revision and data, and the `meta` text they were read from. */
-interface RowMeta {
-  offset: number;
-  type: string;
-  eventId: string | null;
-  recordedAt: string;
-  schemaVersion: number;
-  text: string | null;
-}
-
-/** Matches no row: no event's type is empty. */
-const NO_META: RowMeta = { offset: 0, type: '', eventId: null, recordedAt: '', schemaVersion: 1, text: null };
-
-function metaOf(text: string): RowMeta {
-  const [offset, type, eventId, recordedAt, schemaVersion] = JSON.parse(text) as [number, string, string | null, string, number];
-  return { offset, type, eventId, recordedAt, schemaVersion, text };
 }
 
 /**

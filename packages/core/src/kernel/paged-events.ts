@@ -16,6 +16,74 @@ export type EventRow = [
 /** Column indexes of `EventRow`. */
 export const EVENT_ROW_COLUMN = { position: 0, stream: 1, revision: 2, type: 3, data: 4, eventId: 5, recordedAt: 6, schemaVersion: 7 } as const;
 
+/**
+ * A row of a database store's stream page that leaves out what repeats: revision, data as stored, and `meta`: NULL
+ * when the row has no event id, schema version 1 and the position − revision, type and commit time passed with the
+ * query (`StreamPageRows.passed`), else the JSON array [position − revision, type, event id, commit time, schema
+ * version]. A driver's cost is per column and per string it makes, and consecutive events of a stream mostly share
+ * all of these: three columns read a stream about a third faster than the eight of an `EventRow`.
+ */
+export type StreamPageRow = [revision: number, data: string, meta: string | null];
+
+/** The columns of a stream page's row besides revision and data, and the `meta` text they were read from. */
+interface RowMeta {
+  offset: number;
+  type: string;
+  eventId: string | null;
+  recordedAt: string;
+  schemaVersion: number;
+  text: string | null;
+}
+
+/** Matches no row: no event's type is empty. */
+const NO_META: RowMeta = { offset: 0, type: '', eventId: null, recordedAt: '', schemaVersion: 1, text: null };
+
+/**
+ * Rebuilds `EventRow`s from `StreamPageRow`s. It remembers what the last page ended with (of any stream: a store's
+ * streams often share their types and commit times) and passes it to the next page's query.
+ */
+export class StreamPageRows {
+  #shared = NO_META;
+
+  /** The position − revision, type and commit time the next page's query leaves out where a row repeats them. */
+  get passed(): [offset: number, type: string, recordedAt: string] {
+    return [this.#shared.offset, this.#shared.type, this.#shared.recordedAt];
+  }
+
+  /** The page's rows as `EventRow`s of `stream`, given the page was queried with `passed`. */
+  expand(stream: string, rows: readonly StreamPageRow[]): EventRow[] {
+    const passed = this.#shared;
+    const page: EventRow[] = new Array(rows.length);
+    let last = passed;
+    for (let i = 0; i < rows.length; i++) {
+      const [revision, data, text] = rows[i] as StreamPageRow;
+      // NULL: exactly what was passed, without an event id and at schema version 1.
+      let meta = passed;
+      if (text !== null) {
+        if (text !== last.text) last = metaOf(text);
+        meta = last;
+      } else last = passed;
+      page[i] = [
+        revision + meta.offset,
+        stream,
+        revision,
+        meta.type,
+        data,
+        text === null ? null : meta.eventId,
+        meta.recordedAt,
+        text === null ? 1 : meta.schemaVersion,
+      ];
+    }
+    this.#shared = last;
+    return page;
+  }
+}
+
+function metaOf(text: string): RowMeta {
+  const [offset, type, eventId, recordedAt, schemaVersion] = JSON.parse(text) as [number, string, string | null, string, number];
+  return { offset, type, eventId, recordedAt, schemaVersion, text };
+}
+
 /** Builds the port's record from a row; the JSON is parsed only here, as the consumer reaches it. */
 export function eventFromRow(row: EventRow): RecordedEvent {
   const event: RecordedEvent = {
