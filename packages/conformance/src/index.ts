@@ -8,3 +8,4 @@ export {
 export { FeedConsumer, viewsFromReads, type StreamView } from './feed-consumer.js';
 export { storeLifecycle, type StoreLifecycle, type StoreUnderTest } from './store-under-test.js';
 export { propertyRuns, propertyTestEnv, REPLAY_PATH_VARIABLE, type EnvironmentVariables, type PropertyTestEnv } from './property-env.js';
+export { streamReadsAgreeWithFeed } from './stream-pages.js';

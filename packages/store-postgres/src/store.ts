@@ -186,7 +186,8 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     return async (): Promise<readonly EventRow[] | undefined> => {
       live();
       if (next > head) return undefined;
-      const page = pageRows.expand(stream, await rows<StreamPageRow>(q.streamPage([...pageRows.passed, stream, next, head, bound])));
+      const request = pageRows.page();
+      const page = request.expand(stream, await rows<StreamPageRow>(q.streamPage([...request.passed, stream, next, head, bound])));
       const current = async () => (await rows<{ revision: number }>(q.head([stream])))[0]?.revision ?? 0;
       if (page.length === 0) throw new ConcurrencyError(stream, head, await current());
       for (const row of page) if (row[2] !== next++) throw new ConcurrencyError(stream, head, await current());

@@ -58,13 +58,17 @@ interface StreamFacts {
   highest: number;
 }
 
+function noFacts(): StreamFacts {
+  return { first: null, last: null, n: 0, snapshot: null, snapshots: 0, highest: 0 };
+}
+
 /** Each stream row against its events and snapshot record: revisions from snapshot + 1 (or 1) to the row's revision, each once. */
 function checkStreams(rows: { stream: string; revision: number }[], facts: Map<string, StreamFacts>, add: Add): void {
   const heads = new Map(rows.map((row) => [row.stream, row.revision]));
   const streams = new Set([...heads.keys(), ...facts.keys()]);
   for (const stream of streams) {
     const head = heads.get(stream);
-    const row = facts.get(stream) ?? { first: null, last: null, n: 0, snapshot: null, snapshots: 0, highest: 0 };
+    const row = facts.get(stream) ?? noFacts();
     if (head === undefined) {
       add('error', 'index_mismatch', 'streams', stream, `stream ${stream} has events or a snapshot but no stream row`);
       continue;
@@ -149,7 +153,7 @@ async function scanRecords(
       if (row.kind === Kind.event || row.kind === Kind.snapshot) {
         let facts = streams.get(row.stream);
         if (facts === undefined) {
-          facts = { first: null, last: null, n: 0, snapshot: null, snapshots: 0, highest: 0 };
+          facts = noFacts();
           streams.set(row.stream, facts);
         }
         if (row.kind === Kind.event) {

@@ -34,8 +34,10 @@ export interface Reads {
 export function createReads(s: Statements, path: string, guard: <T>(work: () => T) => T): Reads {
   const headOf = (stream: StreamId) => Number(s.headRevision.get(stream, stream));
   const expander = new StreamPageRows();
-  const streamPage = (stream: StreamId, from: number, to: number, maxPosition: number): EventRow[] =>
-    expander.expand(stream, collect<StreamPageRow>(s.streamPage, [...expander.passed, stream, from, to, maxPosition, PAGE_SIZE]));
+  const streamPage = (stream: StreamId, from: number, to: number, maxPosition: number): EventRow[] => {
+    const page = expander.page();
+    return page.expand(stream, collect<StreamPageRow>(s.streamPage, [...page.passed, stream, from, to, maxPosition, PAGE_SIZE]));
+  };
 
   /**
    * The pages after the first of a stream read, each in its own read transaction. The position bound keeps

@@ -19,7 +19,7 @@ export const EVENT_ROW_COLUMN = { position: 0, stream: 1, revision: 2, type: 3, 
 /**
  * A row of a database store's stream page that leaves out what repeats: revision, data as stored, and `meta`: NULL
  * when the row has no event id, schema version 1 and the position − revision, type and commit time passed with the
- * query (`StreamPageRows.passed`), else the JSON array [position − revision, type, event id, commit time, schema
+ * query (`StreamPage.passed`), else the JSON array [position − revision, type, event id, commit time, schema
  * version]. A driver's cost is per column and per string it makes, and consecutive events of a stream mostly share
  * all of these: three columns read a stream about a third faster than the eight of an `EventRow`.
  */
@@ -38,45 +38,60 @@ interface RowMeta {
 /** Matches no row: no event's type is empty. */
 const NO_META: RowMeta = { offset: 0, type: '', eventId: null, recordedAt: '', schemaVersion: 1, text: null };
 
+/** One page of a stream read: the values its query passes, and how its rows become `EventRow`s. */
+export interface StreamPage {
+  /** The position − revision, type and commit time the page's query leaves out where a row repeats them. */
+  readonly passed: [offset: number, type: string, recordedAt: string];
+  /** The page's rows (queried with `passed`) as `EventRow`s of `stream`. */
+  expand(stream: string, rows: readonly StreamPageRow[]): EventRow[];
+}
+
 /**
  * Rebuilds `EventRow`s from `StreamPageRow`s. It remembers what the last page ended with (of any stream: a store's
- * streams often share their types and commit times) and passes it to the next page's query.
+ * streams often share their types and commit times) and passes it to the next page's query. Each page keeps what
+ * it was queried with, so reads that interleave (an async driver) never expand rows against another's values.
  */
 export class StreamPageRows {
   #shared = NO_META;
 
-  /** The position − revision, type and commit time the next page's query leaves out where a row repeats them. */
-  get passed(): [offset: number, type: string, recordedAt: string] {
-    return [this.#shared.offset, this.#shared.type, this.#shared.recordedAt];
+  /** Begins a page: query it with `passed`, then `expand` its rows. */
+  page(): StreamPage {
+    const queried = this.#shared;
+    return {
+      passed: [queried.offset, queried.type, queried.recordedAt],
+      expand: (stream, rows) => {
+        const { page, last } = expandRows(stream, rows, queried);
+        this.#shared = last;
+        return page;
+      },
+    };
   }
+}
 
-  /** The page's rows as `EventRow`s of `stream`, given the page was queried with `passed`. */
-  expand(stream: string, rows: readonly StreamPageRow[]): EventRow[] {
-    const passed = this.#shared;
-    const page: EventRow[] = new Array(rows.length);
-    let last = passed;
-    for (let i = 0; i < rows.length; i++) {
-      const [revision, data, text] = rows[i] as StreamPageRow;
-      // NULL: exactly what was passed, without an event id and at schema version 1.
-      let meta = passed;
-      if (text !== null) {
-        if (text !== last.text) last = metaOf(text);
-        meta = last;
-      } else last = passed;
-      page[i] = [
-        revision + meta.offset,
-        stream,
-        revision,
-        meta.type,
-        data,
-        text === null ? null : meta.eventId,
-        meta.recordedAt,
-        text === null ? 1 : meta.schemaVersion,
-      ];
-    }
-    this.#shared = last;
-    return page;
+/** `rows` queried with `passed` as `EventRow`s, and the meta of the last row. */
+function expandRows(stream: string, rows: readonly StreamPageRow[], passed: RowMeta): { page: EventRow[]; last: RowMeta } {
+  const page: EventRow[] = new Array(rows.length);
+  let last = passed;
+  for (let i = 0; i < rows.length; i++) {
+    const [revision, data, text] = rows[i] as StreamPageRow;
+    // NULL: exactly what was passed, without an event id and at schema version 1.
+    let meta = passed;
+    if (text !== null) {
+      if (text !== last.text) last = metaOf(text);
+      meta = last;
+    } else last = passed;
+    page[i] = [
+      revision + meta.offset,
+      stream,
+      revision,
+      meta.type,
+      data,
+      text === null ? null : meta.eventId,
+      meta.recordedAt,
+      text === null ? 1 : meta.schemaVersion,
+    ];
   }
+  return { page, last };
 }
 
 function metaOf(text: string): RowMeta {

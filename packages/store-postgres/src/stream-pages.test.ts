@@ -1,0 +1,16 @@
+import { streamReadsAgreeWithFeed } from '@sessionfold/conformance';
+import { describe, it } from 'vitest';
+import { PG_URL, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
+
+describe.skipIf(PG_URL === undefined)('postgresStore: stream pages after the first (three columns, the rest where it changes)', () => {
+  const fresh = schemasDroppedAfterAll();
+
+  it('give every event as the feed gives it, with two reads whose pages interleave', async () => {
+    const { store } = await openStore({ schema: fresh('pages3') });
+    try {
+      await streamReadsAgreeWithFeed(store);
+    } finally {
+      await store.close();
+    }
+  });
+});
