@@ -31,7 +31,7 @@ export async function verifySchema(client: PoolClient, schema: string, signal: A
   try {
     // One pass over the events in position order gathers what each stream's checks need; only what it finds
     // wrong is looked at again by query. A query per check read the table three more times, sorting it twice.
-    const scan = await scanRecords(all, S, add);
+    const scan = await scanRecords(client, S, add, signal);
     const streamRows = await all<{ stream: string; revision: number }>(`SELECT stream, revision FROM ${S}.streams`);
     checkStreams(streamRows, scan.streams, add);
     await checkPositions(all, S, add, scan.disordered);
@@ -131,65 +131,79 @@ async function checkPositions(all: All, S: string, add: Add, disordered: string[
  * not). Gathers per stream what `checkStreams` needs, and the streams whose positions do not rise with revisions.
  */
 async function scanRecords(
-  all: All,
+  client: PoolClient,
   S: string,
   add: Add,
+  signal: AbortSignal | undefined,
 ): Promise<{ streams: Map<string, StreamFacts>; disordered: string[]; records: number; snapshots: number }> {
   const streams = new Map<string, StreamFacts>();
   const disordered = new Set<string>();
   let records = 0;
   let snapshots = 0;
   let previous = -1;
-  let after = 0;
+  // Consecutive records are mostly of one stream (an append's batch): its facts are looked up once per run.
+  let current = '';
+  let facts = noFacts();
+  const text = `SELECT position, stream, kind, revision, data FROM ${S}.events WHERE position > $1 ORDER BY position LIMIT ${VERIFY_PAGE}`;
+  const name = `sessionfold_verify_${createHash('sha256').update(S).digest('hex').slice(0, 16)}`;
+  const pageAfter = (after: number) => {
+    signal?.throwIfAborted();
+    return client.query<ScanRow>({ name, text, values: [after], types: queryTypes, rowMode: 'array' });
+  };
+  let pending = pageAfter(0);
   for (;;) {
-    const page = await all<{ position: number; stream: string; kind: number; revision: number; data: string }>(
-      `SELECT position, stream, kind, revision, data FROM ${S}.events WHERE position > $1 ORDER BY position LIMIT ${VERIFY_PAGE}`,
-      [after],
-    );
-    for (const row of page) {
+    const page = (await pending).rows;
+    const last = page[page.length - 1];
+    const more = last !== undefined && page.length === VERIFY_PAGE;
+    // The next page is asked for before this one is checked, so the server reads it while this process parses.
+    // A copy of the page's last position on the next page is passed over by `>`: a duplicate is found within a page.
+    if (more) pending = pageAfter(last[0]);
+    for (let r = 0; r < page.length; r++) {
+      const [position, stream, kind, revision, data] = page[r] as ScanRow;
       records++;
-      if (row.position === previous) add('error', 'duplicate_position', 'events', String(row.position), `position ${row.position} is used more than once`);
-      previous = row.position;
-      if (row.kind === Kind.event || row.kind === Kind.snapshot) {
-        let facts = streams.get(row.stream);
-        if (facts === undefined) {
-          facts = noFacts();
-          streams.set(row.stream, facts);
+      if (position === previous) add('error', 'duplicate_position', 'events', String(position), `position ${position} is used more than once`);
+      previous = position;
+      if (kind === Kind.event || kind === Kind.snapshot) {
+        if (stream !== current) {
+          current = stream;
+          const found = streams.get(stream);
+          if (found === undefined) streams.set(stream, (facts = noFacts()));
+          else facts = found;
         }
-        if (row.kind === Kind.event) {
-          if (row.revision <= facts.highest) disordered.add(row.stream);
-          else facts.highest = row.revision;
+        if (kind === Kind.event) {
+          if (revision <= facts.highest) disordered.add(stream);
+          else facts.highest = revision;
           facts.n++;
-          if (facts.first === null || row.revision < facts.first) facts.first = row.revision;
-          if (facts.last === null || row.revision > facts.last) facts.last = row.revision;
+          if (facts.first === null || revision < facts.first) facts.first = revision;
+          if (facts.last === null || revision > facts.last) facts.last = revision;
         } else {
           snapshots++;
           facts.snapshots++;
-          if (facts.snapshot === null || row.revision > facts.snapshot) facts.snapshot = row.revision;
+          if (facts.snapshot === null || revision > facts.snapshot) facts.snapshot = revision;
         }
       }
       let value: unknown;
       try {
-        value = JSON.parse(row.data);
+        value = JSON.parse(data);
       } catch {
-        add('error', 'damaged_record', 'events', String(row.position), `position ${row.position} (${row.stream}@${row.revision}): data is not JSON`);
+        add('error', 'damaged_record', 'events', String(position), `position ${position} (${stream}@${revision}): data is not JSON`);
         continue;
       }
-      if (row.kind !== Kind.snapshot) continue;
+      if (kind !== Kind.snapshot) continue;
       try {
-        const snapshot = validateSnapshot(row.stream, value);
-        if (snapshot.revision !== row.revision) throw new Error(`says revision ${snapshot.revision}, its row ${row.revision}`);
+        const snapshot = validateSnapshot(stream, value);
+        if (snapshot.revision !== revision) throw new Error(`says revision ${snapshot.revision}, its row ${revision}`);
       } catch (error) {
-        add('error', 'damaged_snapshot', 'events', row.stream, `the snapshot record of ${row.stream} (position ${row.position}): ${(error as Error).message}`);
+        add('error', 'damaged_snapshot', 'events', stream, `the snapshot record of ${stream} (position ${position}): ${(error as Error).message}`);
       }
     }
-    const last = page[page.length - 1];
-    if (last === undefined || page.length < VERIFY_PAGE) break;
-    // A copy of the page's last position on the next page is passed over by `>`: a duplicate is found within a page.
-    after = last.position;
+    if (!more) break;
   }
   return { streams, disordered: [...disordered], records, snapshots };
 }
+
+/** A record as the scan reads it: position, stream, kind, revision, data (json as its text). */
+type ScanRow = [number, string, number, number, string];
 
 /** Blob bytes against their sha256; owners whose bytes are missing (errors); bytes no stream owns (warnings). */
 async function checkBlobs(all: All, S: string, add: Add): Promise<number> {
