@@ -44,6 +44,7 @@ import { BlobStore } from './blob-store.js';
 import { CaseCollisions, isCaseInsensitive } from './case-collisions.js';
 import { createCheckpointSlot, ensureStoreId, readStoreId } from './checkpoint-slot.js';
 import { followDirectory } from './follow-view.js';
+import { BlankJournals } from './blank-journals.js';
 import { errorCode, inlineCreateIo, inlineIo, listDir, removeTemporariesOf, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
 import { compactJournal, liveFrom, locateRevision } from './journal-compact.js';
 import type { JournalInfo } from './journal-scan.js';
@@ -206,6 +207,8 @@ class FileStore implements EventStore {
   readonly #reader: StoreReader;
   /** Streams with an open journal descriptor, least recently flushed first. */
   readonly #openJournals = new Set<StreamEntry>();
+  /** A writer's blank journals (none in a read-only view, nor on Windows, where a new name needs no directory fsync). */
+  readonly #blanks: BlankJournals | undefined;
   #positions = new Positions(0);
   /** Set by `open()`. */
   #tombstones!: Tombstones;
@@ -266,6 +269,7 @@ class FileStore implements EventStore {
     this.#maxEventBytes = maxEventBytes;
     this.#lock = lock;
     this.#blobs = new BlobStore(fsl, layout);
+    this.#blanks = readOnly || process.platform === 'win32' ? undefined : new BlankJournals(fsl, layout);
     const store = this;
     this.#reader = new StoreReader({
       fs: fsl,
@@ -281,6 +285,7 @@ class FileStore implements EventStore {
       inlineCreateIo: inlineCreateIo(fsl),
       flushLoops: { running: 0 },
       layout,
+      blanks: this.#blanks,
       get positions() {
         return store.#positions;
       },
@@ -303,6 +308,8 @@ class FileStore implements EventStore {
    */
   async open(known?: Manifest): Promise<void> {
     const repair = !this.#readOnly;
+    // Before anything lists the streams: a journal whose rename from a blank a crash lost is put back first.
+    if (repair) await this.#blanks?.recover();
     // A writer holds the lock, so the listing may be taken while the manifest is read and decoded (it can be
     // large): nothing else changes the directory. Temporary files in it are ignored, then removed.
     const early = repair ? listDir(this.#fs, this.#layout.streams) : undefined;
@@ -436,6 +443,7 @@ class FileStore implements EventStore {
     this.#manifestAt = maxPosition;
     this.#storeId = repair ? await ensureStoreId(this.#fs, this.#layout) : await readStoreId(this.#fs, this.#layout);
     if (repair) {
+      this.#blanks?.prepare();
       this.#manifestTimer = setInterval(() => {
         if (this.#positions.watermark !== this.#manifestAt) this.#saveManifestSoon();
       }, MANIFEST_INTERVAL_MS);
@@ -740,6 +748,8 @@ class FileStore implements EventStore {
       await entry.closeFile();
     }
     this.#reader.closeAll();
+    // Every journal renamed from a blank gets a durable name before the store says it closed cleanly.
+    await this.#blanks?.close().catch(() => undefined);
     // Everything is settled: the next open reads only the manifest and the files changed after it. It only
     // ever saves work, so failing to record it does not fail the close.
     if (!this.#readOnly) await this.#closeCleanly().catch(() => undefined);

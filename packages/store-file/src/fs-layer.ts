@@ -30,6 +30,8 @@ export interface FileSystem {
    */
   openSync?(path: string, flags: string, mode?: number): number;
   closeSync?(fd: number): void;
+  /** Synchronous twin of `rename`, used only to put a blank journal in place for a lone append. Optional, as above. */
+  renameSync?(from: string, to: string): void;
   fsync(fd: number): Promise<void>;
   ftruncate(fd: number, length: number): Promise<void>;
   fchmod(fd: number, mode: number): Promise<void>;
@@ -64,6 +66,7 @@ export const nodeFileSystem: FileSystem = {
   fdatasyncSync: (fd) => fs.fdatasyncSync(fd),
   openSync: (path, flags, mode) => fs.openSync(path, flags, mode),
   closeSync: (fd) => fs.closeSync(fd),
+  renameSync: (from, to) => fs.renameSync(from, to),
   fsync: (fd) => call<[number], void>(fs.fsync)(fd),
   ftruncate: (fd, length) => call<[number, number], void>(fs.ftruncate)(fd, length),
   fchmod: (fd, mode) => call<[number, number], void>(fs.fchmod)(fd, mode),
@@ -88,6 +91,7 @@ export function withOverrides(overrides: Partial<FileSystem> | undefined): FileS
   if (overrides.fdatasync && !overrides.fdatasyncSync) delete merged.fdatasyncSync;
   if (overrides.open && !overrides.openSync) delete merged.openSync;
   if (overrides.close && !overrides.closeSync) delete merged.closeSync;
+  if (overrides.rename && !overrides.renameSync) delete merged.renameSync;
   return merged;
 }
 
@@ -106,6 +110,8 @@ export function inlineIo(fsl: FileSystem): InlineIo | undefined {
 export interface InlineCreateIo extends InlineIo {
   openSync(path: string, flags: string, mode?: number): number;
   closeSync(fd: number): void;
+  /** When present, a blank journal is renamed into place instead (see `BlankJournals`). */
+  renameSync?(from: string, to: string): void;
 }
 
 /** `fsl` as `InlineCreateIo`, or undefined when it lacks any of the synchronous calls. */

@@ -9,12 +9,21 @@ function countingFs() {
   const journals = new Map<number, StreamId>();
   const counts = { writes: 0, syncs: 0, inSync: 0, maxInSync: 0 };
   const held = new Map<StreamId, Promise<void>>();
+  // A new journal may be a blank opened under its own name and renamed into place: its descriptor is the journal's then.
+  const writable = new Map<string, number>();
   const fs: Partial<FileSystem> = {
     open: async (path, flags, mode) => {
       const fd = await nodeFileSystem.open(path, flags, mode);
+      if (flags !== 'r') writable.set(path, fd);
       const match = /streams\/([^/]+)\.jsonl$/.exec(path);
       if (match && flags !== 'r') journals.set(fd, match[1] as StreamId);
       return fd;
+    },
+    rename: async (from, to) => {
+      await nodeFileSystem.rename(from, to);
+      const match = /streams\/([^/]+)\.jsonl$/.exec(to);
+      const fd = writable.get(from);
+      if (match && fd !== undefined) journals.set(fd, match[1] as StreamId);
     },
     close: async (fd) => {
       journals.delete(fd);
@@ -205,7 +214,7 @@ describe('group commit', () => {
   });
 });
 
-describe('the first append of a stream', () => {
+describe('the first append of a stream without a blank journal', () => {
   it("waits on the journal's fdatasync and its directory's fsync together, and is acknowledged only once both are done", async () => {
     const steps: string[] = [];
     let releaseData!: () => void;
@@ -214,6 +223,11 @@ describe('the first append of a stream', () => {
     const dirHeld = new Promise<void>((resolve) => (releaseDir = resolve));
     let armed = false;
     const fs: Partial<FileSystem> = {
+      // No blank journals (their directory refuses new files): the journal is created, and its name needs the fsync.
+      open: async (path, flags, mode) => {
+        if (/\/blanks\/blank-/.test(path) && flags !== 'r') throw Object.assign(new Error('EACCES: injected'), { code: 'EACCES' });
+        return nodeFileSystem.open(path, flags, mode);
+      },
       fdatasync: async (fd) => {
         if (armed) {
           steps.push('fdatasync');

@@ -37,11 +37,19 @@ function twinFs() {
     state[key] = undefined;
     hook?.();
   };
+  // A new journal may be a blank opened under its own name and renamed into place: its descriptor is the journal's then.
+  const writable = new Map<string, number>();
   const fs: Partial<FileSystem> = {
     open: async (path, flags, mode) => {
       const fd = await nodeFileSystem.open(path, flags, mode);
+      if (flags !== 'r') writable.set(path, fd);
       if (/streams\/[^/]+\.jsonl$/.test(path) && flags !== 'r') journals.add(fd);
       return fd;
+    },
+    rename: async (from, to) => {
+      await nodeFileSystem.rename(from, to);
+      const fd = writable.get(from);
+      if (/streams\/[^/]+\.jsonl$/.test(to) && fd !== undefined) journals.add(fd);
     },
     close: async (fd) => {
       journals.delete(fd);
@@ -237,6 +245,10 @@ function recordingFs() {
   const names = new Map<number, string>();
   const nameOf = (path: string) => path.split('/').at(-1) as string;
   const syncFs = nodeFileSystem as Required<FileSystem>;
+  // A descriptor open on a file that is renamed (a blank becoming a journal) goes by the new name.
+  const renamed = (from: string, to: string) => {
+    for (const [fd, name] of names) if (name === nameOf(from)) names.set(fd, nameOf(to));
+  };
   const fs: Partial<FileSystem> = {
     open: async (path, flags, mode) => {
       const fd = await nodeFileSystem.open(path, flags, mode);
@@ -262,14 +274,54 @@ function recordingFs() {
       calls.push(`fsync ${names.get(fd)}`);
       await nodeFileSystem.fsync(fd);
     },
+    rename: async (from, to) => {
+      calls.push(`rename ${nameOf(to)}`);
+      await nodeFileSystem.rename(from, to);
+      renamed(from, to);
+    },
+    renameSync: (from, to) => {
+      calls.push(`renameSync ${nameOf(to)}`);
+      syncFs.renameSync(from, to);
+      renamed(from, to);
+    },
   };
-  return { fs, calls };
+  return { fs, calls, names };
+}
+
+/** `recordingFs` that cannot make blank journals (their directory refuses new files), so journals are created. */
+function recordingFsWithoutBlanks() {
+  const recording = recordingFs();
+  const open = recording.fs.open as NonNullable<FileSystem['open']>;
+  recording.fs.open = async (path, flags, mode) => {
+    if (/\/blanks\/blank-/.test(path) && flags !== 'r') throw errno('EACCES');
+    return open(path, flags, mode);
+  };
+  return recording;
 }
 
 describe('a lone append to a journal not yet created', () => {
-  it('creates and writes it with the synchronous calls, then waits on its fdatasync and its directory fsync together', async () => {
+  it('takes a blank journal when one is ready: renamed into place and written with the synchronous calls, it waits on its fdatasync alone', async () => {
     const dir = freshDir();
     const { fs, calls } = recordingFs();
+    // Reopened, the store has the blanks the first open made ready at once.
+    await (await fileStore({ directory: dir, fs })).close();
+    const store = await fileStore({ directory: dir, fs });
+    calls.length = 0;
+    const stream = randomStream('new');
+    await store.append(stream, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
+    const journal = `${stream}.jsonl`;
+    expect(calls).toEqual([`renameSync ${journal}`, `fdatasyncSync ${journal}`]);
+    expect((await store.append(stream, [{ type: 'A', data: 2 }], { expectedRevision: 1 })).revision).toBe(2);
+    await store.close();
+    expect(calls, 'the new name is made durable by close').toContain('fsync streams');
+    const reopened = await fileStore({ directory: dir });
+    expect((await eventsOf(reopened, stream)).map((e) => e.data)).toEqual([1, 2]);
+    await reopened.close();
+  });
+
+  it('without a blank creates and writes it with the synchronous calls, then waits on its fdatasync and its directory fsync together', async () => {
+    const dir = freshDir();
+    const { fs, calls } = recordingFsWithoutBlanks();
     const store = await fileStore({ directory: dir, fs });
     await store.append(randomStream('first'), [{ type: 'A', data: 0 }], { expectedRevision: 'no_stream' });
     calls.length = 0;
@@ -284,9 +336,29 @@ describe('a lone append to a journal not yet created', () => {
     await reopened.close();
   });
 
-  it('whose streams directory is missing takes the asynchronous calls, which make the directory', async () => {
+  it('whose streams directory is missing, with a blank ready, gives the blank back and makes the directory', async () => {
     const dir = freshDir();
     const { fs, calls } = recordingFs();
+    await (await fileStore({ directory: dir, fs })).close();
+    const store = await fileStore({ directory: dir, fs });
+    await rmdir(join(dir, 'streams'));
+    const stream = randomStream('first');
+    await store.append(stream, [{ type: 'A', data: 0 }], { expectedRevision: 'no_stream' });
+    expect(calls).toContain(`open ${stream}.jsonl`);
+    const other = randomStream('second');
+    calls.length = 0;
+    await store.append(other, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
+    expect(calls, 'the blank given back is used by the next new journal').toEqual([`renameSync ${other}.jsonl`, `fdatasyncSync ${other}.jsonl`]);
+    await store.close();
+    const reopened = await fileStore({ directory: dir });
+    expect((await eventsOf(reopened, stream)).map((e) => e.data)).toEqual([0]);
+    expect((await eventsOf(reopened, other)).map((e) => e.data)).toEqual([1]);
+    await reopened.close();
+  });
+
+  it('whose streams directory is missing takes the asynchronous calls, which make the directory', async () => {
+    const dir = freshDir();
+    const { fs, calls } = recordingFsWithoutBlanks();
     const store = await fileStore({ directory: dir, fs });
     await rmdir(join(dir, 'streams'));
     const stream = randomStream('first');

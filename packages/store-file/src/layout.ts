@@ -19,6 +19,8 @@ export class Layout {
   readonly format: string;
   /** `<dir>/store-id.json`: the store's identity, which checkpoints are bound to. */
   readonly storeId: string;
+  /** `<dir>/blanks/`: empty journals made durable ahead of need (see `BlankJournals`). */
+  readonly blanks: string;
   /** `<dir>/checkpoints/`: projection checkpoints, outside every stream. */
   readonly checkpoints: string;
   /** `<dir>/manifest.json`: what the writer last knew of every stream's files, so open need not read them all. */
@@ -34,6 +36,7 @@ export class Layout {
     this.tombstones = join(this.directory, 'tombstones.jsonl');
     this.format = join(this.directory, 'format.json');
     this.storeId = join(this.directory, 'store-id.json');
+    this.blanks = join(this.directory, 'blanks');
     this.checkpoints = join(this.directory, 'checkpoints');
     this.manifest = join(this.directory, 'manifest.json');
     this.cleanClose = join(this.directory, 'clean-close.json');

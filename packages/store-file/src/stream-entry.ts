@@ -12,6 +12,7 @@ import {
   type StoreObserver,
   type StreamId,
 } from '@sessionfold/core/kernel';
+import type { Blank, BlankJournals } from './blank-journals.js';
 import { errorCode, syncDir, writeAll, writeAllSync, type FileSystem, type InlineCreateIo, type InlineIo } from './fs-layer.js';
 import { eventPayloadJson, frameLine } from './journal-codec.js';
 import { CHECKPOINT_EVERY, emptyJournal, readEventIds, writableEventIds, type EventIdEntry, type JournalInfo } from './journal-scan.js';
@@ -32,6 +33,8 @@ export interface StoreContext {
   /** How many streams have a flush loop running: a flush runs inline only when its stream's is the only one. */
   readonly flushLoops: { running: number };
   readonly layout: Layout;
+  /** A writer's blank journals, which a new journal is renamed from when one is ready (none in a read-only view). */
+  readonly blanks: BlankJournals | undefined;
   readonly positions: Positions;
   /** The clock's time as ISO 8601; throws a `StorageError` (before anything is reserved) when the clock fails. */
   now(): string;
@@ -630,8 +633,21 @@ export class StreamEntry {
    */
   #createInline(): boolean {
     const io = this.#ctx.inlineCreateIo as InlineCreateIo;
+    const path = this.#ctx.layout.journal(this.name);
+    const blank = io.renameSync ? this.#ctx.blanks?.take() : undefined;
+    if (blank) {
+      try {
+        (io.renameSync as (from: string, to: string) => void)(blank.path, path);
+      } catch (error) {
+        this.#ctx.blanks?.giveBack(blank);
+        if (errorCode(error) === 'ENOENT') return false;
+        throw error;
+      }
+      this.#tookBlank(blank);
+      return true;
+    }
     try {
-      this.#fd = io.openSync(this.#ctx.layout.journal(this.name), 'wx', 0o600);
+      this.#fd = io.openSync(path, 'wx', 0o600);
     } catch (error) {
       if (errorCode(error) === 'ENOENT') return false;
       throw error;
@@ -639,6 +655,17 @@ export class StreamEntry {
     this.#journalExists = true;
     this.#unsyncedName = true;
     return true;
+  }
+
+  /**
+   * A blank renamed into place is this stream's journal: its own entry is durable already, and the rename needs
+   * no fsync before the append is acknowledged (a crash that loses it is undone at the next open, see `BlankJournals`).
+   */
+  #tookBlank(blank: Blank): void {
+    this.#fd = blank.fd;
+    this.#journalExists = true;
+    this.#unsyncedName = false;
+    this.#ctx.blanks?.renamed();
   }
 
   /**
@@ -725,6 +752,17 @@ export class StreamEntry {
       this.#lengthChecked = true;
       this.#fd = fd;
       return;
+    }
+    const blank = this.#ctx.blanks?.take();
+    if (blank) {
+      try {
+        await this.#ctx.fs.rename(blank.path, path);
+        this.#tookBlank(blank);
+        return;
+      } catch {
+        // Created as before below (which makes the streams directory if it is missing, and reports what fails).
+        this.#ctx.blanks?.giveBack(blank);
+      }
     }
     try {
       this.#fd = await this.#ctx.fs.open(path, 'wx', 0o600);

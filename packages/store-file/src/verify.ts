@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { CorruptionError, type VerifyCode, type VerifyProblem, type VerifyReport, type VerifySeverity } from '@sessionfold/core/kernel';
+import { isBlankName, readBlank } from './blank-journals.js';
 import { decodeCheckpoint, readStoreId } from './checkpoint-slot.js';
 import { errorCode, listDir, type FileSystem } from './fs-layer.js';
 import { sha256Hex } from './journal-codec.js';
@@ -145,6 +146,22 @@ export async function verifyDirectory(fsl: FileSystem, layout: Layout, signal: A
       }
       break;
     }
+  }
+
+  for (const name of await listDir(fsl, layout.blanks)) {
+    if (!isBlankName(name)) continue;
+    const path = join(layout.blanks, name);
+    const held = await checking(path, 'unreadable', () => readBlank(fsl, path));
+    if (held === undefined || held === 'empty') continue;
+    add(
+      'warning',
+      'index_mismatch',
+      path,
+      1,
+      'stream' in held
+        ? `${path} holds the journal of ${held.stream}, whose name a crash lost; a writer opening the store puts it back`
+        : `${path} holds bytes that are not a journal (${held.reason}); kept for inspection, nothing reads it`,
+    );
   }
 
   for (const name of await listDir(fsl, layout.checkpoints)) {

@@ -1,0 +1,218 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { decodeLine } from './journal-codec.js';
+import { errorCode, listDir, syncDir, type FileSystem } from './fs-layer.js';
+import type { Layout } from './layout.js';
+
+/** Blanks made in one go (one fsync of their directory), and how few are left when the next batch starts. */
+const BATCH = 16;
+const LOW = 4;
+/** How far into a blank its first line is looked for: a first record is at most one event line long. */
+const FIRST_LINE_LIMIT = 4 * 1024 * 1024;
+
+/** A blank ready to become a journal: its path and a descriptor open for writing. */
+export interface Blank {
+  readonly path: string;
+  readonly fd: number;
+}
+
+/** A blank found holding records at open, and what became of it. */
+export interface RecoveredBlank {
+  readonly blank: string;
+  readonly stream: string | undefined;
+  readonly outcome: 'restored' | 'kept';
+  readonly reason?: string;
+}
+
+/** `<dir>/blanks/` entries made by this module. */
+export function isBlankName(name: string): boolean {
+  return /^blank-[0-9a-f]{16}$/.test(name);
+}
+
+/**
+ * Empty journal files made durable ahead of need in `<dir>/blanks/`. A new stream's journal is a blank renamed
+ * into `streams/`, so its first append waits on the journal's fdatasync alone instead of also on an fsync of
+ * `streams/`. The rename is made durable later — by the next batch of blanks, which fsyncs `streams/` too, and
+ * at close. A crash of the machine before then can lose only the rename: the records are in the blank's inode,
+ * fdatasynced before they were acknowledged, and the next writer to open the store moves them back into place
+ * (`recover`) before it reads the streams. A process that dies keeps every rename (the kernel has it).
+ */
+export class BlankJournals {
+  readonly #fs: FileSystem;
+  readonly #layout: Layout;
+  readonly #ready: Blank[] = [];
+  #making: Promise<void> | undefined;
+  /** Set once making blanks failed: new journals are created as before from then on. */
+  #broken = false;
+  #closed = false;
+  /** A journal was renamed into `streams/` since that directory was last fsynced. */
+  #namesUnsynced = false;
+
+  constructor(fsl: FileSystem, layout: Layout) {
+    this.#fs = fsl;
+    this.#layout = layout;
+  }
+
+  /**
+   * Run by a writer at open, before anything lists `streams/`: a blank holding records is the journal of the
+   * stream its first line names, whose rename a crash lost, and is put back under that name (unless a journal
+   * of that name exists: then it is left for `verify` to report). Empty blanks are kept for use.
+   */
+  async recover(): Promise<RecoveredBlank[]> {
+    const found: RecoveredBlank[] = [];
+    const empty: string[] = [];
+    for (const name of await listDir(this.#fs, this.#layout.blanks)) {
+      if (!isBlankName(name)) continue;
+      const path = join(this.#layout.blanks, name);
+      const read = await readBlank(this.#fs, path);
+      if (read === 'empty') {
+        empty.push(path);
+        continue;
+      }
+      if ('reason' in read) {
+        found.push({ blank: path, stream: undefined, outcome: 'kept', reason: read.reason });
+        continue;
+      }
+      const held = read.stream;
+      let journal: string;
+      try {
+        journal = this.#layout.journal(held);
+      } catch {
+        found.push({ blank: path, stream: held, outcome: 'kept', reason: 'its first record names no valid stream' });
+        continue;
+      }
+      if (await exists(this.#fs, journal)) {
+        found.push({ blank: path, stream: held, outcome: 'kept', reason: `${journal} exists too` });
+        continue;
+      }
+      await this.#fs.rename(path, journal);
+      found.push({ blank: path, stream: held, outcome: 'restored' });
+    }
+    if (found.some((blank) => blank.outcome === 'restored'))
+      await Promise.all([syncDir(this.#fs, this.#layout.streams), syncDir(this.#fs, this.#layout.blanks)]);
+    if (empty.length > 0) {
+      // A blank made just before a crash may not be durable yet: its directory is fsynced before one is used.
+      await syncDir(this.#fs, this.#layout.blanks);
+      for (const path of empty) {
+        try {
+          this.#ready.push({ path, fd: await this.#fs.open(path, 'r+') });
+        } catch {
+          // Not usable: new journals are created as before until the next batch.
+        }
+      }
+    }
+    return found;
+  }
+
+  /** Starts making blanks in the background when few are left; never waited on by an append. */
+  prepare(): void {
+    if (this.#making || this.#broken || this.#closed || this.#ready.length >= LOW) return;
+    this.#making = this.#make()
+      .catch(() => {
+        this.#broken = true;
+      })
+      .finally(() => {
+        this.#making = undefined;
+      });
+  }
+
+  /** A durable empty blank to rename into place as a new journal, or undefined (create the journal as before). */
+  take(): Blank | undefined {
+    const blank = this.#ready.pop();
+    this.prepare();
+    return blank;
+  }
+
+  /** After `blank` was renamed to a journal: the next fsync of `streams/` makes the name durable. */
+  renamed(): void {
+    this.#namesUnsynced = true;
+  }
+
+  /** Gives back a blank that could not be renamed (it is still empty and durable). */
+  giveBack(blank: Blank): void {
+    this.#ready.push(blank);
+  }
+
+  /** Waits for the batch being made, makes every rename durable, and closes the blanks' descriptors (they stay for the next open). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#making;
+    await this.#syncNames();
+    for (const blank of this.#ready.splice(0)) await this.#fs.close(blank.fd).catch(() => undefined);
+  }
+
+  async #make(): Promise<void> {
+    await this.#fs.mkdir(this.#layout.blanks, 0o700);
+    const made: Blank[] = [];
+    try {
+      for (let i = 0; i < BATCH; i++) {
+        const path = join(this.#layout.blanks, `blank-${randomBytes(8).toString('hex')}`);
+        made.push({ path, fd: await this.#fs.open(path, 'wx', 0o600) });
+      }
+      const names = this.#namesUnsynced;
+      this.#namesUnsynced = false;
+      try {
+        await Promise.all([syncDir(this.#fs, this.#layout.blanks), names ? syncDir(this.#fs, this.#layout.streams) : undefined]);
+      } catch (error) {
+        if (names) this.#namesUnsynced = true;
+        throw error;
+      }
+    } catch (error) {
+      for (const blank of made) await this.#fs.close(blank.fd).catch(() => undefined);
+      throw error;
+    }
+    if (this.#closed) {
+      for (const blank of made) await this.#fs.close(blank.fd).catch(() => undefined);
+      return;
+    }
+    this.#ready.push(...made);
+  }
+
+  async #syncNames(): Promise<void> {
+    if (!this.#namesUnsynced) return;
+    this.#namesUnsynced = false;
+    await syncDir(this.#fs, this.#layout.streams);
+  }
+}
+
+/** 'empty', the stream named by the blank's first record, or why its bytes are not one. */
+export async function readBlank(fsl: FileSystem, path: string): Promise<'empty' | { stream: string } | { reason: string }> {
+  const fd = await fsl.open(path, 'r');
+  try {
+    let buffer = Buffer.alloc(64 * 1024);
+    let length = 0;
+    for (;;) {
+      const read = await fsl.read(fd, buffer, length, buffer.length - length, length);
+      if (read === 0) break;
+      length += read;
+      const newline = buffer.subarray(0, length).indexOf(0x0a);
+      if (newline >= 0) return streamOfLine(buffer, newline);
+      if (length === buffer.length) {
+        if (length >= FIRST_LINE_LIMIT) return { reason: `no record ends in its first ${FIRST_LINE_LIMIT} bytes` };
+        const bigger = Buffer.alloc(buffer.length * 2);
+        buffer.copy(bigger, 0, 0, length);
+        buffer = bigger;
+      }
+    }
+    return length === 0 ? 'empty' : { reason: `its ${length} bytes end before the first record does` };
+  } finally {
+    await fsl.close(fd).catch(() => undefined);
+  }
+}
+
+function streamOfLine(buffer: Buffer, newline: number): { stream: string } | { reason: string } {
+  const decoded = decodeLine(buffer, 0, newline);
+  if ('reason' in decoded) return { reason: `its first line: ${decoded.reason}` };
+  const stream = (decoded.value as { stream?: unknown } | null)?.stream;
+  return typeof stream === 'string' ? { stream } : { reason: 'its first record names no stream' };
+}
+
+async function exists(fsl: FileSystem, path: string): Promise<boolean> {
+  try {
+    await fsl.lstat(path);
+    return true;
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return false;
+    throw error;
+  }
+}
