@@ -64,7 +64,8 @@ export class BlankJournals {
     for (const name of await listDir(this.#fs, this.#layout.blanks)) {
       if (!isBlankName(name)) continue;
       const path = join(this.#layout.blanks, name);
-      const read = await readBlank(this.#fs, path);
+      // Nearly always empty: its size says so without opening it.
+      const read = (await this.#fs.lstat(path)).size === 0 ? 'empty' : await readBlank(this.#fs, path);
       if (read === 'empty') {
         empty.push(path);
         continue;
