@@ -76,12 +76,11 @@ export function queriesFor(schema: string) {
     streamPage: namedArray(
       n('stream_page'),
       `SELECT e.revision, e.data,
-              CASE WHEN e.event_id IS NULL AND e.schema_version = 1 AND e.position - e.revision = coalesce(lag(e.position - e.revision) OVER w, $1)
-                        AND e.type = coalesce(lag(e.type) OVER w, $2) AND e.recorded_at = coalesce(lag(e.recorded_at) OVER w, $3) THEN NULL
+              CASE WHEN e.position - e.revision = $1 AND e.type = $2 AND e.recorded_at = $3 AND e.event_id IS NULL AND e.schema_version = 1 THEN NULL
                    ELSE json_build_array(e.position - e.revision, e.type, e.event_id, e.recorded_at, e.schema_version)::text END
        FROM ${S}.events AS e
        WHERE e.stream = $4 AND e.kind = ${Kind.event} AND e.revision >= $5 AND e.revision <= $6 AND e.position <= $7
-       WINDOW w AS (ORDER BY e.revision) ORDER BY e.revision LIMIT ${LATER_PAGE_SIZE}`,
+       ORDER BY e.revision LIMIT ${LATER_PAGE_SIZE}`,
     ),
     /** (stream) → revision (0 when missing) */
     head: named(n('head'), `SELECT coalesce((SELECT s.revision FROM ${S}.streams AS s WHERE s.stream = $1), 0) AS revision`),

@@ -185,7 +185,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     let next = from;
     const fetch = async (first: number): Promise<EventRow[]> => {
       const request = pageRows.page();
-      // Revisions are gap-free: bounding them to one page keeps the query's window to the page.
+      // Revisions are gap-free: the range bound is exactly one page, so the plan never considers more.
       const last = Math.min(head, first + LATER_PAGE_SIZE - 1);
       return request.expand(stream, await rows<StreamPageRow>(q.streamPage([...request.passed, stream, first, last, bound])));
     };

@@ -36,9 +36,7 @@ export function createReads(s: Statements, path: string, guard: <T>(work: () => 
   const expander = new StreamPageRows();
   const streamPage = (stream: StreamId, from: number, to: number, maxPosition: number): EventRow[] => {
     const page = expander.page();
-    // Revisions are gap-free: bounding them to one page keeps the query's window to the page.
-    const last = Math.min(to, from + PAGE_SIZE - 1);
-    return page.expand(stream, collect<StreamPageRow>(s.streamPage, [...page.passed, stream, from, last, maxPosition, PAGE_SIZE]));
+    return page.expand(stream, collect<StreamPageRow>(s.streamPage, [...page.passed, stream, from, to, maxPosition, PAGE_SIZE]));
   };
 
   /**

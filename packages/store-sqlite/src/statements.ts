@@ -76,14 +76,9 @@ const HEAD_OF = (first: string, second: string) =>
 /** The columns of `EventRow`, in its order. */
 const EVENT_COLUMNS = 'position, stream, revision, type, data, event_id, recorded_at, schema_version';
 
-/**
- * A stream read's columns: `StreamPageRow` (revision, data, and the rest only where it does not repeat the row
- * before, or for the page's first row what is passed). `w` is the page's window in revision order; the caller
- * bounds the revisions to one page, so the window never holds more than the page.
- */
+/** A stream read's columns: `StreamPageRow` (revision, data, and the rest only where it does not repeat what is passed). */
 const STREAM_PAGE_COLUMNS =
-  'revision, data, CASE WHEN event_id IS NULL AND schema_version = 1 AND position - revision = coalesce(lag(position - revision) OVER w, ?) ' +
-  'AND type = coalesce(lag(type) OVER w, ?) AND recorded_at = coalesce(lag(recorded_at) OVER w, ?) THEN NULL ' +
+  'revision, data, CASE WHEN position - revision = ? AND type = ? AND recorded_at = ? AND event_id IS NULL AND schema_version = 1 THEN NULL ' +
   'ELSE json_array(position - revision, type, event_id, recorded_at, schema_version) END';
 
 /** Prepares every statement of the store on `db` (the schema must exist). */
@@ -112,7 +107,7 @@ export function prepareStatements(db: SqliteDatabase): Statements {
     streamPage: db
       .prepare(
         `SELECT ${STREAM_PAGE_COLUMNS} FROM events WHERE stream = ? AND kind = ${Kind.event} AND revision >= ? AND revision <= ? AND position <= ?
-       WINDOW w AS (ORDER BY revision) ORDER BY revision LIMIT ?`,
+       ORDER BY revision LIMIT ?`,
       )
       .raw(),
     feedPage: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE position >= ? AND position <= ? ORDER BY position LIMIT ?`).raw(),

@@ -18,9 +18,9 @@ export const EVENT_ROW_COLUMN = { position: 0, stream: 1, revision: 2, type: 3, 
 
 /**
  * A row of a database store's stream page that leaves out what repeats: revision, data as stored, and `meta`: NULL
- * when the row has no event id, schema version 1 and the position − revision, type and commit time of the row
- * before it (the page's first row: those passed with the query, `StreamPage.passed`), else the JSON array
- * [position − revision, type, event id, commit time, schema version]. A driver's cost is per column and per string it makes, and consecutive events of a stream mostly share
+ * when the row has no event id, schema version 1 and the position − revision, type and commit time passed with the
+ * query (`StreamPage.passed`), else the JSON array [position − revision, type, event id, commit time, schema
+ * version]. A driver's cost is per column and per string it makes, and consecutive events of a stream mostly share
  * all of these: three columns read a stream about a third faster than the eight of an `EventRow`.
  */
 export type StreamPageRow = [revision: number, data: string, meta: string | null];
@@ -71,20 +71,24 @@ export class StreamPageRows {
 /** `rows` queried with `passed` as `EventRow`s, and the meta of the last row. */
 function expandRows(stream: string, rows: readonly StreamPageRow[], passed: RowMeta): { page: EventRow[]; last: RowMeta } {
   const page: EventRow[] = new Array(rows.length);
-  // The meta of the row before (of the first row: what was passed); NULL repeats its offset, type and commit time.
   let last = passed;
   for (let i = 0; i < rows.length; i++) {
     const [revision, data, text] = rows[i] as StreamPageRow;
-    if (text !== null && text !== last.text) last = metaOf(text);
+    // NULL: exactly what was passed, without an event id and at schema version 1.
+    let meta = passed;
+    if (text !== null) {
+      if (text !== last.text) last = metaOf(text);
+      meta = last;
+    } else last = passed;
     page[i] = [
-      revision + last.offset,
+      revision + meta.offset,
       stream,
       revision,
-      last.type,
+      meta.type,
       data,
-      text === null ? null : last.eventId,
-      last.recordedAt,
-      text === null ? 1 : last.schemaVersion,
+      text === null ? null : meta.eventId,
+      meta.recordedAt,
+      text === null ? 1 : meta.schemaVersion,
     ];
   }
   return { page, last };
