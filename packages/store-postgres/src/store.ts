@@ -183,27 +183,14 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
   const pageRows = new StreamPageRows();
   const laterPages = (stream: StreamId, from: number, head: number, bound: number) => {
     let next = from;
-    const fetch = async (first: number): Promise<EventRow[]> => {
-      const request = pageRows.page();
-      // Revisions are gap-free: the range bound is exactly one page, so the plan never considers more.
-      const last = Math.min(head, first + LATER_PAGE_SIZE - 1);
-      return request.expand(stream, await rows<StreamPageRow>(q.streamPage([...request.passed, stream, first, last, bound])));
-    };
-    let ahead: Promise<EventRow[]> | undefined;
     return async (): Promise<readonly EventRow[] | undefined> => {
       live();
       if (next > head) return undefined;
-      const page = await (ahead ?? fetch(next));
-      ahead = undefined;
+      const request = pageRows.page();
+      const page = request.expand(stream, await rows<StreamPageRow>(q.streamPage([...request.passed, stream, next, head, bound])));
       const current = async () => (await rows<{ revision: number }>(q.head([stream])))[0]?.revision ?? 0;
       if (page.length === 0) throw new ConcurrencyError(stream, head, await current());
       for (const row of page) if (row[2] !== next++) throw new ConcurrencyError(stream, head, await current());
-      // The next page is asked for (on another pooled connection) while the consumer takes this one: the
-      // server reads while this process builds events. A read given up on leaves at most that one query behind.
-      if (next <= head) {
-        ahead = fetch(next);
-        ahead.catch(() => undefined);
-      }
       return page;
     };
   };
