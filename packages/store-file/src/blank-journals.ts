@@ -16,14 +16,6 @@ export interface Blank {
   readonly fd: number;
 }
 
-/** A blank found holding records at open, and what became of it. */
-export interface RecoveredBlank {
-  readonly blank: string;
-  readonly stream: string | undefined;
-  readonly outcome: 'restored' | 'kept';
-  readonly reason?: string;
-}
-
 /** `<dir>/blanks/` entries made by this module. */
 export function isBlankName(name: string): boolean {
   return /^blank-[0-9a-f]{16}$/.test(name);
@@ -58,39 +50,30 @@ export class BlankJournals {
    * stream its first line names, whose rename a crash lost, and is put back under that name (unless a journal
    * of that name exists: then it is left for `verify` to report). Empty blanks are kept for use.
    */
-  async recover(): Promise<RecoveredBlank[]> {
-    const found: RecoveredBlank[] = [];
+  async recover(): Promise<void> {
     const empty: string[] = [];
+    let restored = false;
     for (const name of await listDir(this.#fs, this.#layout.blanks)) {
       if (!isBlankName(name)) continue;
       const path = join(this.#layout.blanks, name);
-      // Nearly always empty: its size says so without opening it.
-      const read = (await this.#fs.lstat(path)).size === 0 ? 'empty' : await readBlank(this.#fs, path);
+      const read = await readBlank(this.#fs, path);
       if (read === 'empty') {
         empty.push(path);
         continue;
       }
-      if ('reason' in read) {
-        found.push({ blank: path, stream: undefined, outcome: 'kept', reason: read.reason });
-        continue;
-      }
-      const held = read.stream;
+      // Bytes that are not a journal, or a stream that has a journal of its own: left for `verify` to report.
+      if ('reason' in read) continue;
       let journal: string;
       try {
-        journal = this.#layout.journal(held);
+        journal = this.#layout.journal(read.stream);
       } catch {
-        found.push({ blank: path, stream: held, outcome: 'kept', reason: 'its first record names no valid stream' });
         continue;
       }
-      if (await exists(this.#fs, journal)) {
-        found.push({ blank: path, stream: held, outcome: 'kept', reason: `${journal} exists too` });
-        continue;
-      }
+      if (await exists(this.#fs, journal)) continue;
       await this.#fs.rename(path, journal);
-      found.push({ blank: path, stream: held, outcome: 'restored' });
+      restored = true;
     }
-    if (found.some((blank) => blank.outcome === 'restored'))
-      await Promise.all([syncDir(this.#fs, this.#layout.streams), syncDir(this.#fs, this.#layout.blanks)]);
+    if (restored) await Promise.all([syncDir(this.#fs, this.#layout.streams), syncDir(this.#fs, this.#layout.blanks)]);
     if (empty.length > 0) {
       // A blank made just before a crash may not be durable yet: its directory is fsynced before one is used.
       await syncDir(this.#fs, this.#layout.blanks);
@@ -102,7 +85,6 @@ export class BlankJournals {
         }
       }
     }
-    return found;
   }
 
   /** Starts making blanks in the background when few are left; never waited on by an append. */
@@ -178,6 +160,8 @@ export class BlankJournals {
 
 /** 'empty', the stream named by the blank's first record, or why its bytes are not one. */
 export async function readBlank(fsl: FileSystem, path: string): Promise<'empty' | { stream: string } | { reason: string }> {
+  // Nearly always empty: its size says so without opening it.
+  if ((await fsl.lstat(path)).size === 0) return 'empty';
   const fd = await fsl.open(path, 'r');
   try {
     let buffer = Buffer.alloc(64 * 1024);

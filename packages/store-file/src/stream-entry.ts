@@ -562,8 +562,8 @@ export class StreamEntry {
    * - the last asynchronous flush of this stream saw no append arrive while it waited (callers that append
    *   again only once answered); every `INLINE_RUN` such flushes, one waits asynchronously again to re-check.
    * Appends made while a flush runs inline queue as always and form the next flush. A journal not yet created
-   * is opened and written inline too, then waits once on its fdatasync and its directory's fsync together
-   * (the same syncs as before, three fewer thread-pool round trips). Anything unusual (a journal to reopen
+   * is a blank renamed into place when one is ready, then flushed inline like any other; else it is opened and
+   * written inline, then waits once on its fdatasync and its directory's fsync together. Anything unusual (a journal to reopen
    * or cut back first, a large record) takes the asynchronous path.
    */
   #inlineIo(batch: PendingAppend[], bytes: Buffer): InlineIo | undefined {
@@ -634,10 +634,11 @@ export class StreamEntry {
   #createInline(): boolean {
     const io = this.#ctx.inlineCreateIo as InlineCreateIo;
     const path = this.#ctx.layout.journal(this.name);
-    const blank = io.renameSync ? this.#ctx.blanks?.take() : undefined;
-    if (blank) {
+    const renameSync = io.renameSync;
+    const blank = renameSync ? this.#ctx.blanks?.take() : undefined;
+    if (renameSync && blank) {
       try {
-        (io.renameSync as (from: string, to: string) => void)(blank.path, path);
+        renameSync.call(io, blank.path, path);
       } catch (error) {
         this.#ctx.blanks?.giveBack(blank);
         if (errorCode(error) === 'ENOENT') return false;
