@@ -7,6 +7,7 @@ import { isOpenCommand } from './decisions.js';
 import { SessionHistoryError, messages } from './errors.js';
 import type { CatalogState, Phase, SessionCommand, SessionRecord, SessionStreamState } from './model.js';
 import type { FeedMark, ProjectedStream, ProjectionImage } from './projection-image.js';
+import type { OwnAppend } from './stream-writer.js';
 import { catalogReducer, sessionSummaryReducer } from './reducer.js';
 import { receiptRecord, summaryRecord } from './view.js';
 
@@ -41,15 +42,19 @@ export class SessionProjection {
   #lastPosition = 0;
   #last: FeedMark | null = null;
   #queue: Promise<void> = Promise.resolve();
+  /** This service's appends that came in ahead of one still to be applied: tried again after each one applied. */
+  #early: { stream: StreamId; append: OwnAppend }[] = [];
   /** Fired by `stop`: catch-ups end between two records, so closing never waits for a long one. */
   readonly #stopping = new AbortController();
 
   readonly #caughtUp: (catchUp: CatchUpObservation) => void;
+  readonly #appliedOwn: (changes: number) => void;
 
-  /** `caughtUp` hears of every catch-up that applied changes. */
-  constructor(store: EventStore, caughtUp: (catchUp: CatchUpObservation) => void = () => undefined) {
+  /** `caughtUp` hears of every catch-up that applied changes; `appliedOwn` of the changes `applyOwn` applied. */
+  constructor(store: EventStore, caughtUp: (catchUp: CatchUpObservation) => void = () => undefined, appliedOwn: (changes: number) => void = () => undefined) {
     this.#store = store;
     this.#caughtUp = caughtUp;
+    this.#appliedOwn = appliedOwn;
   }
 
   /** The last feed position applied. */
@@ -122,6 +127,54 @@ export class SessionProjection {
       }
       if (changes > 0) this.#caughtUp({ changes, position: this.#lastPosition, durationMs: performance.now() - started, source: 'follow' });
     });
+  }
+
+  /**
+   * Applies an append of this service, in the catch-ups' queue, without reading the feed — but only where the
+   * feed could hold nothing else: when its events fill exactly the positions between the one reached and the
+   * append's last (positions increase strictly, so no other change fits in between). One that came in ahead
+   * of an earlier one waits for it (a few are kept); anything else is left for the feed to bring.
+   */
+  applyOwn(stream: StreamId, append: OwnAppend): void {
+    void this.#enqueue(async () => {
+      if (this.#stopping.signal.aborted) return;
+      if (!(await this.#applyOwnAt(stream, append))) {
+        this.#early.push({ stream, append });
+        if (this.#early.length > MAX_EARLY) this.#early.shift();
+        return;
+      }
+      for (let index = 0; index < this.#early.length; ) {
+        const early = this.#early[index] as { stream: StreamId; append: OwnAppend };
+        if (early.append.position <= this.#lastPosition) this.#early.splice(index, 1);
+        else if (await this.#applyOwnAt(early.stream, early.append)) {
+          this.#early.splice(index, 1);
+          index = 0;
+        } else index++;
+      }
+    }).catch(() => undefined);
+  }
+
+  /** Applies `append` if it is next in the feed; whether it is no longer waiting (applied, or passed by the feed). */
+  async #applyOwnAt(stream: StreamId, append: OwnAppend): Promise<boolean> {
+    const { events, position, revision } = append;
+    if (position <= this.#lastPosition) return true;
+    if (position - this.#lastPosition !== events.length) return false;
+    const recordedAt = append.decidedAt.toISOString();
+    const first = revision - events.length + 1;
+    for (const [index, event] of events.entries()) {
+      const record: RecordedEvent = {
+        type: event.type,
+        data: event.data,
+        streamId: stream,
+        schemaVersion: event.schemaVersion ?? 1,
+        revision: first + index,
+        position: this.#lastPosition + 1,
+        recordedAt,
+      };
+      await this.#apply(record);
+    }
+    this.#appliedOwn(events.length);
+    return true;
   }
 
   #enqueue(task: () => Promise<void>): Promise<void> {
@@ -314,6 +367,9 @@ function extendsCommands(previous: SessionStreamState, next: SessionStreamState)
   const count = previous.commands.length;
   return next.commands.length >= count && (count === 0 || next.commands[count - 1]?.id === previous.commands[count - 1]?.id);
 }
+
+/** This service's appends kept while an earlier one is still to be applied. */
+const MAX_EARLY = 64;
 
 function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;

@@ -349,7 +349,10 @@ describe('random sequences of service calls', () => {
           await checkInvariants(store, first, lastVersion, gone);
         }
         const { history: fresh } = await openTestHistory({ store });
-        expect(await fresh.list()).toEqual(await second.list());
+        for (const running of [first, second]) {
+          expect(await fresh.list()).toEqual(await running.list());
+          expect(await fresh.commandHeads()).toEqual(await running.commandHeads());
+        }
         await Promise.all([first.close(), second.close()]);
       }),
       { numRuns: propertyRuns(40) },

@@ -221,10 +221,14 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   if (options.follow !== undefined && typeof options.follow !== 'boolean') throw SessionHistoryError.invalid('follow: expected a boolean', 'follow');
   const readOnly = options.readOnly === true;
   const checkpointing = checkpointPolicy(options.checkpoints);
-  const projection = new SessionProjection(store, (catchUp) => {
-    observe('projectionCaughtUp', catchUp);
-    checkpoints?.applied(catchUp.changes);
-  });
+  const projection = new SessionProjection(
+    store,
+    (catchUp) => {
+      observe('projectionCaughtUp', catchUp);
+      checkpoints?.applied(catchUp.changes);
+    },
+    (changes) => checkpoints?.applied(changes),
+  );
   const slot = store.checkpoints;
   const checkpoints =
     checkpointing && slot
@@ -267,6 +271,8 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   const hooks: WriterHooks = {
     appended: (stream, { revision, events, decisions, durationMs }) => observe('appendCommitted', { stream, revision, events, calls: decisions, durationMs }),
     conflicted: (stream, attempt) => observe('conflictRetried', { stream, attempt }),
+    // The projection takes this service's own appends as they commit, instead of reading them back from the feed.
+    recorded: (stream, append) => projection.applyOwn(stream, append),
   };
   let compactor: BackgroundCompaction | undefined;
   const sessions = new StreamWriter<SessionStreamState, SessionEvent>({

@@ -77,6 +77,20 @@ export interface WriterHooks {
   appended?(stream: StreamId, append: { revision: number; events: number; decisions: number; durationMs: number }): void;
   /** An append lost a race to another writer and is about to be tried again; `attempt` counts the losses of this batch, from 1. */
   conflicted?(stream: StreamId, attempt: number): void;
+  /**
+   * An append without an event id stored `events`, the last of them at `revision` and `position` (so it was no
+   * retry answered with an earlier result). `decidedAt` is when the batch's last decision was made: `append`
+   * does not return the store's commit time.
+   */
+  recorded?(stream: StreamId, append: OwnAppend): void;
+}
+
+/** What a writer appended, as its `recorded` hook hears of it. */
+export interface OwnAppend {
+  events: readonly NewEvent[];
+  revision: number;
+  position: number;
+  decidedAt: Date;
 }
 
 /**
@@ -253,6 +267,7 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
           throw error;
         }
         this.#hooks.appended?.(stream, { revision: result.revision, events: events.length, decisions: batch.length, durationMs: performance.now() - started });
+        if (eventId === undefined) this.#hooks.recorded?.(stream, { events: newEvents, revision: result.revision, position: result.position, decidedAt: lastDecidedAt(decided) });
         const state = decided.reduce((current, outcome) => ('state' in outcome ? outcome.state : current), folded.state);
         // An event id already stored turns the append into a no-op answering with the earlier result, which
         // need not follow the state decided on: such a state is not worth keeping.
@@ -277,10 +292,11 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
     let state = initial;
     return batch.map((entry) => {
       try {
-        const decision = entry.decide(state, this.#now());
+        const at = this.#now();
+        const decision = entry.decide(state, at);
         if (decision instanceof SessionHistoryError) return { error: decision };
         state = decision.reduce((current, event) => this.#evolve(current, event), state);
-        return { state, events: decision };
+        return { state, events: decision, at };
       } catch (error) {
         return { error };
       }
@@ -304,7 +320,16 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
 const MAX_BATCH = 256;
 
 /** What one decision of a batch came to: the state after its events, or why its call fails. */
-type Outcome<S, E> = { state: S; events: readonly E[] } | { error: unknown };
+type Outcome<S, E> = { state: S; events: readonly E[]; at: Date } | { error: unknown };
+
+/** The time of the last decision of a batch that appended something (so one that decided). */
+function lastDecidedAt<S, E>(decided: readonly Outcome<S, E>[]): Date {
+  for (let index = decided.length - 1; index >= 0; index--) {
+    const outcome = decided[index] as Outcome<S, E>;
+    if ('at' in outcome) return outcome.at;
+  }
+  throw new Error('a batch that appended events has no decision');
+}
 
 /**
  * The decisions at the head of the queue that can share one append, at most `limit`: a decision carrying an

@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest';
+import { memoryStore, type EventStore, type RecordedEvent } from '../kernel/index.js';
+import { openTestHistory, startConversation } from './test-support.fixture.js';
+
+/** Wraps `inner` and counts the feed records its `readAll` hands out. */
+function countingFeed(inner: EventStore): { store: EventStore; recordsRead: () => number } {
+  let records = 0;
+  const store: EventStore = {
+    ...inner,
+    readAll: (options) => ({
+      async *[Symbol.asyncIterator](): AsyncGenerator<RecordedEvent> {
+        for await (const record of inner.readAll(options)) {
+          records++;
+          yield record;
+        }
+      },
+    }),
+  };
+  return { store, recordsRead: () => records };
+}
+
+/** Starts a session and takes one command of it through enqueue, claim and complete. */
+async function workOn(history: Awaited<ReturnType<typeof openTestHistory>>['history'], key: string): Promise<void> {
+  const session = await startConversation(history, key);
+  const { value: command } = await history.enqueue(session.id, { idempotencyId: `${key}-command`, kind: 'ingest', payload: { key } });
+  await history.claimCommand(command.id);
+  await history.completeCommand(command.id, { outcome: { ok: true } });
+  await history.enqueue(session.id, { idempotencyId: `${key}-next`, kind: 'ingest', payload: { key } });
+  await history.checkpoint(session.id, { expectedVersion: (await history.get(session.id)).version, state: { step: 1 } });
+}
+
+describe("the projection takes the service's own appends", () => {
+  it('as they commit, so queries read nothing back from the feed and answer as a service that read it all', async () => {
+    const { store, recordsRead } = countingFeed(memoryStore());
+    const { history } = await openTestHistory({ store, follow: false, compaction: false });
+    for (const key of ['a', 'b', 'c']) await workOn(history, key);
+    const listed = await history.list();
+    const heads = await history.commandHeads();
+    expect(recordsRead()).toBe(0);
+    expect(heads.map((head) => head.idempotencyId).sort()).toEqual(['a-next', 'b-next', 'c-next']);
+
+    const { history: fresh } = await openTestHistory({ store, follow: false, compaction: false });
+    expect(recordsRead()).toBeGreaterThan(0);
+    expect(await fresh.list()).toEqual(listed);
+    expect(await fresh.commandHeads()).toEqual(heads);
+    await Promise.all([history.close(), fresh.close()]);
+  });
+
+  it('in position order when appends to two streams commit in the opposite order', async () => {
+    const inner = memoryStore();
+    const { store, recordsRead } = countingFeed(inner);
+    let holdFirst: Promise<void> | undefined;
+    let releaseFirst = () => undefined as void;
+    // The first append of the race reaches the store first but answers only after the second one has.
+    const racing: EventStore = {
+      ...store,
+      append: async (stream, events, options) => {
+        const result = await store.append(stream, events, options);
+        if (holdFirst === undefined && stream.endsWith('race-a')) {
+          holdFirst = new Promise<void>((resolve) => (releaseFirst = resolve));
+          await holdFirst;
+        }
+        return result;
+      },
+    };
+    const { history } = await openTestHistory({ store: racing, follow: false, compaction: false });
+    const before = await history.list();
+    const first = startConversation(history, 'race-a');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await startConversation(history, 'race-b');
+    releaseFirst();
+    await first;
+    const listed = await history.list();
+    expect(listed.length).toBe(before.length + 2);
+    expect(recordsRead()).toBe(0);
+
+    const { history: fresh } = await openTestHistory({ store, follow: false, compaction: false });
+    expect(await fresh.list()).toEqual(listed);
+    await Promise.all([history.close(), fresh.close()]);
+  });
+
+  it('and reads the feed for what another service wrote in between, and after a completion (an event id, a deletion)', async () => {
+    const { store, recordsRead } = countingFeed(memoryStore());
+    const { history } = await openTestHistory({ store, follow: false, compaction: false });
+    const { history: other } = await openTestHistory({ store, follow: false, compaction: false });
+    await workOn(history, 'mine');
+    await workOn(other, 'theirs');
+    const afterOther = recordsRead();
+    // These appends follow the other service's: the projection may not take them before reading those.
+    await workOn(history, 'mine-again');
+    expect((await history.list()).length).toBe(3);
+    expect(recordsRead()).toBeGreaterThan(afterOther);
+
+    // A completion records its receipt under an event id and deletes the stream: both come from the feed.
+    const done = await startConversation(history, 'done');
+    const afterStart = recordsRead();
+    await history.complete(done.id, { expectedVersion: done.version, state: { sessionObjectId: 'OBJ-1' } });
+    await workOn(history, 'after');
+    const listed = await history.list();
+    expect(recordsRead()).toBeGreaterThan(afterStart);
+    expect(listed.filter((record) => record.phase === 'complete').length).toBe(1);
+    expect(listed.length).toBe(5);
+
+    const { history: fresh } = await openTestHistory({ store, follow: false, compaction: false });
+    expect(await fresh.list()).toEqual(listed);
+    expect(await fresh.commandHeads()).toEqual(await history.commandHeads());
+    await Promise.all([history.close(), other.close(), fresh.close()]);
+  });
+});
