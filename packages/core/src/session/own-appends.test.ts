@@ -50,7 +50,7 @@ describe("the projection takes the service's own appends", () => {
     const inner = memoryStore();
     const { store, recordsRead } = countingFeed(inner);
     let holdFirst: Promise<void> | undefined;
-    let releaseFirst = () => undefined as void;
+    let releaseFirst: () => void = () => undefined;
     // The first append of the race reaches the store first but answers only after the second one has.
     const racing: EventStore = {
       ...store,
