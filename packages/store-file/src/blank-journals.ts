@@ -130,7 +130,7 @@ export class BlankJournals {
     try {
       for (let i = 0; i < BATCH; i++) {
         const path = join(this.#layout.blanks, `blank-${randomBytes(8).toString('hex')}`);
-        made.push({ path, fd: await this.#fs.open(path, 'wx', 0o600) });
+        made.push({ path, fd: await this.#fs.open(path, 'wx+', 0o600) });
       }
       const names = this.#namesUnsynced;
       this.#namesUnsynced = false;

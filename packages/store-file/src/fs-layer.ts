@@ -32,6 +32,11 @@ export interface FileSystem {
   closeSync?(fd: number): void;
   /** Synchronous twin of `rename`, used only to put a blank journal in place for a lone append. Optional, as above. */
   renameSync?(from: string, to: string): void;
+  /**
+   * Synchronous twin of `read`, used only to read a few kilobytes this writer has just written (in the page cache)
+   * through its own descriptor, instead of opening the journal. Optional, as above.
+   */
+  readSync?(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
   fsync(fd: number): Promise<void>;
   ftruncate(fd: number, length: number): Promise<void>;
   fchmod(fd: number, mode: number): Promise<void>;
@@ -67,6 +72,7 @@ export const nodeFileSystem: FileSystem = {
   openSync: (path, flags, mode) => fs.openSync(path, flags, mode),
   closeSync: (fd) => fs.closeSync(fd),
   renameSync: (from, to) => fs.renameSync(from, to),
+  readSync: (fd, buffer, offset, length, position) => fs.readSync(fd, buffer, offset, length, position),
   fsync: (fd) => call<[number], void>(fs.fsync)(fd),
   ftruncate: (fd, length) => call<[number, number], void>(fs.ftruncate)(fd, length),
   fchmod: (fd, mode) => call<[number, number], void>(fs.fchmod)(fd, mode),
@@ -92,6 +98,7 @@ export function withOverrides(overrides: Partial<FileSystem> | undefined): FileS
   if (overrides.open && !overrides.openSync) delete merged.openSync;
   if (overrides.close && !overrides.closeSync) delete merged.closeSync;
   if (overrides.rename && !overrides.renameSync) delete merged.renameSync;
+  if (overrides.read && !overrides.readSync) delete merged.readSync;
   return merged;
 }
 

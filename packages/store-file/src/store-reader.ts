@@ -19,7 +19,7 @@ import type { Positions } from './positions.js';
 import { scanJournal } from './journal-scan.js';
 import { readSnapshotFile } from './snapshot-file.js';
 import type { ChangeMark, StreamEntry } from './stream-entry.js';
-import type { JournalHandle, StreamFiles } from './stream-files.js';
+import type { JournalHandle, RecentBytes, StreamFiles } from './stream-files.js';
 
 const EMPTY: AsyncIterable<never> = { [Symbol.asyncIterator]: async function* () {} };
 
@@ -127,7 +127,9 @@ export class StoreReader {
         const after = snapshot ? snapshot.revision + 1 : from;
         const journal = files.journal;
         if (after > revision || journal.firstPosition === 0) return { ...withSnapshot, events: EMPTY };
-        const handle = await this.#openJournal(entry, files);
+        const recent = files.recentStart('revision', after);
+        const start = recent ?? startPoint(journal, 'revision', after);
+        const handle = (recent && entry.readRecent(files, start.offset, length)) ?? (await this.#openJournal(entry, files));
         if (!handle) {
           if (readOnly && attempt < VIEW_RETRIES) {
             await this.#reload(entry);
@@ -138,7 +140,7 @@ export class StoreReader {
         const window: EventWindow = { minRevision: after, minPosition: 1, maxPosition: Number.MAX_SAFE_INTEGER };
         handedOver = true;
         // One stream read at a time by a caller: its next chunk is read while this one's events are taken.
-        const events = this.#events(handle, stream, startPoint(journal, 'revision', after), length, window, form, () => files.release(), true);
+        const events = this.#events(handle, stream, start, length, window, form, () => files.release(), true);
         return { ...withSnapshot, events };
       } finally {
         if (!handedOver) files.release();
@@ -242,10 +244,13 @@ export class StoreReader {
     const open = () =>
       (opened ??= (async () => {
         const journal = files.journal;
-        const handle = await this.#openJournal(entry, files);
+        const end = journal.length;
+        const recent = files.recentStart('position', from);
+        const start = recent ?? startPoint(journal, 'position', from);
+        const handle = (recent && entry.readRecent(files, start.offset, end)) ?? (await this.#openJournal(entry, files));
         if (!handle) throw this.#journalChanged(entry.name);
         const window: EventWindow = { minRevision: 1, minPosition: from, maxPosition: upTo };
-        events = this.#events(handle, entry.name, startPoint(journal, 'position', from), journal.length, window, form);
+        events = this.#events(handle, entry.name, start, end, window, form);
         return events;
       })());
     return {
@@ -348,8 +353,19 @@ export class StoreReader {
     };
     this.#open.add(done);
     const owned: FileSystem = { ...fs, close: async () => done() };
+    // Bytes read already (see `StreamEntry.readRecent`) are taken from the handle, and checked like any others.
+    if (handle.recent) owned.read = readRecent(handle.recent);
     return journalEvents(owned, handle.fd, layout.journal(stream), stream, start, end, window, form, (error) => this.#ctx.corrupted(error), readAhead);
   }
+}
+
+/** A `read` over the bytes a handle carries, for offsets from theirs on (a read past their end reads nothing). */
+function readRecent({ offset, bytes }: RecentBytes): FileSystem['read'] {
+  return async (_fd, buffer, at, length, position) => {
+    const from = position - offset;
+    if (from < 0) throw new RangeError(`a read at ${position} is before the bytes kept from ${offset}`);
+    return bytes.copy(buffer, at, from, Math.min(bytes.length, from + length));
+  };
 }
 
 /** The value of an iterator step, or undefined at its end: what a `FeedSource` gives. */

@@ -19,7 +19,7 @@ import { CHECKPOINT_EVERY, emptyJournal, readEventIds, writableEventIds, type Ev
 import type { Layout } from './layout.js';
 import type { ManifestTable } from './manifest-table.js';
 import type { Positions } from './positions.js';
-import { StreamFiles, type ChangeMark } from './stream-files.js';
+import { StreamFiles, type ChangeMark, type JournalHandle } from './stream-files.js';
 
 export type { ChangeMark } from './stream-files.js';
 
@@ -399,10 +399,36 @@ export class StreamEntry {
     while (this.#flushing) await this.#flushing;
   }
 
+  /**
+   * The journal's bytes `[offset, end)` of `files`, read at once with the synchronous call on the write
+   * descriptor, when `files` is the current version and this writer wrote all of them lately (see
+   * `StreamFiles.wroteLately`): no file is opened and nothing waits on the thread pool. Undefined otherwise, or
+   * when the read fails (the caller then reads as usual and reports what fails).
+   */
+  readRecent(files: StreamFiles, offset: number, end: number): JournalHandle | undefined {
+    const { fs } = this.#ctx;
+    const fd = this.#fd;
+    if (fd === undefined || !fs.readSync || files !== this.#files || !files.wroteLately(offset, end)) return undefined;
+    const bytes = Buffer.allocUnsafe(end - offset);
+    let got = 0;
+    try {
+      while (got < bytes.length) {
+        const n = fs.readSync(fd, bytes, got, bytes.length - got, offset + got);
+        if (n === 0) break;
+        got += n;
+      }
+    } catch {
+      return undefined;
+    }
+    return { fd: -1, done: () => undefined, recent: { offset, bytes: got === bytes.length ? bytes : bytes.subarray(0, got) } };
+  }
+
   /** Closes the journal's write descriptor (before its file is replaced or removed, and at close). */
   async closeFile(): Promise<void> {
     const fd = this.#fd;
     this.#fd = undefined;
+    // Not `#files`: that would build a stream still only a manifest row into files, which close must not do.
+    this.#current?.forgetRecent();
     if (fd !== undefined) await this.#ctx.fs.close(fd).catch(() => undefined);
   }
 
@@ -489,7 +515,9 @@ export class StreamEntry {
       this.#fail(batch, error);
       return;
     }
+    const written = { offset: this.journal.length, line: this.journal.lines + 1, revision: (batch[0] as PendingAppend).firstRevision, position: start };
     this.#committed(batch, lines, bytes.length);
+    this.#files.wrote(written, bytes.length);
     positions.settle(start);
     if (this.#ctx.observing) this.#observeFlush(batch, lines, bytes.length, syncMs);
     // Each result is a fresh object made by #frame and kept nowhere else, so callers get it as is.
@@ -648,7 +676,7 @@ export class StreamEntry {
       return true;
     }
     try {
-      this.#fd = io.openSync(path, 'wx', 0o600);
+      this.#fd = io.openSync(path, 'wx+', 0o600);
     } catch (error) {
       if (errorCode(error) === 'ENOENT') return false;
       throw error;
@@ -766,11 +794,11 @@ export class StreamEntry {
       }
     }
     try {
-      this.#fd = await this.#ctx.fs.open(path, 'wx', 0o600);
+      this.#fd = await this.#ctx.fs.open(path, 'wx+', 0o600);
     } catch (error) {
       if (errorCode(error) !== 'ENOENT') throw error;
       await this.#ctx.fs.mkdir(this.#ctx.layout.streams, 0o700);
-      this.#fd = await this.#ctx.fs.open(path, 'wx', 0o600);
+      this.#fd = await this.#ctx.fs.open(path, 'wx+', 0o600);
     }
     this.#journalExists = true;
     this.#unsyncedName = true;

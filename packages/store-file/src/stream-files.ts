@@ -1,3 +1,4 @@
+import type { StartPoint } from './journal-events.js';
 import type { StreamId } from '@sessionfold/core/kernel';
 import { errorCode, type FileSystem } from './fs-layer.js';
 import type { JournalInfo } from './journal-scan.js';
@@ -14,6 +15,32 @@ export interface ChangeMark {
 export interface JournalHandle {
   fd: number;
   done(): void;
+  /** Set when the bytes asked for were read already (see `StreamEntry.readRecent`): they are taken from here, not from `fd`. */
+  recent?: RecentBytes;
+}
+
+/** A journal's bytes from `offset` on, read in one go for a reader. */
+export interface RecentBytes {
+  offset: number;
+  bytes: Buffer;
+}
+
+/**
+ * The most of a journal's latest bytes a reader reads with one synchronous call on the writer's descriptor
+ * instead of opening the file: bytes this writer wrote a moment ago are in the page cache, so the read does not
+ * wait on the disk, and it still checks the file's bytes, not a copy.
+ */
+export const RECENT_BYTES = 32 * 1024;
+
+/** The most writes of a journal counted as recent. */
+const RECENT_WRITES = 64;
+
+/** A write counted as recent: its first byte and line, and its first event's revision and position. */
+export interface RecentWrite {
+  offset: number;
+  line: number;
+  revision: number;
+  position: number;
 }
 
 interface Retained {
@@ -39,6 +66,8 @@ export class StreamFiles {
   #retired: Promise<Retained> | undefined;
   /** The file system of the retired descriptors, to close them with. */
   #fs: FileSystem | undefined;
+  /** The writes of this writer lately, oldest first, ending at the journal's end: where each began. */
+  #recent: RecentWrite[] = [];
 
   /** `before` is the version the change at `since` replaced (pinned), held as `before`. */
   constructor(snapshot: ChangeMark | undefined, journal: JournalInfo, since = 0, before?: StreamFiles) {
@@ -74,6 +103,45 @@ export class StreamFiles {
     const before = this.#before;
     this.#before = undefined;
     return before;
+  }
+
+  /**
+   * Notes a write the writer just made durable at the journal's end before it: the latest writes, spanning up to
+   * `RECENT_BYTES` (and `RECENT_WRITES` of them), count as written lately.
+   */
+  wrote(write: RecentWrite, length: number): void {
+    const recent = this.#recent;
+    recent.push(write);
+    const end = write.offset + length;
+    let drop = 0;
+    while (drop < recent.length && (end - (recent[drop] as RecentWrite).offset > RECENT_BYTES || recent.length - drop > RECENT_WRITES)) drop++;
+    if (drop > 0) recent.splice(0, drop);
+  }
+
+  /** Forgets what was written lately (the writer closed the journal's descriptor, or the file may change). */
+  forgetRecent(): void {
+    this.#recent = [];
+  }
+
+  /**
+   * Where to start reading for the events with `revision ≥ from` (or `position ≥ from`) among the writes made
+   * lately: the latest of them beginning at or before `from`. Undefined when the oldest kept begins after it.
+   */
+  recentStart(by: 'revision' | 'position', from: number): StartPoint | undefined {
+    if (this.#retired) return undefined;
+    const recent = this.#recent;
+    // Writes go in order, so every event from `from` on is in that write or a later one.
+    for (let index = recent.length - 1; index >= 0; index--) {
+      const write = recent[index] as RecentWrite;
+      if (write[by] <= from) return write;
+    }
+    return undefined;
+  }
+
+  /** Whether the journal's bytes `[offset, end)`, up to its end, are all among those this writer wrote lately. */
+  wroteLately(offset: number, end: number): boolean {
+    const oldest = this.#recent[0];
+    return oldest !== undefined && offset >= oldest.offset && end === this.journal.length && !this.#retired;
   }
 
   /** Keeps this version readable until `release`. */
