@@ -4,9 +4,13 @@ import { decodeLine } from './journal-codec.js';
 import { errorCode, listDir, syncDir, type FileSystem } from './fs-layer.js';
 import type { Layout } from './layout.js';
 
-/** Blanks made in one go (one fsync of their directory), and how few are left when the next batch starts. */
-const BATCH = 16;
-const LOW = 4;
+/**
+ * Blanks made in one go (one fsync of their directory), and how few are left when the next batch starts. A batch
+ * takes a few milliseconds (more while appends keep the disk busy); at a thousand new streams a second, starting
+ * it with sixteen left keeps appends from running out (with four left, one start in five did).
+ */
+const BATCH = 32;
+const LOW = 16;
 /** How far into a blank its first line is looked for: a first record is at most one event line long. */
 const FIRST_LINE_LIMIT = 4 * 1024 * 1024;
 
@@ -128,10 +132,15 @@ export class BlankJournals {
     await this.#fs.mkdir(this.#layout.blanks, 0o700);
     const made: Blank[] = [];
     try {
-      for (let i = 0; i < BATCH; i++) {
-        const path = join(this.#layout.blanks, `blank-${randomBytes(8).toString('hex')}`);
-        made.push({ path, fd: await this.#fs.open(path, 'wx+', 0o600) });
-      }
+      // Opened together: one after another, each waits for the thread pool behind the appends' work.
+      const opened = await Promise.allSettled(
+        Array.from({ length: BATCH }, async () => {
+          const path = join(this.#layout.blanks, `blank-${randomBytes(8).toString('hex')}`);
+          made.push({ path, fd: await this.#fs.open(path, 'wx+', 0o600) });
+        }),
+      );
+      const failed = opened.find((outcome) => outcome.status === 'rejected');
+      if (failed) throw failed.reason;
       const names = this.#namesUnsynced;
       this.#namesUnsynced = false;
       try {
