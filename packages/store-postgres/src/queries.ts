@@ -75,9 +75,7 @@ export function queriesFor(schema: string) {
     /** (offset, type, recordedAt, stream, fromRevision, toRevision, maxPosition) → StreamPageRow (see `StreamPageRows`) */
     streamPage: namedArray(
       n('stream_page'),
-      `SELECT e.revision, e.data,
-              CASE WHEN e.position - e.revision = $1 AND e.type = $2 AND e.recorded_at = $3 AND e.event_id IS NULL AND e.schema_version = 1 THEN NULL
-                   ELSE json_build_array(e.position - e.revision, e.type, e.event_id, e.recorded_at, e.schema_version)::text END
+      `SELECT e.revision, e.data, NULLIF(e.position - e.revision, $1), NULLIF(e.type, $2), NULLIF(e.recorded_at, $3), e.event_id, NULLIF(e.schema_version, 1)
        FROM ${S}.events AS e
        WHERE e.stream = $4 AND e.kind = ${Kind.event} AND e.revision >= $5 AND e.revision <= $6 AND e.position <= $7
        ORDER BY e.revision LIMIT ${LATER_PAGE_SIZE}`,

@@ -2,7 +2,7 @@ import { streamReadsAgreeWithFeed } from '@sessionfold/conformance';
 import { describe, it } from 'vitest';
 import { PG_URL, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
 
-describe.skipIf(PG_URL === undefined)('postgresStore: stream pages after the first (three columns, the rest where it changes)', () => {
+describe.skipIf(PG_URL === undefined)('postgresStore: stream pages after the first (what repeats the page before left out)', () => {
   const fresh = schemasDroppedAfterAll();
 
   it('give every event as the feed gives it, with two reads whose pages interleave', async () => {
