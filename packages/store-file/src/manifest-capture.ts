@@ -22,16 +22,23 @@ export async function captureManifest(
   layout: Layout,
   entries: ReadonlyMap<StreamId, StreamEntry>,
 ): Promise<{ columns: ManifestColumns; complete: boolean }> {
-  const looked: { entry: StreamEntry; generation: number; snapshot: FileStamp | undefined; journal: FileStamp | undefined }[] = [];
+  const looked: { entry: StreamEntry; generation: number; snapshot: FileStamp | undefined; journal: FileStamp | undefined; length: number }[] = [];
   let asRecorded = 0;
   for (const entry of entries.values()) {
     if (entry.recorded) asRecorded++;
     if (entry.recorded || (!entry.journalExists && !entry.snapshot)) continue;
-    looked.push({ entry, generation: entry.generation, snapshot: undefined, journal: undefined });
+    looked.push({ entry, generation: entry.generation, snapshot: undefined, journal: undefined, length: entry.journal.length });
   }
   let next = 0;
   const worker = async () => {
     for (let item = looked[next++]; item; item = looked[next++]) {
+      // Files unchanged since the last capture looked at them keep the stamps it found (see `StreamEntry.stamped`).
+      const stamped = item.entry.stamped;
+      if (stamped && stamped.generation === item.generation && stamped.length === item.length && stamped.snapshot === item.entry.snapshot) {
+        item.snapshot = stamped.stamps.snapshot;
+        item.journal = stamped.stamps.journal;
+        continue;
+      }
       if (item.entry.snapshot) item.snapshot = await stampOf(fsl, layout.snapshot(item.entry.name));
       if (item.entry.journalExists) item.journal = await stampOf(fsl, layout.journal(item.entry.name));
     }
@@ -59,12 +66,16 @@ export async function captureManifest(
       record.snapshot = { mark: entry.snapshot, stamp: snapshot ?? UNKNOWN_STAMP };
       complete &&= snapshot !== undefined;
     }
+    let stamped = true;
     if (entry.journalExists) {
       const info = entry.journal;
       const known = journal !== undefined && journal.size === info.length;
       record.journal = { info, stamp: known ? journal : UNKNOWN_STAMP };
       complete &&= known;
+      stamped = known;
     }
+    if (entry.snapshot) stamped &&= snapshot !== undefined;
+    entry.stamped = stamped ? { generation, length: entry.journal.length, snapshot: entry.snapshot, stamps: { snapshot, journal } } : undefined;
     builder.add(entry.name, record);
   }
   return { columns: builder.columns(), complete };

@@ -359,6 +359,31 @@ describe('the manifest', () => {
     expect(shown).toEqual(await fullScanOf(dir));
   });
 
+  it('is recorded again looking only at the files changed since the last recording', async () => {
+    const dir = freshDir();
+    const { fs, stats } = counting();
+    const writer = await fileStore({ directory: dir, fs });
+    const [a, b, c] = [randomStream('a'), randomStream('b'), randomStream('c')];
+    for (const stream of [a, b]) await writer.append(stream, [{ type: 'E', data: 1 }], { expectedRevision: 'no_stream' });
+    // Ten thousand positions past the last recording start the next one in the background.
+    await writer.append(
+      c,
+      Array.from({ length: 10_000 }, (_, n) => ({ type: 'E', data: n })),
+      { expectedRevision: 'no_stream' },
+    );
+    for (let waited = 0; stats.length < 3 && waited < 5000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect([...stats].sort()).toEqual([a, b, c].map((stream) => journalOf(dir, stream)).sort());
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    stats.length = 0;
+    await writer.append(b, [{ type: 'E', data: 2 }], { expectedRevision: 1 });
+    await writer.close();
+    // At close only the journal that grew is looked at again; the others keep the stamps found before.
+    expect(stats).toEqual([journalOf(dir, b)]);
+    const { shown, openReads } = await viewWithReads(dir);
+    expect(openReads).toEqual([]);
+    expect(shown).toEqual(await fullScanOf(dir));
+  });
+
   it("is recorded at a writer's close looking only at the files of the streams used since open", async () => {
     const dir = freshDir();
     const [a, b] = (await seeded(dir)) as [StreamId, StreamId];

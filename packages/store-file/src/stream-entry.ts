@@ -20,6 +20,7 @@ import type { Layout } from './layout.js';
 import type { ManifestTable } from './manifest-table.js';
 import type { Positions } from './positions.js';
 import { StreamFiles, type ChangeMark, type JournalHandle } from './stream-files.js';
+import type { FileStamp } from './manifest-table.js';
 
 export type { ChangeMark } from './stream-files.js';
 
@@ -335,6 +336,17 @@ export class StreamEntry {
       done();
     }
   }
+
+  /**
+   * The stamps the last manifest capture found for this stream's files, with what the stream was then: its
+   * generation, journal length and snapshot mark. While all three are the same, the files are the same (under the
+   * writer lock only this writer changes them: appends make the journal longer, and every replacement moves the
+   * generation), so the next capture takes these stamps instead of looking again. Were a stamp stale after all,
+   * the next open would only find it differs and read that stream's files in full.
+   */
+  stamped:
+    | { generation: number; length: number; snapshot: ChangeMark | undefined; stamps: { snapshot: FileStamp | undefined; journal: FileStamp | undefined } }
+    | undefined;
 
   /**
    * Changes each time an exclusive operation (compaction, deletion, restore: the only ones that replace or

@@ -72,7 +72,7 @@ export function queriesFor(schema: string) {
                           ORDER BY e.revision LIMIT ${PAGE_SIZE}) AS e ON h.head > 0
        ORDER BY e.revision`,
     ),
-    /** (offset, type, recordedAt, stream, fromRevision, toRevision, maxPosition) → StreamPageRow (see `StreamPageRows`) */
+    /** (offset, type, recordedAt, stream, fromRevision, toRevision, maxPosition) → StreamPageColumns (see `StreamPageRows`) */
     streamPage: namedArray(
       n('stream_page'),
       `SELECT e.revision, e.data, NULLIF(e.position - e.revision, $1), NULLIF(e.type, $2), NULLIF(e.recorded_at, $3), e.event_id, NULLIF(e.schema_version, 1)

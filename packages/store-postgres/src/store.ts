@@ -7,7 +7,7 @@ import {
   InvalidInputError,
   PagedEvents,
   StreamPageRows,
-  type StreamPageRow,
+  type StreamPageColumns,
   eventFromRow,
   storedEventFromRow,
   type PagedRead,
@@ -187,7 +187,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       live();
       if (next > head) return undefined;
       const request = pageRows.page();
-      const page = request.expand(stream, await rows<StreamPageRow>(q.streamPage([...request.passed, stream, next, head, bound])));
+      const page = request.expandColumns(stream, await rows<StreamPageColumns>(q.streamPage([...request.passed, stream, next, head, bound])));
       const current = async () => (await rows<{ revision: number }>(q.head([stream])))[0]?.revision ?? 0;
       if (page.length === 0) throw new ConcurrencyError(stream, head, await current());
       for (const row of page) if (row[2] !== next++) throw new ConcurrencyError(stream, head, await current());

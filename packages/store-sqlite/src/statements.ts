@@ -33,7 +33,7 @@ export interface Statements {
   /** (stream, keepPosition) */
   deleteAllRecords: SqliteStatement;
   /**
-   * (offset, type, recordedAt, stream, fromRevision, toRevision, maxPosition, limit) → StreamPageRow, raw:
+   * (offset, type, recordedAt, stream, fromRevision, toRevision, maxPosition, limit) → [revision, data, meta], raw:
    * see `STREAM_PAGE_COLUMNS`; the reader builds the EventRow
    */
   streamPage: SqliteStatement;
@@ -77,7 +77,9 @@ const HEAD_OF = (first: string, second: string) =>
 const EVENT_COLUMNS = 'position, stream, revision, type, data, event_id, recorded_at, schema_version';
 
 /** A stream read's columns: `StreamPageRow` (revision, data, and the rest only where it does not repeat what is passed). */
-const STREAM_PAGE_COLUMNS = 'revision, data, NULLIF(position - revision, ?), NULLIF(type, ?), NULLIF(recorded_at, ?), event_id, NULLIF(schema_version, 1)';
+const STREAM_PAGE_COLUMNS =
+  'revision, data, CASE WHEN position - revision = ? AND type = ? AND recorded_at = ? AND event_id IS NULL AND schema_version = 1 THEN NULL ' +
+  'ELSE json_array(position - revision, type, event_id, recorded_at, schema_version) END';
 
 /** Prepares every statement of the store on `db` (the schema must exist). */
 export function prepareStatements(db: SqliteDatabase): Statements {
