@@ -14,7 +14,7 @@ const LOW = 16;
 /** How far into a blank its first line is looked for: a first record is at most one event line long. */
 const FIRST_LINE_LIMIT = 4 * 1024 * 1024;
 
-/** A blank ready to become a journal: its path and a descriptor open for writing. */
+/** A blank ready to become a journal: its path and a descriptor open for reading and writing (reads of what was just written use it). */
 export interface Blank {
   readonly path: string;
   readonly fd: number;

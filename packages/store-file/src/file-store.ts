@@ -456,7 +456,7 @@ class FileStore implements EventStore {
     if (this.#manifestSave || this.#closed) return;
     const saving = this.#track(async () => {
       await new Promise<void>((resolve) => setImmediate(resolve));
-      await this.#saveManifest();
+      await this.#saveManifest(true);
     })
       .catch(() => undefined)
       .finally(() => {
@@ -469,14 +469,15 @@ class FileStore implements EventStore {
    * Records what the streams hold now. Not after writes were refused: the state may then differ from the files
    * (the last manifest stays, and open checks it against the files as always).
    */
-  async #saveManifest(): Promise<void> {
+  async #saveManifest(reuseStamps: boolean): Promise<void> {
     if (this.#poisoned) return;
     const at = this.#positions.watermark;
     const settles = this.#settles;
-    const { columns, complete } = await captureManifest(this.#fs, this.#layout, this.#entries);
+    const { columns, complete } = await captureManifest(this.#fs, this.#layout, this.#entries, reuseStamps);
     const checksum = await writeManifest(this.#fs, this.#layout.manifest, encodeManifest(this.#format, at, columns));
     this.#manifestChecksum = checksum;
-    this.#manifestSettles = complete && this.#settles === settles ? settles : undefined;
+    // Only a manifest whose every stamp was just looked at may be vouched for by the clean-close mark.
+    this.#manifestSettles = complete && !reuseStamps && this.#settles === settles ? settles : undefined;
     this.#manifestAt = Math.max(this.#manifestAt, at);
   }
 
@@ -488,7 +489,7 @@ class FileStore implements EventStore {
   async #closeCleanly(): Promise<void> {
     if (this.#poisoned) return;
     for (const entry of this.#entries.values()) if (entry.dirty) return;
-    if (this.#manifestSettles !== this.#settles || this.#manifestChecksum === undefined) await this.#saveManifest();
+    if (this.#manifestSettles !== this.#settles || this.#manifestChecksum === undefined) await this.#saveManifest(false);
     if (this.#manifestSettles !== this.#settles || this.#manifestChecksum === undefined) return;
     const stamp = await stampOf(this.#fs, this.#layout.manifest);
     if (stamp) await writeCleanClose(this.#fs, this.#layout.cleanClose, this.#manifestChecksum, stamp);

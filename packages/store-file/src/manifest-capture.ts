@@ -15,12 +15,15 @@ const STAT_CONCURRENCY = 32;
  * its files: under the writer lock, nothing else changes them. A stream that was compacted, deleted or restored
  * meanwhile (its generation moved, or is odd) is left out: open reads it in full. A journal still growing is
  * recorded without its inode and time, so open reads it on from its last checkpoint. `complete` when every
- * stream with files was recorded with the stamps of the files as they are.
+ * stream with files was recorded with the stamps of the files as they are. With `reuseStamps` (periodic
+ * recordings), a stream unchanged since the last capture keeps the stamps that one found instead of a new look
+ * (see `StreamEntry.stamped`); the recording at close looks at them all.
  */
 export async function captureManifest(
   fsl: FileSystem,
   layout: Layout,
   entries: ReadonlyMap<StreamId, StreamEntry>,
+  reuseStamps = true,
 ): Promise<{ columns: ManifestColumns; complete: boolean }> {
   const looked: { entry: StreamEntry; generation: number; snapshot: FileStamp | undefined; journal: FileStamp | undefined; length: number }[] = [];
   let asRecorded = 0;
@@ -34,7 +37,7 @@ export async function captureManifest(
     for (let item = looked[next++]; item; item = looked[next++]) {
       // Files unchanged since the last capture looked at them keep the stamps it found (see `StreamEntry.stamped`).
       const stamped = item.entry.stamped;
-      if (stamped && stamped.generation === item.generation && stamped.length === item.length && stamped.snapshot === item.entry.snapshot) {
+      if (reuseStamps && stamped && stamped.generation === item.generation && stamped.length === item.length && stamped.snapshot === item.entry.snapshot) {
         item.snapshot = stamped.stamps.snapshot;
         item.journal = stamped.stamps.journal;
         continue;

@@ -341,8 +341,8 @@ export class StreamEntry {
    * The stamps the last manifest capture found for this stream's files, with what the stream was then: its
    * generation, journal length and snapshot mark. While all three are the same, the files are the same (under the
    * writer lock only this writer changes them: appends make the journal longer, and every replacement moves the
-   * generation), so the next capture takes these stamps instead of looking again. Were a stamp stale after all,
-   * the next open would only find it differs and read that stream's files in full.
+   * generation), so a periodic capture takes these stamps instead of looking again. The capture at close looks
+   * at every file it records: the clean-close mark it vouches for lets the next open trust the stamps unseen.
    */
   stamped:
     | { generation: number; length: number; snapshot: ChangeMark | undefined; stamps: { snapshot: FileStamp | undefined; journal: FileStamp | undefined } }

@@ -19,7 +19,8 @@ export interface SessionHistoryObserver {
   conflictRetried?(conflict: { stream: StreamId; attempt: number }): void;
   /**
    * The cross-session projection applied `changes` feed records (its lag), reaching feed `position`: a catch-up a
-   * call asked for (`source: 'catch-up'`), or records the store's `follow` pushed (`source: 'follow'`).
+   * call asked for (`source: 'catch-up'`), or records the store's `follow` pushed (`source: 'follow'`). This
+   * service's own appends, taken as they commit, are not counted: they were never behind.
    */
   projectionCaughtUp?(catchUp: CatchUpObservation): void;
   /** The open started from the checkpoint saved at feed `position`, and read only the feed after it. */

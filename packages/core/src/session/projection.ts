@@ -44,6 +44,7 @@ export class SessionProjection {
   #queue: Promise<void> = Promise.resolve();
   /** This service's appends that came in ahead of one still to be applied: tried again after each one applied. */
   #early: { stream: StreamId; append: OwnAppend }[] = [];
+  #earlyEvents = 0;
   /** Fired by `stop`: catch-ups end between two records, so closing never waits for a long one. */
   readonly #stopping = new AbortController();
 
@@ -125,6 +126,7 @@ export class SessionProjection {
           changes++;
         }
       }
+      if (this.#early.length > 0) await this.#retryEarly();
       if (changes > 0) this.#caughtUp({ changes, position: this.#lastPosition, durationMs: performance.now() - started, source: 'follow' });
     });
   }
@@ -140,18 +142,31 @@ export class SessionProjection {
       if (this.#stopping.signal.aborted) return;
       if (!(await this.#applyOwnAt(stream, append))) {
         this.#early.push({ stream, append });
-        if (this.#early.length > MAX_EARLY) this.#early.shift();
+        this.#earlyEvents += append.events.length;
+        while (this.#early.length > MAX_EARLY || this.#earlyEvents > MAX_EARLY_EVENTS) this.#dropEarly(0);
         return;
       }
-      for (let index = 0; index < this.#early.length; ) {
-        const early = this.#early[index] as { stream: StreamId; append: OwnAppend };
-        if (early.append.position <= this.#lastPosition) this.#early.splice(index, 1);
-        else if (await this.#applyOwnAt(early.stream, early.append)) {
-          this.#early.splice(index, 1);
-          index = 0;
-        } else index++;
-      }
+      await this.#retryEarly();
+      // A failure (a reducer refusing an event, a fold after a gap) is the feed's to report: the next catch-up reads
+      // the same records from the position this one stopped at, and fails or applies them there.
     }).catch(() => undefined);
+  }
+
+  /** Applies the early appends that fit now, and lets go of those the projection has passed. */
+  async #retryEarly(): Promise<void> {
+    for (let index = 0; index < this.#early.length; ) {
+      const early = this.#early[index] as { stream: StreamId; append: OwnAppend };
+      if (early.append.position <= this.#lastPosition) this.#dropEarly(index);
+      else if (await this.#applyOwnAt(early.stream, early.append)) {
+        this.#dropEarly(index);
+        index = 0;
+      } else index++;
+    }
+  }
+
+  #dropEarly(index: number): void {
+    const [dropped] = this.#early.splice(index, 1);
+    if (dropped) this.#earlyEvents -= dropped.append.events.length;
   }
 
   /** Applies `append` if it is next in the feed; whether it is no longer waiting (applied, or passed by the feed). */
@@ -159,6 +174,8 @@ export class SessionProjection {
     const { events, position, revision } = append;
     if (position <= this.#lastPosition) return true;
     if (position - this.#lastPosition !== events.length) return false;
+    // Not the store's commit time (an append does not return it): no projected reducer reads `recordedAt`, and one
+    // that did would have to take this service's own appends from the feed instead.
     const recordedAt = append.decidedAt.toISOString();
     const first = revision - events.length + 1;
     for (const [index, event] of events.entries()) {
@@ -293,6 +310,7 @@ export class SessionProjection {
       changes++;
     }
     for (const commandId of noted) this.#noted.delete(commandId);
+    if (this.#early.length > 0) await this.#retryEarly();
     if (changes > 0) this.#caughtUp({ changes, position: this.#lastPosition, durationMs: performance.now() - started, source: 'catch-up' });
   }
 
@@ -370,6 +388,8 @@ function extendsCommands(previous: SessionStreamState, next: SessionStreamState)
 
 /** This service's appends kept while an earlier one is still to be applied. */
 const MAX_EARLY = 64;
+/** ...and at most this many events in all. */
+const MAX_EARLY_EVENTS = 1024;
 
 function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
