@@ -146,6 +146,17 @@ export function writeAllSync(io: InlineIo, fd: number, bytes: Uint8Array, positi
   }
 }
 
+/** Reads `bytes.length` bytes at `position` with the synchronous call, looping over short reads; how many it got (fewer at the end of the file). */
+export function readAllSync(io: Required<Pick<FileSystem, 'readSync'>>, fd: number, bytes: Uint8Array, position: number): number {
+  let got = 0;
+  while (got < bytes.length) {
+    const n = io.readSync(fd, bytes, got, bytes.length - got, position + got);
+    if (n === 0) break;
+    got += n;
+  }
+  return got;
+}
+
 /**
  * Fsyncs a directory so that names created, renamed or removed in it survive a crash: the atomic writer's
  * `syncDirectory` on this file system (so injected faults reach it), throwing the native error as the store's

@@ -127,9 +127,8 @@ export class StoreReader {
         const after = snapshot ? snapshot.revision + 1 : from;
         const journal = files.journal;
         if (after > revision || journal.firstPosition === 0) return { ...withSnapshot, events: EMPTY };
-        const recent = files.recentStart('revision', after);
-        const start = recent ?? startPoint(journal, 'revision', after);
-        const handle = (recent && entry.readRecent(files, start.offset, length)) ?? (await this.#openJournal(entry, files));
+        const { start, recent } = this.#startOf(entry, files, 'revision', after, length);
+        const handle = recent ?? (await this.#openJournal(entry, files));
         if (!handle) {
           if (readOnly && attempt < VIEW_RETRIES) {
             await this.#reload(entry);
@@ -245,9 +244,8 @@ export class StoreReader {
       (opened ??= (async () => {
         const journal = files.journal;
         const end = journal.length;
-        const recent = files.recentStart('position', from);
-        const start = recent ?? startPoint(journal, 'position', from);
-        const handle = (recent && entry.readRecent(files, start.offset, end)) ?? (await this.#openJournal(entry, files));
+        const { start, recent } = this.#startOf(entry, files, 'position', from, end);
+        const handle = recent ?? (await this.#openJournal(entry, files));
         if (!handle) throw this.#journalChanged(entry.name);
         const window: EventWindow = { minRevision: 1, minPosition: from, maxPosition: upTo };
         events = this.#events(handle, entry.name, start, end, window, form);
@@ -270,6 +268,16 @@ export class StoreReader {
         await events?.return?.();
       },
     };
+  }
+
+  /**
+   * Where a read of `files` for the events from `from` (by revision or position) up to byte `end` starts: the latest
+   * recent write at or before it, whose bytes the writer then reads at once (`recent`), else the checkpoint before it.
+   */
+  #startOf(entry: StreamEntry, files: StreamFiles, by: 'revision' | 'position', from: number, end: number): { start: StartPoint; recent?: JournalHandle } {
+    const written = files.recentStart(by, from);
+    const recent = written && entry.readRecent(files, written.offset, end);
+    return written && recent ? { start: written, recent } : { start: written ?? startPoint(files.journal, by, from) };
   }
 
   /**
@@ -354,13 +362,13 @@ export class StoreReader {
     this.#open.add(done);
     const owned: FileSystem = { ...fs, close: async () => done() };
     // Bytes read already (see `StreamEntry.readRecent`) are taken from the handle, and checked like any others.
-    if (handle.recent) owned.read = readRecent(handle.recent);
+    if (handle.recent) owned.read = readFromBytes(handle.recent);
     return journalEvents(owned, handle.fd, layout.journal(stream), stream, start, end, window, form, (error) => this.#ctx.corrupted(error), readAhead);
   }
 }
 
 /** A `read` over the bytes a handle carries, for offsets from theirs on (a read past their end reads nothing). */
-function readRecent({ offset, bytes }: RecentBytes): FileSystem['read'] {
+function readFromBytes({ offset, bytes }: RecentBytes): FileSystem['read'] {
   return async (_fd, buffer, at, length, position) => {
     const from = position - offset;
     if (from < 0) throw new RangeError(`a read at ${position} is before the bytes kept from ${offset}`);

@@ -13,13 +13,13 @@ import {
   type StreamId,
 } from '@sessionfold/core/kernel';
 import type { Blank, BlankJournals } from './blank-journals.js';
-import { errorCode, syncDir, writeAll, writeAllSync, type FileSystem, type InlineCreateIo, type InlineIo } from './fs-layer.js';
+import { errorCode, readAllSync, syncDir, writeAll, writeAllSync, type FileSystem, type InlineCreateIo, type InlineIo } from './fs-layer.js';
 import { eventPayloadJson, frameLine } from './journal-codec.js';
 import { CHECKPOINT_EVERY, emptyJournal, readEventIds, writableEventIds, type EventIdEntry, type JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
 import type { ManifestTable } from './manifest-table.js';
 import type { Positions } from './positions.js';
-import { StreamFiles, type ChangeMark, type JournalHandle } from './stream-files.js';
+import { RECENT_BYTES, StreamFiles, type ChangeMark, type JournalHandle } from './stream-files.js';
 import type { FileStamp } from './manifest-table.js';
 
 export type { ChangeMark } from './stream-files.js';
@@ -413,22 +413,19 @@ export class StreamEntry {
 
   /**
    * The journal's bytes `[offset, end)` of `files`, read at once with the synchronous call on the write
-   * descriptor, when `files` is the current version and this writer wrote all of them lately (see
-   * `StreamFiles.wroteLately`): no file is opened and nothing waits on the thread pool. Undefined otherwise, or
-   * when the read fails (the caller then reads as usual and reports what fails).
+   * descriptor, for `offset` where one of the writes `files` counts as recent began (`StreamFiles.recentStart`),
+   * while `files` is the current version: no file is opened and nothing waits on the thread pool. Undefined
+   * otherwise, or when the read fails (the caller then reads as usual and reports what fails).
    */
   readRecent(files: StreamFiles, offset: number, end: number): JournalHandle | undefined {
     const { fs } = this.#ctx;
     const fd = this.#fd;
-    if (fd === undefined || !fs.readSync || files !== this.#files || !files.wroteLately(offset, end)) return undefined;
+    // Recent writes span at most `RECENT_BYTES` up to the journal's end; the bound only guards that promise.
+    if (fd === undefined || !fs.readSync || files !== this.#files || end - offset > RECENT_BYTES) return undefined;
     const bytes = Buffer.allocUnsafe(end - offset);
-    let got = 0;
+    let got: number;
     try {
-      while (got < bytes.length) {
-        const n = fs.readSync(fd, bytes, got, bytes.length - got, offset + got);
-        if (n === 0) break;
-        got += n;
-      }
+      got = readAllSync(fs as Required<Pick<FileSystem, 'readSync'>>, fd, bytes, offset);
     } catch {
       return undefined;
     }

@@ -138,12 +138,6 @@ export class StreamFiles {
     return undefined;
   }
 
-  /** Whether the journal's bytes `[offset, end)`, up to its end, are all among those this writer wrote lately. */
-  wroteLately(offset: number, end: number): boolean {
-    const oldest = this.#recent[0];
-    return oldest !== undefined && offset >= oldest.offset && end === this.journal.length && !this.#retired;
-  }
-
   /** Keeps this version readable until `release`. */
   pin(): void {
     this.#pins++;
