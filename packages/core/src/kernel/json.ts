@@ -18,12 +18,13 @@ export function findNonJson(value: unknown, path = '$', seen: Set<object> = new 
 }
 
 /**
- * A deep copy of a JSON value, so a store (or a service) never shares objects with its callers. Copied by hand:
- * `structuredClone` costs microseconds even for a small record, which every call that returns one paid. Anything
- * that is not JSON inside (a Date, a typed array) is left to `structuredClone`.
+ * A deep copy of a JSON value as JSON text gives it back (`-0` becomes `0`, as in every persistent store), so a
+ * store (or a service) never shares objects with its callers. Copied by hand: `structuredClone` costs
+ * microseconds even for a small record, which every call that returns one paid. Anything that is not JSON
+ * inside (a Date, a typed array) is left to `structuredClone`.
  */
 export function cloneJson<T>(value: T): T {
-  if (typeof value !== 'object' || value === null) return value;
+  if (typeof value !== 'object' || value === null) return (value === 0 ? 0 : value) as T;
   if (Array.isArray(value)) {
     const copy = new Array<unknown>(value.length);
     for (let index = 0; index < value.length; index++) copy[index] = cloneJson(value[index] as unknown);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { SessionHistoryError, messages } from './errors.js';
 import { isUuid } from './ids.js';
-import { jsonObjectSchema, jsonValueSchema } from './json-schema.js';
+import { jsonInputObjectSchema, jsonInputValueSchema } from './json-schema.js';
 import { completionReceiptSchema, phaseSchema, TRANSCRIPT_ROLES } from './model.js';
 import type { Agree, Assert } from './type-agreement.js';
 import type {
@@ -55,7 +55,10 @@ export function isRfc3339(value: string): boolean {
 const idempotencyId = z.string().refine((value) => value.length > 0 && Buffer.byteLength(value, 'utf8') <= 255, { message: messages.idempotencyId });
 const startedAt = z.string().refine(isRfc3339, { message: messages.startedAt });
 const expectedVersion = z.number().int().min(0);
-const count = z.number().int().min(0).nullable().optional();
+// A number the service records reads back from any store as JSON text gives it: `-0` as `0`.
+const asStored = (value: number): number => (value === 0 ? 0 : value);
+const storedNumber = z.number().transform(asStored);
+const count = z.number().int().min(0).transform(asStored).nullable().optional();
 
 /** A session id argument: a UUID, returned in lowercase. */
 export const sessionIdSchema = z
@@ -78,35 +81,35 @@ export const startSessionSchema = z.object({
   idempotencyId,
   startedAt,
   sessionType: z.string(),
-  durationMinutes: z.number().nullable().optional(),
+  durationMinutes: storedNumber.nullable().optional(),
   customPrompt: z.string().nullable().optional(),
 });
 export type StartSession = z.output<typeof startSessionSchema>;
 
 /** Input of `register`. */
-export const registerSessionSchema = z.object({ id: sessionIdSchema, startedAt, state: jsonObjectSchema });
+export const registerSessionSchema = z.object({ id: sessionIdSchema, startedAt, state: jsonInputObjectSchema });
 export type RegisterSession = z.output<typeof registerSessionSchema>;
 
 /** Input of `enqueue`; `payload` defaults to `{}`. */
-export const newCommandSchema = z.object({ idempotencyId, kind: z.string(), payload: jsonValueSchema.default({}) });
+export const newCommandSchema = z.object({ idempotencyId, kind: z.string(), payload: jsonInputValueSchema.default({}) });
 export type NewCommand = z.output<typeof newCommandSchema>;
 
 /** Input of `completeCommand`; `outcome` defaults to `{}`. */
-export const commandOutcomeSchema = z.object({ outcome: jsonValueSchema.default({}), worker: z.string().min(1).max(255).optional() });
+export const commandOutcomeSchema = z.object({ outcome: jsonInputValueSchema.default({}), worker: z.string().min(1).max(255).optional() });
 
 /** Input of an exclusive `claimCommand`. */
 export const claimCommandSchema = z.object({ worker: z.string().min(1).max(255), leaseMs: z.number().int().min(1).max(2_147_483_647) });
 export type ClaimCommand = z.output<typeof claimCommandSchema>;
 
 /** Input of `checkpoint`, `requestIngress` and `complete`. */
-export const checkpointSchema = z.object({ expectedVersion, state: jsonObjectSchema, userActivity: z.boolean().default(false) });
+export const checkpointSchema = z.object({ expectedVersion, state: jsonInputObjectSchema, userActivity: z.boolean().default(false) });
 export type Checkpoint = z.output<typeof checkpointSchema>;
 
 /** Input of `completeIngress`. */
 export const expectedVersionSchema = z.object({ expectedVersion });
 
 /** Input of `retryIngress`. */
-export const retryIngressSchema = z.object({ expectedVersion, state: jsonObjectSchema });
+export const retryIngressSchema = z.object({ expectedVersion, state: jsonInputObjectSchema });
 
 /** Input of `startIngress`. */
 export const startIngressSchema = z.object({ expectedVersion, provenanceId: z.string() });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_JSON_DEPTH, type JsonObject, type JsonValue } from '../kernel/json.js';
+import { cloneJson, MAX_JSON_DEPTH, type JsonObject, type JsonValue } from '../kernel/json.js';
 
 type Path = (string | number)[];
 
@@ -86,3 +86,13 @@ export const jsonObjectSchema = z
     const problem = findJsonProblem(value);
     if (problem) ctx.addIssue({ code: 'custom', message: problem.message, path: problem.path });
   });
+
+/**
+ * A caller's JSON value as the service keeps it: checked, then copied as a store gives it back (`-0` reads as
+ * `0`), so what the service holds in memory equals what it reads after a reopen, and a caller that changes its
+ * object afterwards changes nothing recorded.
+ */
+export const jsonInputValueSchema = jsonValueSchema.transform((value) => cloneJson(value));
+
+/** A caller's JSON object as the service keeps it (see `jsonInputValueSchema`). */
+export const jsonInputObjectSchema = jsonObjectSchema.transform((value) => cloneJson(value));

@@ -107,3 +107,22 @@ describe("the projection takes the service's own appends", () => {
     await Promise.all([history.close(), other.close(), fresh.close()]);
   });
 });
+
+describe('what the service keeps of a caller’s values', () => {
+  it('is what a store gives back: -0 reads as 0 before and after a reopen, and the caller’s later changes touch nothing', async () => {
+    const store = memoryStore();
+    const { history } = await openTestHistory({ store, follow: false, compaction: false });
+    const session = await startConversation(history, 'values');
+    const payload = { zero: -0, nested: [-0, { deep: -0 }] };
+    await history.enqueue(session.id, { idempotencyId: 'values-command', kind: 'ingest', payload });
+    await history.checkpoint(session.id, { expectedVersion: (await history.get(session.id)).version, state: { pendingTurn: -0 } });
+    payload.nested.push(1);
+
+    const live = { record: await history.get(session.id), heads: await history.commandHeads(), list: await history.list() };
+    // toEqual tells -0 from 0.
+    expect(live.heads.map((head) => head.payload)).toEqual([{ zero: 0, nested: [0, { deep: 0 }] }]);
+    const { history: fresh } = await openTestHistory({ store, follow: false, compaction: false });
+    expect({ record: await fresh.get(session.id), heads: await fresh.commandHeads(), list: await fresh.list() }).toEqual(live);
+    await Promise.all([history.close(), fresh.close()]);
+  });
+});
