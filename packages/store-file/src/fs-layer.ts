@@ -49,6 +49,11 @@ export interface FileSystem {
   mkdir(path: string, mode: number): Promise<void>;
   /** Size, and (when the file system gives them) the inode and modification time that tell a file changed. */
   lstat(path: string): Promise<{ isDirectory(): boolean; size: number; ino?: number; mtimeMs?: number }>;
+  /**
+   * Synchronous twin of `lstat` (undefined when there is no such file), used only to stamp the files a manifest
+   * records a slice at a time, without a thread-pool round trip per file. Optional, as above.
+   */
+  lstatSync?(path: string): { size: number; ino?: number; mtimeMs?: number } | undefined;
   readFile(path: string): Promise<Buffer>;
 }
 
@@ -85,6 +90,7 @@ export const nodeFileSystem: FileSystem = {
     await fs.promises.mkdir(path, { recursive: true, mode });
   },
   lstat: (path) => call<[string], fs.Stats>(fs.lstat)(path),
+  lstatSync: (path) => fs.lstatSync(path, { throwIfNoEntry: false }),
   readFile: (path) => call<[string], Buffer>(fs.readFile)(path),
 };
 
@@ -99,6 +105,7 @@ export function withOverrides(overrides: Partial<FileSystem> | undefined): FileS
   if (overrides.close && !overrides.closeSync) delete merged.closeSync;
   if (overrides.rename && !overrides.renameSync) delete merged.renameSync;
   if (overrides.read && !overrides.readSync) delete merged.readSync;
+  if (overrides.lstat && !overrides.lstatSync) delete merged.lstatSync;
   return merged;
 }
 

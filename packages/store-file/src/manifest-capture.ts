@@ -2,11 +2,22 @@ import type { StreamId } from '@sessionfold/core/kernel';
 import type { FileSystem } from './fs-layer.js';
 import type { Layout } from './layout.js';
 import { ManifestBuilder, type ManifestColumns } from './manifest-table.js';
-import { stampOf, UNKNOWN_STAMP, type FileStamp, type ManifestStream } from './manifest.js';
+import { stampOf, stampOfSync, UNKNOWN_STAMP, type FileStamp, type ManifestStream } from './manifest.js';
 import type { StreamEntry } from './stream-entry.js';
 
-/** Files looked at at once while capturing. */
+/** Files looked at at once while capturing, with the asynchronous call. */
 const STAT_CONCURRENCY = 32;
+/** Streams whose files are looked at between two yields to the event loop, with the synchronous call. */
+const STAT_SLICE = 256;
+
+/** A stream whose files a capture looks at, and the stamps it found. */
+interface Looked {
+  entry: StreamEntry;
+  generation: number;
+  snapshot: FileStamp | undefined;
+  journal: FileStamp | undefined;
+  length: number;
+}
 
 /**
  * What the writer's streams hold now, as manifest columns, with each file's stamp. Files are looked at first
@@ -25,28 +36,45 @@ export async function captureManifest(
   entries: ReadonlyMap<StreamId, StreamEntry>,
   reuseStamps = true,
 ): Promise<{ columns: ManifestColumns; complete: boolean }> {
-  const looked: { entry: StreamEntry; generation: number; snapshot: FileStamp | undefined; journal: FileStamp | undefined; length: number }[] = [];
+  const looked: Looked[] = [];
   let asRecorded = 0;
   for (const entry of entries.values()) {
     if (entry.recorded) asRecorded++;
     if (entry.recorded || (!entry.journalExists && !entry.snapshot)) continue;
     looked.push({ entry, generation: entry.generation, snapshot: undefined, journal: undefined, length: entry.journal.length });
   }
-  let next = 0;
-  const worker = async () => {
-    for (let item = looked[next++]; item; item = looked[next++]) {
-      // Files unchanged since the last capture looked at them keep the stamps it found (see `StreamEntry.stamped`).
-      const stamped = item.entry.stamped;
-      if (reuseStamps && stamped && stamped.generation === item.generation && stamped.length === item.length && stamped.snapshot === item.entry.snapshot) {
-        item.snapshot = stamped.stamps.snapshot;
-        item.journal = stamped.stamps.journal;
-        continue;
-      }
-      if (item.entry.snapshot) item.snapshot = await stampOf(fsl, layout.snapshot(item.entry.name));
-      if (item.entry.journalExists) item.journal = await stampOf(fsl, layout.journal(item.entry.name));
-    }
+  // Files unchanged since the last capture looked at them keep the stamps it found (see `StreamEntry.stamped`).
+  const reused = (item: Looked): boolean => {
+    const stamped = item.entry.stamped;
+    if (!reuseStamps || !stamped || stamped.generation !== item.generation || stamped.length !== item.length || stamped.snapshot !== item.entry.snapshot)
+      return false;
+    item.snapshot = stamped.stamps.snapshot;
+    item.journal = stamped.stamps.journal;
+    return true;
   };
-  await Promise.all(Array.from({ length: STAT_CONCURRENCY }, worker));
+  const lstatSync = fsl.lstatSync?.bind(fsl);
+  if (lstatSync) {
+    // An lstat takes the kernel a few microseconds; a thread-pool round trip each costs the event loop several
+    // times that. A slice at a time, yielding in between, so appends are never held up for long.
+    for (let from = 0; from < looked.length; from += STAT_SLICE) {
+      if (from > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      for (const item of looked.slice(from, from + STAT_SLICE)) {
+        if (reused(item)) continue;
+        if (item.entry.snapshot) item.snapshot = stampOfSync(lstatSync, layout.snapshot(item.entry.name));
+        if (item.entry.journalExists) item.journal = stampOfSync(lstatSync, layout.journal(item.entry.name));
+      }
+    }
+  } else {
+    let next = 0;
+    const worker = async () => {
+      for (let item = looked[next++]; item; item = looked[next++]) {
+        if (reused(item)) continue;
+        if (item.entry.snapshot) item.snapshot = await stampOf(fsl, layout.snapshot(item.entry.name));
+        if (item.entry.journalExists) item.journal = await stampOf(fsl, layout.journal(item.entry.name));
+      }
+    };
+    await Promise.all(Array.from({ length: STAT_CONCURRENCY }, worker));
+  }
 
   const builder = new ManifestBuilder();
   // Taken after every look, in one synchronous pass: no stream changes meanwhile.

@@ -42,6 +42,16 @@ export async function stampOf(fsl: FileSystem, path: string): Promise<FileStamp 
   }
 }
 
+/** `stampOf` with the synchronous call: the stamp of `path` now, or undefined when there is no such file. */
+export function stampOfSync(lstatSync: NonNullable<FileSystem['lstatSync']>, path: string): FileStamp | undefined {
+  try {
+    const stats = lstatSync(path);
+    return stats && { size: stats.size, ino: stats.ino ?? -1, mtimeMs: stats.mtimeMs ?? -1 };
+  } catch {
+    return undefined;
+  }
+}
+
 /** True when `now` is the file `recorded` describes, unchanged (as far as size, inode and time tell). */
 export function unchanged(now: FileStamp, recorded: FileStamp): boolean {
   return recorded.ino !== -1 && recorded.mtimeMs !== -1 && now.size === recorded.size && now.ino === recorded.ino && now.mtimeMs === recorded.mtimeMs;

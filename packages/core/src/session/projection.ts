@@ -8,7 +8,7 @@ import { SessionHistoryError, messages } from './errors.js';
 import type { CatalogState, Phase, SessionCommand, SessionRecord, SessionStreamState } from './model.js';
 import type { FeedMark, ProjectedStream, ProjectionImage } from './projection-image.js';
 import type { OwnAppend } from './stream-writer.js';
-import { catalogReducer, sessionSummaryReducer } from './reducer.js';
+import { catalogReducer, sessionSummaryReducer, withoutLog } from './reducer.js';
 import { receiptRecord, summaryRecord } from './view.js';
 
 export type { ProjectedStream } from './projection-image.js';
@@ -174,6 +174,10 @@ export class SessionProjection {
     const { events, position, revision } = append;
     if (position <= this.#lastPosition) return true;
     if (position - this.#lastPosition !== events.length) return false;
+    if (this.#takeState(stream, append)) {
+      this.#appliedOwn(events.length);
+      return true;
+    }
     // Not the store's commit time (an append does not return it): no projected reducer reads `recordedAt`, and one
     // that did would have to take this service's own appends from the feed instead.
     const recordedAt = append.decidedAt.toISOString();
@@ -191,6 +195,32 @@ export class SessionProjection {
       await this.#apply(record);
     }
     this.#appliedOwn(events.length);
+    return true;
+  }
+
+  /**
+   * Takes the state the writer folded for `append` when the projection holds the stream exactly as the append
+   * found it: the same fold the projection would make of the same events, without parsing and applying them
+   * again. Session and catalog streams only (nothing else is projected, and those need no state).
+   */
+  #takeState(stream: StreamId, append: OwnAppend): boolean {
+    const { events, revision, position } = append;
+    const last = events[events.length - 1];
+    if (!last) return false;
+    const base = revision - events.length;
+    if (stream === CATALOG_STREAM) {
+      if (this.#catalog.revision !== base) return false;
+      this.#catalog = { revision, state: append.state as CatalogState };
+    } else if (stream.startsWith(SESSION_STREAM_PREFIX) && sessionIdOfStream(stream) !== undefined) {
+      const previous = this.#sessions.get(stream);
+      if ((previous?.revision ?? 0) !== base) return false;
+      const next = { revision, state: withoutLog(append.state as SessionStreamState) };
+      this.#unindex(stream, previous, next);
+      this.#sessions.set(stream, next);
+      this.#index(stream, previous, next);
+    } else return false;
+    this.#lastPosition = position;
+    this.#last = { position, streamId: stream, revision, type: last.type };
     return true;
   }
 

@@ -260,7 +260,8 @@ export const sessionSummaryReducer: StreamReducer<SessionStreamState> = {
   fromSnapshot: (state) => withoutLog(sessionReducer.fromSnapshot(state)),
 };
 
-function withoutLog(state: SessionStreamState): SessionStreamState {
+/** A session's state as the summary reducer folds it: the full state without the log's entries. */
+export function withoutLog(state: SessionStreamState): SessionStreamState {
   return state.log.length === 0 ? state : { ...state, log: [] };
 }
 

@@ -91,6 +91,8 @@ export interface OwnAppend {
   revision: number;
   position: number;
   decidedAt: Date;
+  /** The stream's state after these events, as the writer folded them (never changed in place). */
+  state: unknown;
 }
 
 /**
@@ -267,9 +269,9 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
           throw error;
         }
         this.#hooks.appended?.(stream, { revision: result.revision, events: events.length, decisions: batch.length, durationMs: performance.now() - started });
-        if (eventId === undefined)
-          this.#hooks.recorded?.(stream, { events: newEvents, revision: result.revision, position: result.position, decidedAt: lastDecidedAt(decided) });
         const state = decided.reduce((current, outcome) => ('state' in outcome ? outcome.state : current), folded.state);
+        if (eventId === undefined)
+          this.#hooks.recorded?.(stream, { events: newEvents, revision: result.revision, position: result.position, decidedAt: lastDecidedAt(decided), state });
         // An event id already stored turns the append into a no-op answering with the earlier result, which
         // need not follow the state decided on: such a state is not worth keeping.
         if (eventId === undefined) this.#cache.remember(stream, { state, revision: result.revision, exists: true, position: result.position });
