@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
-import { openStore, type OpenedStore } from './open-store.js';
+import { openStore, type OpenedStore, type StoreAccess } from './open-store.js';
 import { Output } from './output.js';
 import { parseArg } from './parse.js';
 import { STORE_ENV, parseStoreUrl, type StoreLocation } from './store-url.js';
@@ -25,13 +25,13 @@ export function contextOf(command: Command): CommandContext {
 }
 
 /** Opens the command's store, runs `work` with it, and closes it whatever happens. */
-export async function withStore<T>(context: CommandContext, readOnly: boolean, work: (opened: OpenedStore) => Promise<T>): Promise<T> {
-  return withStoreAt(parseStoreUrl(context.storeUrl), readOnly, work);
+export async function withStore<T>(context: CommandContext, access: StoreAccess, work: (opened: OpenedStore) => Promise<T>): Promise<T> {
+  return withStoreAt(parseStoreUrl(context.storeUrl), access, work);
 }
 
 /** Opens the store at `location`, runs `work`, and closes the store. */
-export async function withStoreAt<T>(location: StoreLocation, readOnly: boolean, work: (opened: OpenedStore) => Promise<T>): Promise<T> {
-  const opened = await openStore(location, { readOnly });
+export async function withStoreAt<T>(location: StoreLocation, access: StoreAccess, work: (opened: OpenedStore) => Promise<T>): Promise<T> {
+  const opened = await openStore(location, access);
   try {
     return await work(opened);
   } finally {

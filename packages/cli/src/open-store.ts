@@ -1,4 +1,5 @@
 import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import type { EventStore } from '@sessionfold/core/kernel';
 import { CliError, ExitCode, notFound } from './exit-codes.js';
 import { describeLocation, type StoreLocation } from './store-url.js';
@@ -28,45 +29,78 @@ export interface OpenedStore {
 }
 
 /**
- * Opens the store at `location`. Read-only opening never creates, migrates or repairs anything: a path that
- * does not exist is "not found" (exit 3) and nothing is created for it.
+ * How a command uses its store: `read` only looks (never creates, migrates or repairs anything); `write` changes
+ * a store that must already exist (compact, delete); `create` may make a new one (import, copy's destination).
  */
-export async function openStore(location: StoreLocation, options: { readOnly: boolean }): Promise<OpenedStore> {
+export type StoreAccess = 'read' | 'write' | 'create';
+
+/**
+ * Opens the store at `location`. Unless `create` is asked for, a store that does not exist is "not found"
+ * (exit 3) and nothing is created for it; a `read` opening also never migrates or repairs anything.
+ */
+export async function openStore(location: StoreLocation, access: StoreAccess): Promise<OpenedStore> {
   const where = describeLocation(location);
-  const opened = (store: EventStore): OpenedStore => ({ store: store as CliStore, location, where, readOnly: options.readOnly });
+  const readOnly = access === 'read';
+  const opened = (store: EventStore): OpenedStore => ({ store: store as CliStore, location, where, readOnly });
   switch (location.kind) {
     case 'file': {
-      if (options.readOnly) {
-        if (!existsSync(location.directory))
-          throw notFound(`no store at ${where}: the directory does not exist`, 'Try: check the path, or --store sqlite:FILE for a SQLite store');
-        if (!statSync(location.directory).isDirectory())
-          throw notFound(`${where} is not a directory`, `Try: --store sqlite:${location.directory} if it is a SQLite file`);
-      }
+      if (access !== 'create') assertFileStore(location.directory, where);
       const { fileStore } = await import('@sessionfold/store-file');
-      return opened(await fileStore({ directory: location.directory, readOnly: options.readOnly }));
+      return opened(await fileStore({ directory: location.directory, readOnly }));
     }
     case 'sqlite': {
-      if (options.readOnly && !existsSync(location.path)) throw notFound(`no store at ${where}: the file does not exist`, 'Try: check the path');
+      if (access !== 'create') assertSqliteFile(location.path, where);
       // Loaded per kind: a command on one kind of store does not load the others (better-sqlite3 is a native module).
       const { sqliteStore } = await import('@sessionfold/store-sqlite');
-      return opened(await sqliteStore({ path: location.path, readOnly: options.readOnly }));
+      return opened(await sqliteStore({ path: location.path, readOnly }));
     }
-    case 'postgres':
-      return opened(await openPostgres(location, options.readOnly));
+    case 'postgres': {
+      const factory = await postgresFactory();
+      const open = (asReader: boolean) => openPostgres(factory, location, asReader, where);
+      if (access === 'write') {
+        // A reader's open checks that the schema exists and changes nothing; a writer's would create it.
+        const probe = await open(true).catch((error: unknown) => {
+          if (error instanceof CliError && error.exitCode === ExitCode.notFound) throw error;
+          // A schema of another version, say: the writer's open migrates it or names the problem itself.
+          return undefined;
+        });
+        await probe?.close();
+      }
+      return opened(await open(readOnly));
+    }
   }
+}
+
+/** Throws "not found" unless `directory` is a directory that holds a file store. */
+function assertFileStore(directory: string, where: string): void {
+  if (!existsSync(directory))
+    throw notFound(`no store at ${where}: the directory does not exist`, 'Try: check the path, or --store sqlite:FILE for a SQLite store');
+  if (!statSync(directory).isDirectory()) throw notFound(`${where} is not a directory`, `Try: --store sqlite:${directory} if it is a SQLite file`);
+  if (!holdsFileStore(directory)) {
+    throw notFound(`no store at ${where}: the directory holds no file store`, 'Try: check the path; sessionfold import or copy make a new store');
+  }
+}
+
+/** Whether `directory` holds a file store: its format file, or the streams directory of a store of format 1. */
+export function holdsFileStore(directory: string): boolean {
+  return existsSync(join(directory, 'format.json')) || existsSync(join(directory, 'streams'));
+}
+
+function assertSqliteFile(path: string, where: string): void {
+  if (!existsSync(path)) throw notFound(`no store at ${where}: the file does not exist`, 'Try: check the path');
+  if (statSync(path).isDirectory()) throw notFound(`${where} is a directory, not a SQLite file`, `Try: --store file:${path} if it is a file store`);
 }
 
 /** The PostgreSQL store's factory, as the CLI calls it; the package is loaded only when a postgres URL is used. */
 type PostgresFactory = (options: { connectionString: string; schema?: string; readOnly?: boolean }) => Promise<EventStore>;
 
-async function openPostgres(location: Extract<StoreLocation, { kind: 'postgres' }>, readOnly: boolean): Promise<EventStore> {
+async function postgresFactory(): Promise<PostgresFactory> {
   // A variable specifier: the package is optional, and the CLI must build and run without it.
   const specifier = '@sessionfold/store-postgres';
-  let factory: PostgresFactory;
   try {
     const module = (await import(specifier)) as { postgresStore?: PostgresFactory };
     if (typeof module.postgresStore !== 'function') throw new Error(`${specifier} exports no postgresStore`);
-    factory = module.postgresStore;
+    return module.postgresStore;
   } catch (cause) {
     throw new CliError(
       ExitCode.storage,
@@ -77,5 +111,51 @@ async function openPostgres(location: Extract<StoreLocation, { kind: 'postgres' 
       },
     );
   }
-  return factory({ connectionString: location.connectionString, ...(location.schema === undefined ? {} : { schema: location.schema }), readOnly });
+}
+
+/**
+ * Opens the PostgreSQL store. A schema or database that does not exist is "not found", and a server that cannot
+ * be reached says so, each with a hint about the URL rather than about files.
+ */
+async function openPostgres(
+  factory: PostgresFactory,
+  location: Extract<StoreLocation, { kind: 'postgres' }>,
+  readOnly: boolean,
+  where: string,
+): Promise<EventStore> {
+  try {
+    return await factory({ connectionString: location.connectionString, ...(location.schema === undefined ? {} : { schema: location.schema }), readOnly });
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const code = pgCode(error);
+    if (code === '3D000' || /schema \S+ does not exist/.test(message)) {
+      // The store's words up to its advice on read-only opening, which a command line cannot act on.
+      const what = message.replace(/^@sessionfold\/store-postgres: /, '').replace(/; a read-only store never migrates.*$/, '');
+      throw new CliError(ExitCode.notFound, `no store at ${where}: ${what}`, { hint: 'Try: check the database and ?schema= in the URL', cause: error });
+    }
+    if (code !== undefined && ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', '28P01', '28000'].includes(code)) {
+      throw new CliError(ExitCode.storage, `cannot connect to ${where}: ${message}`, {
+        hint: 'Try: check that PostgreSQL runs at the URL’s host and port, and the user and password',
+        cause: error,
+      });
+    }
+    throw error;
+  }
+}
+
+/** The error code of a driver or system error, looked for along its causes. */
+function pgCode(error: unknown): string | undefined {
+  for (let at: unknown = error, depth = 0; at instanceof Error && depth < 5; at = at.cause, depth++) {
+    const code = codeOf(at);
+    if (code !== undefined) return code;
+    // A connection tried on several addresses fails with all of them.
+    if (at instanceof AggregateError) for (const inner of at.errors) if (codeOf(inner) !== undefined) return codeOf(inner);
+  }
+  return undefined;
+}
+
+/** A driver's or the system's code (`3D000`, `ECONNREFUSED`); not this project's own (`storage_error`). */
+function codeOf(error: unknown): string | undefined {
+  const code = error instanceof Error ? (error as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && code !== '' && !/^[a-z_]+$/.test(code) ? code : undefined;
 }

@@ -6,6 +6,12 @@ export function parseArg<T>(schema: z.ZodType<T>, value: unknown, what: string):
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
+  // A bad member of a command's options is named as the option the user wrote, with the value given for it.
+  const key = issue?.path[0];
+  if (typeof key === 'string' && typeof value === 'object' && value !== null) {
+    const option = `--${key.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)}`;
+    throw usageError(`${option}: ${issue?.message ?? 'invalid value'} (got ${JSON.stringify((value as Record<string, unknown>)[key])})`);
+  }
   throw usageError(`${what}: ${issue?.message ?? 'invalid value'} (got ${JSON.stringify(value)})`);
 }
 

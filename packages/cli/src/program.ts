@@ -59,7 +59,8 @@ export function commandNamed(args: readonly string[]): string | undefined {
 export async function buildProgram(args: readonly string[] = []): Promise<Command> {
   const program = new Command('sessionfold')
     .description('Look into any sessionfold store, follow it, verify it, and move it anywhere.')
-    .version(version(), '-V, --version', 'print the version')
+    // With --json anywhere on the line, the version too is a JSON document.
+    .version(args.includes('--json') ? JSON.stringify({ version: version() }) : version(), '-V, --version', 'print the version')
     .option('-s, --store <url>', `the store (default: $${STORE_ENV})`)
     .option('--json', 'machine output on stdout: one JSON document, or JSON lines for streams of events')
     .option('-q, --quiet', 'no progress bar or log lines on stderr')

@@ -39,7 +39,7 @@ export function registerCompact(program: Command): void {
       if ((id === undefined) === !options.all) throw usageError('name one session, or pass --all', 'Try: sessionfold compact --all --dry-run');
       const { out } = context;
       await interruptible((interruption) =>
-        withStore(context, options.dryRun, async ({ store, location }) => {
+        withStore(context, options.dryRun ? 'read' : 'write', async ({ store, location }) => {
           const streams: string[] = [];
           if (id !== undefined) {
             const stream = sessionStream(id);

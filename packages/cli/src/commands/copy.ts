@@ -33,8 +33,8 @@ export function registerCopy(program: Command): void {
       if (describeLocation(from) === describeLocation(to)) throw refused('the source and the destination are the same store');
       const { out } = context;
       await interruptible((interruption) =>
-        withStoreAt(from, true, async (source) =>
-          withStoreAt(to, false, async (destination) => {
+        withStoreAt(from, 'read', async (source) =>
+          withStoreAt(to, 'create', async (destination) => {
             let total = 0;
             for await (const _ of source.store.streams()) total++;
             const bar = progress(out, 'copy', total);

@@ -24,7 +24,7 @@ export function registerDelete(program: Command): void {
       const id = parseArg(z.string().uuid('expected a session id (a UUID)'), rawId, '<session-id>').toLowerCase();
       const { dryRun } = parseArg(z.object({ dryRun: z.boolean().default(false) }), rawOptions, 'options');
       const { out } = context;
-      await withStore(context, dryRun, async ({ store }) => {
+      await withStore(context, dryRun ? 'read' : 'write', async ({ store }) => {
         const stream = sessionStream(id);
         const read = await store.read(stream);
         if (read.revision === 0) throw notFound(`no session ${id}`);

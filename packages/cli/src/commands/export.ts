@@ -1,4 +1,5 @@
-import { createWriteStream, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { createOutputFile } from '../files.js';
 import { once } from 'node:events';
 import { rm } from 'node:fs/promises';
 import type { Command } from 'commander';
@@ -35,9 +36,8 @@ export function registerExport(program: Command): void {
       const { out: file } = parseArg(z.object({ out: z.string().min(1).optional() }), rawOptions, '--out');
       if (file !== undefined && existsSync(file)) throw refused(`${file} exists; export never overwrites a file`, 'Try: another --out path');
       await interruptible((interruption) =>
-        withStore(context, true, async ({ store }) => {
-          const fileStream = file === undefined ? undefined : createWriteStream(file, { flags: 'wx', mode: 0o600 });
-          if (fileStream) await once(fileStream, 'open');
+        withStore(context, 'read', async ({ store }) => {
+          const fileStream = file === undefined ? undefined : await createOutputFile(file);
           const target = fileStream ? new Output({ json: true, quiet: true, stdout: fileStream }) : context.out;
           const write = (line: PortableLine) => target.line(line);
           // Counting the streams is a read of the stream list: done only when a bar shows the total.

@@ -17,6 +17,7 @@ import { ConcurrencyError, foldStream, type EventStore, type NewEvent } from '@s
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
 import { ExitCode, notFound } from '../exit-codes.js';
+import { assertInputFile } from '../files.js';
 import { examples } from '../help.js';
 import { readCompletedList } from '../legacy/completed-list.js';
 import { LegacyJournalError, readControlJournal } from '../legacy/control-journal.js';
@@ -65,7 +66,7 @@ export function registerImportLegacy(program: Command): void {
       const directory = parseArg(z.string().min(1), rawDir, '<dir>');
       const { completedList } = parseArg(optionsSchema, rawOptions, 'options');
       if (!existsSync(directory) || !statSync(directory).isDirectory()) throw notFound(`no directory ${directory}`);
-      if (completedList !== undefined && !existsSync(completedList)) throw notFound(`no completed list ${completedList}`);
+      if (completedList !== undefined) assertInputFile(completedList, 'completed list');
       const { out } = context;
       const names = (await readdir(directory)).sort();
       const controls = names.filter((name) => name.endsWith(CONTROL_EXTENSION));
@@ -73,7 +74,9 @@ export function registerImportLegacy(program: Command): void {
       const problems: LegacyProblem[] = [];
       const counts = { sessionsImported: 0, sessionsPresent: 0, commandsImported: 0, receiptsImported: 0, receiptsPresent: 0, startKeysBound: 0 };
 
-      await withStore(context, false, async ({ store }) => {
+      // Read before anything is imported: a list that cannot be read leaves the store as it was.
+      const completed = completedList === undefined ? undefined : await readCompletedList(completedList);
+      await withStore(context, 'create', async ({ store }) => {
         const bar = progress(out, 'import-legacy', controls.length);
         try {
           for (const name of controls) {
@@ -83,10 +86,9 @@ export function registerImportLegacy(program: Command): void {
         } finally {
           bar.stop();
         }
-        if (completedList !== undefined) {
-          const { receipts, problems: listProblems } = await readCompletedList(completedList);
-          for (const problem of listProblems) problems.push({ severity: 'error', file: basename(completedList), ...problem });
-          await importReceipts(store, receipts, counts);
+        if (completedList !== undefined && completed !== undefined) {
+          for (const problem of completed.problems) problems.push({ severity: 'error', file: basename(completedList), ...problem });
+          await importReceipts(store, completed.receipts, counts);
         }
       });
 
@@ -121,7 +123,8 @@ async function importJournal(store: EventStore, path: string, name: string, prob
     }
     throw error;
   }
-  if (journal.tornTail) problems.push({ severity: 'warning', file: name, message: 'an unfinished last line (a torn write) was dropped' });
+  if (journal.tornTail !== undefined)
+    problems.push({ severity: 'warning', file: name, line: journal.tornTail, message: 'an unfinished last line (a torn write) was dropped' });
   if (journal.lifecycle === undefined) {
     problems.push({ severity: 'warning', file: name, message: 'no session_lifecycle record: nothing to import' });
     return;

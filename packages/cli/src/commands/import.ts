@@ -6,6 +6,8 @@ import type { EventStore, NewEvent } from '@sessionfold/core/kernel';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
 import { CliError, ExitCode, notFound, refused } from '../exit-codes.js';
+import { assertInputFile } from '../files.js';
+import { holdsFileStore } from '../open-store.js';
 import { examples } from '../help.js';
 import { interruptible } from '../interruption.js';
 import { parseArg } from '../parse.js';
@@ -39,7 +41,7 @@ export function registerImport(program: Command): void {
       const context = contextOf(command);
       const file = parseArg(z.string().min(1), rawFile, '<file>');
       const options = parseArg(optionsSchema, rawOptions, 'options');
-      if (!existsSync(file)) throw notFound(`no file ${file}`);
+      assertInputFile(file, 'file');
       const { out } = context;
       const plan = await checkFile(file);
       const location = parseStoreUrl(context.storeUrl);
@@ -47,7 +49,7 @@ export function registerImport(program: Command): void {
       // A dry run only looks; a store that does not exist yet is simply empty, and is not created.
       if (options.dryRun && !storeExists(location)) return report(0);
       await interruptible((interruption) =>
-        withStore(context, options.dryRun, async ({ store }) => {
+        withStore(context, options.dryRun ? 'read' : 'create', async ({ store }) => {
           let existing = 0;
           const clashes: string[] = [];
           for await (const { stream } of store.streams()) {
@@ -139,7 +141,9 @@ async function checkFile(file: string): Promise<Plan> {
   let header = false;
   let ended = false;
   let current: { stream: string; revision: number; at: number } | undefined;
+  let lastLine = 0;
   for await (const { line, value } of lines(file)) {
+    lastLine = line;
     if (ended) throw damaged(file, line, 'content after the end line');
     if (!header) {
       if (value.kind !== 'header') throw damaged(file, line, `the first line is not a ${PORTABLE_FORMAT} header`);
@@ -183,7 +187,11 @@ async function checkFile(file: string): Promise<Plan> {
         break;
     }
   }
-  if (!ended) throw damaged(file, 0, 'the file has no end line (cut short?)');
+  if (!ended) {
+    // Named after the last line there is: the end line should have followed it.
+    if (lastLine === 0) throw new CliError(ExitCode.problems, `${file}: the file is empty, not an export file; nothing was imported`);
+    throw damaged(file, lastLine + 1, `the file ends after line ${lastLine} without its end line (cut short?)`);
+  }
   return plan;
 }
 
@@ -233,7 +241,7 @@ async function load(store: EventStore, file: string, streamDone: () => Promise<v
 
 /** Whether a store exists at `location` (a server-side store is taken to exist). */
 function storeExists(location: StoreLocation): boolean {
-  if (location.kind === 'file') return existsSync(location.directory);
+  if (location.kind === 'file') return holdsFileStore(location.directory);
   if (location.kind === 'sqlite') return existsSync(location.path);
   return true;
 }

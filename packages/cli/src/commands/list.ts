@@ -17,7 +17,7 @@ export function registerList(program: Command): void {
     .action(async (rawOptions: unknown, command: Command) => {
       const context = contextOf(command);
       const { phase } = parseArg(z.object({ phase: phaseSchema.optional() }), rawOptions, '--phase');
-      await withStore(context, true, async ({ store }) =>
+      await withStore(context, 'read', async ({ store }) =>
         withReadOnlyHistory(store, async (history) => {
           const records = await history.list(phase === undefined ? undefined : { phase });
           // A receipt's record is named by its session object id; sessions come first, as the listing promises.

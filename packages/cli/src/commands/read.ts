@@ -19,7 +19,7 @@ export function registerRead(program: Command): void {
       const context = contextOf(command);
       const stream = parseArg(streamIdText, rawStream, '<stream>');
       const { fromRevision } = parseArg(z.object({ fromRevision: integerText(1).optional() }), rawOptions, '--from-revision');
-      await withStore(context, true, async ({ store }) => {
+      await withStore(context, 'read', async ({ store }) => {
         const read = await readStored(store, stream, fromRevision === undefined ? {} : { fromRevision });
         if (read.revision === 0) throw notFound(`no stream ${stream}`);
         if (read.snapshot) {

@@ -27,7 +27,7 @@ export function registerReplay(program: Command): void {
       const id = parseArg(z.string().uuid('expected a session id (a UUID)'), rawId, '<session-id>').toLowerCase();
       const options = parseArg(optionsSchema, rawOptions, 'options');
       const { out } = context;
-      await withStore(context, true, async ({ store }) => {
+      await withStore(context, 'read', async ({ store }) => {
         const stream = sessionStream(id);
         const read = await store.read(stream);
         if (read.revision === 0) throw notFound(`no session ${id}`);
@@ -58,6 +58,9 @@ export function registerReplay(program: Command): void {
           }
         } finally {
           bar.stop();
+        }
+        if (options.toRevision !== undefined && options.toRevision > read.revision) {
+          out.log(`the stream ends at revision ${read.revision}, before --to-revision ${options.toRevision}: this is its latest state`);
         }
         const record = state.record ? materialise(state.record, state) : null;
         if (out.json) await out.line({ kind: 'result', revision, record });

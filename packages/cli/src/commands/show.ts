@@ -17,11 +17,12 @@ export function registerShow(program: Command): void {
     .action(async (rawId: unknown, _options: unknown, command: Command) => {
       const context = contextOf(command);
       const id = parseArg(sessionIdText, rawId, '<session-id>');
-      await withStore(context, true, async ({ store }) =>
+      await withStore(context, 'read', async ({ store }) =>
         withReadOnlyHistory(store, async (history) => {
           const record = await history.get(id).catch((error: unknown) => {
             // Not a UUID and not a receipt's id: nothing by that name, rather than a malformed request.
             if (error instanceof SessionHistoryError && error.code === 'invalid_request' && !isUuid(id)) throw notFound(`no session or receipt ${id}`);
+            if (error instanceof SessionHistoryError && error.code === 'not_found') throw notFound(`no session ${id}`, 'Try: sessionfold list');
             throw error;
           });
           await context.out.document(record);

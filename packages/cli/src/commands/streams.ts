@@ -4,6 +4,9 @@ import { contextOf, withStore } from '../context.js';
 import { examples } from '../help.js';
 import { parseArg } from '../parse.js';
 
+/** Width of the stream column: wide enough for session streams, longer names push the revision right. */
+const STREAM_COLUMN = 48;
+
 /** `streams [--prefix P]`: every stream with its revision, one per line. */
 export function registerStreams(program: Command): void {
   program
@@ -14,10 +17,12 @@ export function registerStreams(program: Command): void {
     .action(async (rawOptions: unknown, command: Command) => {
       const context = contextOf(command);
       const { prefix } = parseArg(z.object({ prefix: z.string().optional() }), rawOptions, '--prefix');
-      await withStore(context, true, async ({ store }) => {
+      await withStore(context, 'read', async ({ store }) => {
+        // Streamed, not gathered into a table: a store may hold millions. Names are at most 128 characters.
+        if (!context.out.json) await context.out.text(`${'STREAM'.padEnd(STREAM_COLUMN)} REVISION`);
         for await (const entry of store.streams(prefix === undefined ? {} : { prefix })) {
           if (context.out.json) await context.out.line(entry);
-          else await context.out.text(`${entry.stream}\t${entry.revision}`);
+          else await context.out.text(`${entry.stream.padEnd(STREAM_COLUMN)} ${entry.revision}`);
         }
       });
     });

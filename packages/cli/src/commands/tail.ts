@@ -7,7 +7,7 @@ import { integerText, parseArg } from '../parse.js';
 import { readAllStored } from '../stored-reads.js';
 import { endOfFeed, followChanges, lastChanges } from '../tail-feed.js';
 
-const fromSchema = z.union([z.literal('start'), z.literal('end'), integerText(1)]);
+const fromSchema = z.union([z.literal('start'), z.literal('end'), integerText(1)], { error: 'expected start, end or a position (a whole number ≥ 1)' });
 const optionsSchema = z.object({ follow: z.boolean().default(false), from: fromSchema.optional(), lines: integerText(0).optional() });
 
 /**
@@ -19,7 +19,7 @@ export function registerTail(program: Command): void {
     .command('tail')
     .description('the change feed (every event, $snapshot and $deleted record, by position) as JSON lines')
     .option('-f, --follow', 'keep printing new changes, including those of other processes, until interrupted (Ctrl-C exits 0)')
-    .option('--from <where>', 'start, end or a position (default: start)')
+    .option('--from <where>', 'start, end or a position, itself included (default: start)')
     .option('-n, --lines <n>', 'print only the last N changes already in the feed')
     .addHelpText(
       'after',
@@ -38,7 +38,7 @@ export function registerTail(program: Command): void {
       process.once('SIGINT', onSignal);
       process.once('SIGTERM', onSignal);
       try {
-        await withStore(context, true, async ({ store }) => {
+        await withStore(context, 'read', async ({ store }) => {
           const from = options.from === undefined || options.from === 'start' ? 1 : options.from === 'end' ? await endOfFeed(store) : options.from;
           if (options.lines === undefined) {
             // One read from `from` on: with --follow, the store's follow() yields what is there, then what comes.

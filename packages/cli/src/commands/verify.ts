@@ -38,7 +38,7 @@ export function registerVerify(program: Command): void {
         if (location.kind === 'file') await scanFileStore(location.directory, findings, bar);
         let opened;
         try {
-          opened = await openStore(location, { readOnly: true });
+          opened = await openStore(location, 'read');
         } catch (error) {
           if (!(error instanceof SessionfoldError) || error.code !== 'corruption') throw error;
           // What the scan found already stopped the open: the scan said where.

@@ -10,8 +10,8 @@ export interface ControlJournal {
   lifecycle: unknown;
   /** The latest record of each command id, in the order each id first appeared. */
   commands: unknown[];
-  /** True when an unfinished last line was dropped. */
-  tornTail: boolean;
+  /** The 1-based line of an unfinished last line that was dropped; undefined when the file ends whole. */
+  tornTail: number | undefined;
 }
 
 /** A control journal that cannot be read: the file and 1-based line of the first bad record. */
@@ -39,12 +39,12 @@ export async function readControlJournal(path: string, file: string): Promise<Co
   const commands = new Map<string, unknown>();
   let start = 0;
   let line = 0;
-  let tornTail = false;
+  let tornTail: number | undefined;
   while (start < bytes.length) {
     const end = bytes.indexOf(0x0a, start);
     line++;
     if (end < 0) {
-      tornTail = true;
+      tornTail = line;
       break;
     }
     let text = bytes.subarray(start, end);

@@ -1,0 +1,30 @@
+import { createWriteStream, statSync, type WriteStream } from 'node:fs';
+import { once } from 'node:events';
+import { CliError, ExitCode, notFound, refused, usageError } from './exit-codes.js';
+
+/** Checks that `path` names a file to read: "not found" (exit 3) when nothing is there, a usage error when it is a directory. */
+export function assertInputFile(path: string, what: string): void {
+  const stats = statSync(path, { throwIfNoEntry: false });
+  if (!stats) throw notFound(`no ${what} ${path}`, 'Try: check the path');
+  if (!stats.isFile()) throw usageError(`${path} is a directory, not ${what === 'file' ? 'a file' : `a ${what}`}`, 'Try: the path of the file inside it');
+}
+
+/**
+ * Creates `path` for writing, never over an existing file: an existing file is refused (exit 1), a missing
+ * directory is "not found" (exit 3), anything else a storage error naming the file.
+ */
+export async function createOutputFile(path: string): Promise<WriteStream> {
+  const stream = createWriteStream(path, { flags: 'wx', mode: 0o600 });
+  try {
+    await once(stream, 'open');
+    return stream;
+  } catch (cause) {
+    const code = (cause as { code?: unknown }).code;
+    if (code === 'EEXIST') throw refused(`${path} exists; export never overwrites a file`, 'Try: another --out path');
+    if (code === 'ENOENT') throw notFound(`cannot create ${path}: its directory does not exist`, 'Try: an --out path in an existing directory');
+    throw new CliError(ExitCode.storage, `cannot create ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, {
+      hint: 'Try: another --out path, or check its directory’s permissions',
+      cause,
+    });
+  }
+}
