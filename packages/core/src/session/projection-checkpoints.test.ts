@@ -142,6 +142,27 @@ describe('projection checkpoints', () => {
     expect(await store.checkpoints?.load(PROJECTION_CHECKPOINT_NAME)).toEqual(before);
   });
 
+  it('with more sessions than half of everyChanges, saves twice as many changes apart as there are sessions', async () => {
+    const store = memoryStore();
+    const { history, calls } = await open(store, { checkpoints: { everyChanges: 1 } });
+    const sessions = await Promise.all(Array.from({ length: 10 }, (_, index) => startConversation(history, `spaced-${index}`)));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const before = of(calls, 'checkpointSaved').length;
+    for (let line = 0; line < 100; line++) {
+      await history.appendTranscript((sessions[line % sessions.length] as { id: string }).id, { role: 'user-message', text: `line ${line}` });
+      // Each save runs to its end before the next change, so only the rule decides when the next one starts.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const positions = of(calls, 'checkpointSaved')
+      .slice(before)
+      .map((save) => save.position as number);
+    await history.close();
+    // 100 changes with 10 sessions: a save every 20 changes, not every change (everyChanges) nor every 10 (one per session).
+    expect(positions.length).toBeGreaterThanOrEqual(4);
+    expect(positions.length).toBeLessThanOrEqual(6);
+    for (let index = 1; index < positions.length; index++) expect((positions[index] as number) - (positions[index - 1] as number)).toBeGreaterThanOrEqual(20);
+  });
+
   it('a failing save is reported and fails no call', async () => {
     const inner = memoryStore();
     const slot = inner.checkpoints;

@@ -20,7 +20,10 @@ export interface CheckpointPolicy {
   everyChanges: number;
 }
 
-/** The default: a save every 1,000 changes (more with more than 1,000 sessions), and one at `close()`. */
+/** Changes applied between two saves, at least, per session the projection holds (see `applied`). */
+const SAVE_CHANGES_PER_SESSION = 2;
+
+/** The default: a save every 1,000 changes (more with more than 500 sessions), and one at `close()`. */
 export const DEFAULT_CHECKPOINT_POLICY: CheckpointPolicy = Object.freeze({ everyChanges: 1000 });
 
 /** Parses the `checkpoints` option: `false`, or `{ everyChanges }` (a whole number ≥ 1); undefined means the default. */
@@ -143,7 +146,8 @@ export class ProjectionCheckpoints {
   applied(changes: number): void {
     this.#pending += changes;
     if (this.#closed || !this.#writable || this.#saving) return;
-    if (this.#pending < Math.max(this.#policy.everyChanges, this.#projection.size())) return;
+    // At most one session serialised per two changes, however many sessions: a save costs time in proportion to them.
+    if (this.#pending < Math.max(this.#policy.everyChanges, SAVE_CHANGES_PER_SESSION * this.#projection.size())) return;
     this.#startSave();
   }
 

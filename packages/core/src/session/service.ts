@@ -105,8 +105,8 @@ export interface SessionHistoryOptions {
   /**
    * Checkpoints of the cross-session projection in the store's checkpoint slot (`store.checkpoints`; a store
    * without one rebuilds the projection from the whole feed at every open). Default `DEFAULT_CHECKPOINT_POLICY`:
-   * saved in the background every 1,000 changes applied (or every as many changes as there are sessions, when
-   * more) and at `close()`; loaded at open, which then reads only the feed after it. A checkpoint that is missing,
+   * saved in the background every 1,000 changes applied (or every twice as many changes as there are sessions,
+   * when more) and at `close()`; loaded at open, which then reads only the feed after it. A checkpoint that is missing,
    * damaged, of another version or store, or ahead of the store's feed is ignored and the projection rebuilt.
    * `false` neither loads nor saves.
    */
