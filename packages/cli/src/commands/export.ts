@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
 import { createOutputFile } from '../files.js';
-import { once } from 'node:events';
 import { rm } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { forEachItem, type EventStore, type StoredEvent } from '@sessionfold/core/kernel';

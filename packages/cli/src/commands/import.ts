@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import type { EventStore, NewEvent } from '@sessionfold/core/kernel';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
-import { CliError, ExitCode, notFound, refused } from '../exit-codes.js';
+import { CliError, ExitCode, refused } from '../exit-codes.js';
 import { assertInputFile } from '../files.js';
 import { holdsFileStore } from '../open-store.js';
 import { examples } from '../help.js';
