@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
-import { createOutputFile } from '../files.js';
 import { rm } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { forEachItem, type EventStore, type StoredEvent } from '@sessionfold/core/kernel';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
 import { refused } from '../exit-codes.js';
+import { createOutputFile } from '../files.js';
 import { examples } from '../help.js';
 import { JsonStrings } from '../format-change.js';
 import { Output } from '../output.js';
