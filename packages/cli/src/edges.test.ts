@@ -36,6 +36,25 @@ describe('commands that change a store never create one for a mistyped location'
     expect(readdirSync(empty)).toEqual([]);
   });
 
+  it('compact and delete on a schema that exists but holds no store yet exit 3 and create no table', async () => {
+    if (PG_URL === undefined) return console.info('cli: skipped; set SESSIONFOLD_PG_URL to run it');
+    const schema = `cli_edges_empty_${process.pid}`;
+    const client = new pg.Client({ connectionString: PG_URL });
+    await client.connect();
+    try {
+      await client.query(`CREATE SCHEMA ${schema}`);
+      for (const args of [['compact', '--all'], ['delete', UNKNOWN_SESSION], ['info']]) {
+        const result = await run([...args, '-s', `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}schema=${schema}`]);
+        expect(result.code, args.join(' ')).toBe(3);
+      }
+      const tables = await client.query('SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1', [schema]);
+      expect(tables.rows[0]).toEqual({ n: 0 });
+    } finally {
+      await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await client.end();
+    }
+  });
+
   it('still compacts and deletes in an existing store', async () => {
     const store = await populatedFileStore();
     expect((await run(['compact', '--all', '-s', store.url])).code).toBe(0);
@@ -99,6 +118,8 @@ describe('files named on the command line', () => {
     const importing = await run(['import', legacy, '-s', target]);
     expect(importing.code).toBe(2);
     expect(importing.stderr).toMatch(/is a directory, not a file/);
+    // A pipe would be read once: import checks its file, then loads it.
+    if (existsSync('/dev/null')) expect((await run(['import', '/dev/null', '-s', target])).stderr).toMatch(/not a regular file/);
     const legacyImport = await run(['import-legacy', legacy, '--completed-list', legacy, '-s', target]);
     expect(legacyImport.code).toBe(2);
     expect(legacyImport.stderr).toMatch(/is a directory, not a completed list/);

@@ -2,11 +2,17 @@ import { createWriteStream, statSync, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { CliError, ExitCode, notFound, refused, usageError } from './exit-codes.js';
 
-/** Checks that `path` names a file to read: "not found" (exit 3) when nothing is there, a usage error when it is a directory. */
-export function assertInputFile(path: string, what: string): void {
+/**
+ * Checks that `path` names something to read: "not found" (exit 3) when nothing is there, a usage error when it is a
+ * directory, or (with `regular`, for a file read more than once) anything but a regular file, such as a pipe.
+ */
+export function assertInputFile(path: string, what: string, options: { regular?: boolean } = {}): void {
   const stats = statSync(path, { throwIfNoEntry: false });
+  const named = what === 'file' ? 'a file' : `a ${what}`;
   if (!stats) throw notFound(`no ${what} ${path}`, 'Try: check the path');
-  if (!stats.isFile()) throw usageError(`${path} is a directory, not ${what === 'file' ? 'a file' : `a ${what}`}`, 'Try: the path of the file inside it');
+  if (stats.isDirectory()) throw usageError(`${path} is a directory, not ${named}`, 'Try: the path of the file inside it');
+  if (options.regular && !stats.isFile())
+    throw usageError(`${path} is not a regular file: it is read twice (checked, then loaded)`, 'Try: save it to a file first');
 }
 
 /**

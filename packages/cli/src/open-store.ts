@@ -44,7 +44,12 @@ export async function openStore(location: StoreLocation, access: StoreAccess): P
   const opened = (store: EventStore): OpenedStore => ({ store: store as CliStore, location, where, readOnly });
   switch (location.kind) {
     case 'file': {
-      if (access !== 'create') assertFileStore(location.directory, where);
+      // A reader takes an existing directory as a store (empty until a writer opens it: `tail --follow` waits for
+      // one); a command that changes a store needs one a writer has made.
+      if (access !== 'create') assertDirectory(location.directory, where);
+      if (access === 'write' && !holdsFileStore(location.directory)) {
+        throw notFound(`no store at ${where}: the directory holds no file store`, 'Try: check the path; sessionfold import or copy make a new store');
+      }
       const { fileStore } = await import('@sessionfold/store-file');
       return opened(await fileStore({ directory: location.directory, readOnly }));
     }
@@ -71,14 +76,11 @@ export async function openStore(location: StoreLocation, access: StoreAccess): P
   }
 }
 
-/** Throws "not found" unless `directory` is a directory that holds a file store. */
-function assertFileStore(directory: string, where: string): void {
+/** Throws "not found" unless `directory` is a directory. */
+function assertDirectory(directory: string, where: string): void {
   if (!existsSync(directory))
     throw notFound(`no store at ${where}: the directory does not exist`, 'Try: check the path, or --store sqlite:FILE for a SQLite store');
   if (!statSync(directory).isDirectory()) throw notFound(`${where} is not a directory`, `Try: --store sqlite:${directory} if it is a SQLite file`);
-  if (!holdsFileStore(directory)) {
-    throw notFound(`no store at ${where}: the directory holds no file store`, 'Try: check the path; sessionfold import or copy make a new store');
-  }
 }
 
 /** Whether `directory` holds a file store: its format file, or the streams directory of a store of format 1. */
@@ -128,7 +130,8 @@ async function openPostgres(
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     const code = pgCode(error);
-    if (code === '3D000' || /schema \S+ does not exist/.test(message)) {
+    // Version 0: a schema that exists but holds none of the store's tables, as yet.
+    if (code === '3D000' || /schema \S+ (does not exist|has version 0,)/.test(message)) {
       // The store's words up to its advice on read-only opening, which a command line cannot act on.
       const what = message.replace(/^@sessionfold\/store-postgres: /, '').replace(/; a read-only store never migrates.*$/, '');
       throw new CliError(ExitCode.notFound, `no store at ${where}: ${what}`, { hint: 'Try: check the database and ?schema= in the URL', cause: error });

@@ -1,9 +1,10 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { populatedFileStore, populatedSqliteStore, start } from './test-support.fixture.js';
+import { freshDir, populatedFileStore, populatedSqliteStore, run, start } from './test-support.fixture.js';
 
 /**
  * Every stdout line of `child` from its start, with a wait for the first one that satisfies `match`. One listener
@@ -73,6 +74,29 @@ describe.each([
       const line = await lines.waitFor((text) => text.includes(stream), 5000);
       expect(Date.now() - appendedAt).toBeLessThan(1000);
       expect(JSON.parse(line)).toMatchObject({ streamId: stream, type: 'Noted', data: { by: 'other' } });
+      const exited = exitOf(child);
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  });
+});
+
+describe('tail --follow on an existing directory no writer has opened yet', () => {
+  it("reads it as an empty store, creates nothing, and prints the first writer's change", async () => {
+    const dir = freshDir();
+    const info = await run(['info', '--json', '-s', dir]);
+    expect(info.code).toBe(0);
+    expect(JSON.parse(info.stdout)).toMatchObject({ streams: 0, events: 0 });
+    expect(readdirSync(dir)).toEqual([]);
+    // From the start of the feed (the default), so an append made before the follower is ready is printed too.
+    const child = start(['tail', '--follow', '--json', '-s', dir]);
+    const lines = collectLines(child);
+    try {
+      const stream = `first-${randomUUID()}`;
+      await appendFromAnotherProcess('file', dir, stream);
+      expect(JSON.parse(await lines.waitFor((text) => text.includes(stream), 15_000))).toMatchObject({ streamId: stream, type: 'Noted' });
       const exited = exitOf(child);
       child.kill('SIGINT');
       expect(await exited).toBe(0);

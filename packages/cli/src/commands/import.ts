@@ -41,7 +41,7 @@ export function registerImport(program: Command): void {
       const context = contextOf(command);
       const file = parseArg(z.string().min(1), rawFile, '<file>');
       const options = parseArg(optionsSchema, rawOptions, 'options');
-      assertInputFile(file, 'file');
+      assertInputFile(file, 'file', { regular: true });
       const { out } = context;
       const plan = await checkFile(file);
       const location = parseStoreUrl(context.storeUrl);

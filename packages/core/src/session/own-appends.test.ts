@@ -126,3 +126,29 @@ describe('what the service keeps of a caller’s values', () => {
     await Promise.all([history.close(), fresh.close()]);
   });
 });
+
+describe('an own append on a stream another service deleted and wrote again', () => {
+  it('leaves the projection with the history the feed holds, not the state this service decided on', async () => {
+    const store = memoryStore();
+    const options = { store, follow: false, compaction: false, checkpoints: false } as const;
+    const { history: a } = await openTestHistory(options);
+    const { history: b } = await openTestHistory(options);
+    const id = '0b7d2f4e-1111-4222-8333-444455556666';
+    await a.register({ id, startedAt: '2026-01-01T00:00:00Z', state: { sessionType: 'a1' } });
+    await a.checkpoint(id, { expectedVersion: 1, state: { sessionType: 'a2' } });
+    // The other service completes the session (its stream is deleted) and registers the id again, up to revision 2.
+    await b.complete(id, { expectedVersion: 2, state: { sessionType: 'a2', sessionObjectId: 'erased-and-again' } });
+    await b.register({ id, startedAt: '2026-01-02T00:00:00Z', state: { sessionType: 'b1' } });
+    await b.checkpoint(id, { expectedVersion: 1, state: { sessionType: 'b2' } });
+    const types = (records: { id: string; state: unknown }[]) =>
+      records.filter((record) => record.id === id).map((record) => (record.state as { sessionType?: unknown }).sessionType);
+    expect(types(await a.list())).toEqual(['b2']);
+    // This service's cached state of the stream is of the first life, at the same revision: the append passes.
+    await a.appendTranscript(id, { role: 'user-message', text: 'hello' });
+    const { history: fresh } = await openTestHistory(options);
+    expect(types(await fresh.list())).toEqual(['b2']);
+    expect(await a.list()).toEqual(await fresh.list());
+    expect(await a.commandHeads()).toEqual(await fresh.commandHeads());
+    await Promise.all([a.close(), b.close(), fresh.close()]);
+  });
+});

@@ -39,6 +39,8 @@ export class SessionProjection {
   /** Commands noted since the last catch-up began: the catch-up indexes them (or their deletion). */
   readonly #noted = new Map<string, StreamId>();
   #highestEnqueueOrder = 0;
+  /** Per session stream, the feed position of the last event of the history its state folds, where known. */
+  readonly #lastApplied = new Map<StreamId, number>();
   #lastPosition = 0;
   #last: FeedMark | null = null;
   #queue: Promise<void> = Promise.resolve();
@@ -86,6 +88,7 @@ export class SessionProjection {
   restore(image: ProjectionImage): void {
     this.#sessions.clear();
     this.#commandStreams.clear();
+    this.#lastApplied.clear();
     this.#highestEnqueueOrder = image.highestEnqueueOrder;
     for (const [stream, projected] of image.sessions) {
       this.#sessions.set(stream, projected);
@@ -199,26 +202,28 @@ export class SessionProjection {
   }
 
   /**
-   * Takes the state the writer folded for `append` when the projection holds the stream exactly as the append
-   * found it: the same fold the projection would make of the same events, without parsing and applying them
-   * again. Session and catalog streams only (nothing else is projected, and those need no state).
+   * Takes the state the writer folded for `append` when the writer decided on the very history the projection
+   * holds: the same fold the projection would make of the same events, without parsing and applying them again.
+   * The proof is the position of the last event folded on both sides, not the revision alone: a writer's cached
+   * state of a stream another process deleted and wrote again up to the same revision has the old positions.
+   * Session streams only (the catalog is appended with event ids, and nothing else is projected).
    */
   #takeState(stream: StreamId, append: OwnAppend): boolean {
     const { events, revision, position } = append;
     const last = events[events.length - 1];
-    if (!last) return false;
+    if (!last || !stream.startsWith(SESSION_STREAM_PREFIX) || sessionIdOfStream(stream) === undefined) return false;
     const base = revision - events.length;
-    if (stream === CATALOG_STREAM) {
-      if (this.#catalog.revision !== base) return false;
-      this.#catalog = { revision, state: append.state as CatalogState };
-    } else if (stream.startsWith(SESSION_STREAM_PREFIX) && sessionIdOfStream(stream) !== undefined) {
-      const previous = this.#sessions.get(stream);
-      if ((previous?.revision ?? 0) !== base) return false;
-      const next = { revision, state: withoutLog(append.state as SessionStreamState) };
-      this.#unindex(stream, previous, next);
-      this.#sessions.set(stream, next);
-      this.#index(stream, previous, next);
-    } else return false;
+    const previous = this.#sessions.get(stream);
+    const sameHistory =
+      previous === undefined
+        ? base === 0 && append.basePosition === undefined
+        : previous.revision === base && append.basePosition !== undefined && append.basePosition === this.#lastApplied.get(stream);
+    if (!sameHistory) return false;
+    const next = { revision, state: withoutLog(append.state as SessionStreamState) };
+    this.#unindex(stream, previous, next);
+    this.#sessions.set(stream, next);
+    this.#index(stream, previous, next);
+    this.#lastApplied.set(stream, position);
     this.#lastPosition = position;
     this.#last = { position, streamId: stream, revision, type: last.type };
     return true;
@@ -359,6 +364,9 @@ export class SessionProjection {
         else this.#sessions.delete(stream);
         this.#index(stream, previous, next);
       }
+      // The last event of the stream's history as held here (a snapshot or a fold after a gap is no event: unknown).
+      if (next && next !== previous && record.type !== SNAPSHOT_RECORD && next.revision === record.revision) this.#lastApplied.set(stream, record.position);
+      else if (next !== previous || !next) this.#lastApplied.delete(stream);
     }
     this.#lastPosition = record.position;
     this.#last = { position: record.position, streamId: stream, revision: record.revision, type: record.type };

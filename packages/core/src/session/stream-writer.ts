@@ -93,6 +93,12 @@ export interface OwnAppend {
   decidedAt: Date;
   /** The stream's state after these events, as the writer folded them (never changed in place). */
   state: unknown;
+  /**
+   * The feed position of the last event in the state the writer decided on (undefined when it does not know it,
+   * or the stream was empty): with the revision, it tells whether that state is the fold of the history another
+   * holder of the stream saw (positions are never reused, so a stream deleted and written again differs there).
+   */
+  basePosition: number | undefined;
 }
 
 /**
@@ -271,7 +277,14 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
         this.#hooks.appended?.(stream, { revision: result.revision, events: events.length, decisions: batch.length, durationMs: performance.now() - started });
         const state = decided.reduce((current, outcome) => ('state' in outcome ? outcome.state : current), folded.state);
         if (eventId === undefined)
-          this.#hooks.recorded?.(stream, { events: newEvents, revision: result.revision, position: result.position, decidedAt: lastDecidedAt(decided), state });
+          this.#hooks.recorded?.(stream, {
+            events: newEvents,
+            revision: result.revision,
+            position: result.position,
+            decidedAt: lastDecidedAt(decided),
+            state,
+            basePosition: folded.exists ? folded.position : undefined,
+          });
         // An event id already stored turns the append into a no-op answering with the earlier result, which
         // need not follow the state decided on: such a state is not worth keeping.
         if (eventId === undefined) this.#cache.remember(stream, { state, revision: result.revision, exists: true, position: result.position });
