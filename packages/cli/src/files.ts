@@ -1,4 +1,4 @@
-import { createWriteStream, statSync, type WriteStream } from 'node:fs';
+import { createWriteStream, existsSync, statSync, type WriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { CliError, ExitCode, notFound, refused, usageError } from './exit-codes.js';
 
@@ -15,6 +15,13 @@ export function assertInputFile(path: string, what: string, options: { regular?:
     throw usageError(`${path} is not a regular file: it is read twice (checked, then loaded)`, 'Try: save it to a file first');
 }
 
+/** Refuses (exit 1) to write over an existing file. */
+export function refuseExisting(path: string): void {
+  if (existsSync(path)) throw overwriteRefused(path);
+}
+
+const overwriteRefused = (path: string) => refused(`${path} exists; export never overwrites a file`, 'Try: another --out path');
+
 /**
  * Creates `path` for writing, never over an existing file: an existing file is refused (exit 1), a missing
  * directory is "not found" (exit 3), anything else a storage error naming the file.
@@ -26,7 +33,7 @@ export async function createOutputFile(path: string): Promise<WriteStream> {
     return stream;
   } catch (cause) {
     const code = (cause as { code?: unknown }).code;
-    if (code === 'EEXIST') throw refused(`${path} exists; export never overwrites a file`, 'Try: another --out path');
+    if (code === 'EEXIST') throw overwriteRefused(path);
     if (code === 'ENOENT') throw notFound(`cannot create ${path}: its directory does not exist`, 'Try: an --out path in an existing directory');
     throw new CliError(ExitCode.storage, `cannot create ${path}: ${cause instanceof Error ? cause.message : String(cause)}`, {
       hint: 'Try: another --out path, or check its directory’s permissions',

@@ -35,8 +35,7 @@ export type DecodedManifest = Manifest & { streams: ManifestTable };
 /** The stamp of `path` now, or undefined when there is no such file. */
 export async function stampOf(fsl: FileSystem, path: string): Promise<FileStamp | undefined> {
   try {
-    const stats = await fsl.lstat(path);
-    return { size: stats.size, ino: stats.ino ?? -1, mtimeMs: stats.mtimeMs ?? -1 };
+    return stampFrom(await fsl.lstat(path));
   } catch {
     return undefined;
   }
@@ -46,10 +45,15 @@ export async function stampOf(fsl: FileSystem, path: string): Promise<FileStamp 
 export function stampOfSync(lstatSync: NonNullable<FileSystem['lstatSync']>, path: string): FileStamp | undefined {
   try {
     const stats = lstatSync(path);
-    return stats && { size: stats.size, ino: stats.ino ?? -1, mtimeMs: stats.mtimeMs ?? -1 };
+    return stats && stampFrom(stats);
   } catch {
     return undefined;
   }
+}
+
+/** A stamp from what `lstat` told (-1 for what this file system does not give). */
+function stampFrom(stats: { size: number; ino?: number; mtimeMs?: number }): FileStamp {
+  return { size: stats.size, ino: stats.ino ?? -1, mtimeMs: stats.mtimeMs ?? -1 };
 }
 
 /** True when `now` is the file `recorded` describes, unchanged (as far as size, inode and time tell). */

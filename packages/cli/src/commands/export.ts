@@ -1,11 +1,9 @@
-import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { forEachItem, type EventStore, type StoredEvent } from '@sessionfold/core/kernel';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
-import { refused } from '../exit-codes.js';
-import { createOutputFile } from '../files.js';
+import { createOutputFile, refuseExisting } from '../files.js';
 import { examples } from '../help.js';
 import { JsonStrings } from '../format-change.js';
 import { Output } from '../output.js';
@@ -33,7 +31,8 @@ export function registerExport(program: Command): void {
     .action(async (rawOptions: unknown, command: Command) => {
       const context = contextOf(command);
       const { out: file } = parseArg(z.object({ out: z.string().min(1).optional() }), rawOptions, '--out');
-      if (file !== undefined && existsSync(file)) throw refused(`${file} exists; export never overwrites a file`, 'Try: another --out path');
+      // Before the store is opened: the answer does not depend on it.
+      if (file !== undefined) refuseExisting(file);
       await interruptible((interruption) =>
         withStore(context, 'read', async ({ store }) => {
           const fileStream = file === undefined ? undefined : await createOutputFile(file);

@@ -15,10 +15,12 @@ export function registerInfo(program: Command): void {
       const context = contextOf(command);
       await withStore(context, 'read', async ({ store, location, where }) => {
         const counts = await countStore(store);
+        const reported = store.status ? await store.status() : undefined;
         // Until a store reports its own status, a file store's writer is read from its LOCK file.
-        const status = store.status ? await store.status() : location.kind === 'file' ? await fileStoreWriter(location.directory) : undefined;
+        const status = reported ?? (location.kind === 'file' ? await fileStoreWriter(location.directory) : undefined);
         // A server's store says how much it takes (PostgreSQL: its tables and indexes) in its status.
-        const bytes = (await sizeOnDisk(location)) ?? reportedBytes(status);
+        const total = reported?.details['totalBytes'];
+        const bytes = (await sizeOnDisk(location)) ?? (typeof total === 'number' ? total : undefined);
         const info = { kind: location.kind, location: where, ...counts, sizeOnDisk: bytes ?? null, status: status ?? null };
         if (context.out.json) return context.out.document(info);
         const rows: [string, string][] = [
@@ -34,11 +36,4 @@ export function registerInfo(program: Command): void {
         for (const [name, value] of rows) await context.out.text(`${name.padEnd(14)} ${value}`);
       });
     });
-}
-
-/** The `totalBytes` a store's status reports among its details, if it does. */
-function reportedBytes(status: unknown): number | undefined {
-  const details = typeof status === 'object' && status !== null ? (status as { details?: unknown }).details : undefined;
-  const total = typeof details === 'object' && details !== null ? (details as { totalBytes?: unknown }).totalBytes : undefined;
-  return typeof total === 'number' && Number.isFinite(total) && total >= 0 ? total : undefined;
 }

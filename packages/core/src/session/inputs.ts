@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { cloneJson } from '../kernel/json.js';
 import { SessionHistoryError, messages } from './errors.js';
 import { isUuid } from './ids.js';
 import { jsonInputObjectSchema, jsonInputValueSchema } from './json-schema.js';
@@ -55,8 +56,8 @@ export function isRfc3339(value: string): boolean {
 const idempotencyId = z.string().refine((value) => value.length > 0 && Buffer.byteLength(value, 'utf8') <= 255, { message: messages.idempotencyId });
 const startedAt = z.string().refine(isRfc3339, { message: messages.startedAt });
 const expectedVersion = z.number().int().min(0);
-// A number the service records reads back from any store as JSON text gives it: `-0` as `0`.
-const asStored = (value: number): number => (value === 0 ? 0 : value);
+// A number the service records reads back from any store as JSON text gives it (`cloneJson`: `-0` as `0`).
+const asStored = (value: number): number => cloneJson(value);
 const storedNumber = z.number().transform(asStored);
 const count = z.number().int().min(0).transform(asStored).nullable().optional();
 

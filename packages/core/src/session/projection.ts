@@ -219,14 +219,28 @@ export class SessionProjection {
         ? base === 0 && append.basePosition === undefined
         : previous.revision === base && append.basePosition !== undefined && append.basePosition === this.#lastApplied.get(stream);
     if (!sameHistory) return false;
-    const next = { revision, state: withoutLog(append.state as SessionStreamState) };
-    this.#unindex(stream, previous, next);
-    this.#sessions.set(stream, next);
-    this.#index(stream, previous, next);
-    this.#lastApplied.set(stream, position);
+    this.#replaceSession(stream, previous, { revision, state: withoutLog(append.state as SessionStreamState) }, position);
     this.#lastPosition = position;
     this.#last = { position, streamId: stream, revision, type: last.type };
     return true;
+  }
+
+  /**
+   * Puts `next` in place of `previous` (removing the session when `next` is undefined), with its command index and
+   * the feed position of the last event its state folds (`lastEvent`, when known).
+   */
+  #replaceSession(
+    stream: StreamId,
+    previous: ProjectedStream<SessionStreamState> | undefined,
+    next: ProjectedStream<SessionStreamState> | undefined,
+    lastEvent: number | undefined,
+  ): void {
+    this.#unindex(stream, previous, next);
+    if (next) this.#sessions.set(stream, next);
+    else this.#sessions.delete(stream);
+    this.#index(stream, previous, next);
+    if (next && lastEvent !== undefined) this.#lastApplied.set(stream, lastEvent);
+    else this.#lastApplied.delete(stream);
   }
 
   #enqueue(task: () => Promise<void>): Promise<void> {
@@ -358,15 +372,9 @@ export class SessionProjection {
     } else if (stream.startsWith(SESSION_STREAM_PREFIX) && sessionIdOfStream(stream) !== undefined) {
       const previous = this.#sessions.get(stream);
       const next = await this.#follow(stream, previous, sessionSummaryReducer, record);
-      if (next !== previous) {
-        this.#unindex(stream, previous, next);
-        if (next) this.#sessions.set(stream, next);
-        else this.#sessions.delete(stream);
-        this.#index(stream, previous, next);
-      }
-      // The last event of the stream's history as held here (a snapshot or a fold after a gap is no event: unknown).
-      if (next && next !== previous && record.type !== SNAPSHOT_RECORD && next.revision === record.revision) this.#lastApplied.set(stream, record.position);
-      else if (next !== previous || !next) this.#lastApplied.delete(stream);
+      // A snapshot, or a fold after a gap, ends at no event this record names: the last position is then unknown.
+      const ends = record.type !== SNAPSHOT_RECORD && next?.revision === record.revision ? record.position : undefined;
+      if (next !== previous) this.#replaceSession(stream, previous, next, ends);
     }
     this.#lastPosition = record.position;
     this.#last = { position: record.position, streamId: stream, revision: record.revision, type: record.type };

@@ -283,7 +283,7 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
             position: result.position,
             decidedAt: lastDecidedAt(decided),
             state,
-            basePosition: folded.exists ? folded.position : undefined,
+            basePosition: folded.position,
           });
         // An event id already stored turns the append into a no-op answering with the earlier result, which
         // need not follow the state decided on: such a state is not worth keeping.
