@@ -1,7 +1,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import { checkpointSchema, commandIdSchema, commandOutcomeSchema, fastPathFor, newCommandSchema, sessionIdSchema, startSessionSchema } from './inputs.js';
+import {
+  appendTranscriptSchema,
+  checkpointSchema,
+  commandIdSchema,
+  commandOutcomeSchema,
+  fastPathFor,
+  newCommandSchema,
+  sessionIdSchema,
+  startSessionSchema,
+} from './inputs.js';
 
 /** A value nested `levels` arrays deep. */
 function nested(levels: number): unknown {
@@ -144,6 +153,12 @@ const cases: [string, z.ZodType, fc.Arbitrary<unknown>, unknown][] = [
       userActivity: fc.oneof(fc.boolean(), anyValue),
     }),
     { expectedVersion: 3, state: { orchestration: { step: 1 } } },
+  ],
+  [
+    'appendTranscript',
+    appendTranscriptSchema,
+    input({ role: fc.constantFrom('user-message', 'assistant-message', 'pending-object', 'someone', ''), text }),
+    { role: 'user-message', text: 'hello' },
   ],
 ];
 

@@ -1,4 +1,5 @@
 import { isUuid } from './ids.js';
+import { TRANSCRIPT_ROLES } from './model.js';
 import { isRfc3339 } from './rfc3339.js';
 
 /**
@@ -142,4 +143,14 @@ export const fastCheckpoint: FastPath = guarded((value) => {
   if (typeof state !== 'object' || state === null || Array.isArray(state)) return undefined;
   const copy = copyOfJson(state, 0);
   return copy === DOUBT ? undefined : { expectedVersion, state: copy, userActivity };
+});
+
+const TRANSCRIPT_MEMBERS: ReadonlySet<string> = new Set(['role', 'text']);
+const ROLES: ReadonlySet<unknown> = new Set<unknown>(TRANSCRIPT_ROLES);
+
+/** `appendTranscriptSchema`. */
+export const fastAppendTranscript: FastPath = guarded((value) => {
+  if (!plainWith(value, TRANSCRIPT_MEMBERS)) return undefined;
+  const { role, text } = value;
+  return ROLES.has(role) && typeof text === 'string' ? { role, text } : undefined;
 });

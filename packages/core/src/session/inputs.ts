@@ -2,7 +2,16 @@ import { z } from 'zod';
 import { cloneJson } from '../kernel/json.js';
 import { SessionHistoryError, messages } from './errors.js';
 import { isUuid } from './ids.js';
-import { fastCheckpoint, fastCommandId, fastCommandOutcome, fastNewCommand, fastSessionId, fastStartSession, type FastPath } from './input-fast-paths.js';
+import {
+  fastAppendTranscript,
+  fastCheckpoint,
+  fastCommandId,
+  fastCommandOutcome,
+  fastNewCommand,
+  fastSessionId,
+  fastStartSession,
+  type FastPath,
+} from './input-fast-paths.js';
 import { isRfc3339 } from './rfc3339.js';
 import { jsonInputObjectSchema, jsonInputValueSchema } from './json-schema.js';
 import { completionReceiptSchema, phaseSchema, TRANSCRIPT_ROLES } from './model.js';
@@ -151,6 +160,7 @@ const FAST_PATHS: ReadonlyMap<z.ZodType, FastPath> = new Map<z.ZodType, FastPath
   [newCommandSchema, fastNewCommand],
   [commandOutcomeSchema, fastCommandOutcome],
   [checkpointSchema, fastCheckpoint],
+  [appendTranscriptSchema, fastAppendTranscript],
 ]);
 
 /** The hand-written parse `parseInput` tries first for `schema`, if it has one (exported for the tests that hold it to the schema). */
