@@ -2,6 +2,7 @@ import { readdir, rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { EventStore, StreamId } from '@sessionfold/core/kernel';
+import { nodeFileSystem } from './fs-layer.js';
 import { fileStore } from './index.js';
 import { eventsOf, freshDir, randomStream, withoutCleanClose } from './test-support.fixture.js';
 
@@ -103,5 +104,44 @@ describe('blank journals', () => {
     expect(report.problems.map((problem) => problem.file)).toEqual([blank]);
     await reopened.close();
     expect((await stat(blank)).size).toBeGreaterThan(0);
+  });
+  it('a batch that failed (too many open files) leaves no blank behind and is tried again later: new streams take blanks again', async () => {
+    const dir = freshDir();
+    let refuse = true;
+    let tookBlank = 0;
+    const store = await fileStore({
+      directory: dir,
+      fs: {
+        open: async (path, flags, mode) => {
+          if (refuse && /[/\\]blanks[/\\]blank-/.test(path) && flags !== 'r') {
+            throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
+          }
+          return nodeFileSystem.open(path, flags, mode);
+        },
+        // Replacing `open` leaves journals to the asynchronous calls, which rename a blank with `rename`.
+        rename: async (from, to) => {
+          if (/[/\\]blanks[/\\]blank-/.test(from)) tookBlank++;
+          await nodeFileSystem.rename(from, to);
+        },
+      },
+    });
+    // Without blanks, journals are created as before.
+    await append3(store, randomStream());
+    expect(tookBlank).toBe(0);
+    expect(await blanksOf(dir)).toEqual([]);
+    refuse = false;
+    // The next attempt comes after the back-off, prompted by a new stream.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    let stream = randomStream();
+    await append3(store, stream);
+    // The batch is made in the background: a later new stream takes one of its blanks.
+    for (let tries = 0; tookBlank === 0 && tries < 100; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      stream = randomStream();
+      await append3(store, stream);
+    }
+    expect(tookBlank).toBe(1);
+    expect(await eventsOf(store, stream)).toHaveLength(3);
+    await store.close();
   });
 });

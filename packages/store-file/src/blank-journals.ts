@@ -11,6 +11,12 @@ import type { Layout } from './layout.js';
  */
 const BATCH = 32;
 const LOW = 16;
+/**
+ * After a batch failed (a full disk, too many open files), new journals are created as before, and blanks are
+ * tried again after this long, doubling up to `RETRY_MAX_MS` while they keep failing.
+ */
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 60_000;
 /** How far into a blank its first line is looked for: a first record is at most one event line long. */
 const FIRST_LINE_LIMIT = 4 * 1024 * 1024;
 
@@ -38,8 +44,9 @@ export class BlankJournals {
   readonly #layout: Layout;
   readonly #ready: Blank[] = [];
   #making: Promise<void> | undefined;
-  /** Set once making blanks failed: new journals are created as before from then on. */
-  #broken = false;
+  /** When a failed batch may be tried again (`performance.now()` time), and how long the next wait after a failure is. */
+  #retryAt = 0;
+  #retryMs = RETRY_FIRST_MS;
   #closed = false;
   /** A journal was renamed into `streams/` since that directory was last fsynced. */
   #namesUnsynced = false;
@@ -93,10 +100,14 @@ export class BlankJournals {
 
   /** Starts making blanks in the background when few are left; never waited on by an append. */
   prepare(): void {
-    if (this.#making || this.#broken || this.#closed || this.#ready.length >= LOW) return;
+    if (this.#making || this.#closed || this.#ready.length >= LOW || performance.now() < this.#retryAt) return;
     this.#making = this.#make()
+      .then(() => {
+        this.#retryMs = RETRY_FIRST_MS;
+      })
       .catch(() => {
-        this.#broken = true;
+        this.#retryAt = performance.now() + this.#retryMs;
+        this.#retryMs = Math.min(RETRY_MAX_MS, this.#retryMs * 2);
       })
       .finally(() => {
         this.#making = undefined;
@@ -150,7 +161,11 @@ export class BlankJournals {
         throw error;
       }
     } catch (error) {
-      for (const blank of made) await this.#fs.close(blank.fd).catch(() => undefined);
+      // Not known durable, and the batch is tried again later: none of them is kept.
+      for (const blank of made) {
+        await this.#fs.close(blank.fd).catch(() => undefined);
+        await this.#fs.unlink(blank.path).catch(() => undefined);
+      }
       throw error;
     }
     if (this.#closed) {
