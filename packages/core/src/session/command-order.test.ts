@@ -28,6 +28,25 @@ describe('SessionHistory: the order of command heads', () => {
     expect((await history.commandHeads()).map((head) => head.id)).toEqual(enqueued);
   });
 
+  it('takes one number per created command: decisions made again, refused or no-ops take none, with or without checkpoints', async () => {
+    for (const checkpoints of [undefined, false] as const) {
+      const store = memoryStore();
+      const first = await openTestHistory({ store, ...(checkpoints === false ? { checkpoints } : {}) });
+      const { id } = await startConversation(first.history, 'numbered');
+      await first.history.close();
+      // After a reopen the session is not cached: the enqueue is decided on an empty state first (refused), then
+      // on the stream as read; an enqueue repeated is a no-op decided twice too.
+      const { history } = await openTestHistory({ store, ...(checkpoints === false ? { checkpoints } : {}) });
+      const orders: number[] = [];
+      for (const key of ['a', 'a', 'b']) orders.push((await history.enqueue(id, { idempotencyId: key, kind: 'message' })).value.enqueueOrder);
+      await history.close();
+      const reopened = (await openTestHistory({ store, ...(checkpoints === false ? { checkpoints } : {}) })).history;
+      orders.push((await reopened.enqueue(id, { idempotencyId: 'c', kind: 'message' })).value.enqueueOrder);
+      expect(orders, `checkpoints ${String(checkpoints)}`).toEqual([1, 1, 2, 3]);
+      await reopened.close();
+    }
+  });
+
   it('numbers enqueues after a reopen above those of a session deleted before the projection saw them', async () => {
     const store = memoryStore();
     // Without the background follow the projection sees the feed only when a query or close catches it up, by

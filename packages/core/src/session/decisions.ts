@@ -95,9 +95,10 @@ export function decideRegister(state: SessionStreamState, input: RegisterSession
 
 /**
  * Queues a command on an active session; no events when a command with the same idempotency id exists.
- * `enqueueOrder` is the caller's order of this decision among enqueues (on any session).
+ * `enqueueOrder` is the caller's order of this decision among enqueues (on any session), or gives it: asked only
+ * when a command is created, so a refusal or a no-op takes no number.
  */
-export function decideEnqueue(state: SessionStreamState, input: NewCommand, now: Date, enqueueOrder = 0): Decision {
+export function decideEnqueue(state: SessionStreamState, input: NewCommand, now: Date, enqueueOrder: number | (() => number) = 0): Decision {
   const record = existing(state);
   if (record instanceof SessionHistoryError) return record;
   if (record.phase !== 'active') return SessionHistoryError.conflict(messages.noLongerActive);
@@ -106,7 +107,7 @@ export function decideEnqueue(state: SessionStreamState, input: NewCommand, now:
     id: commandIdFor(state.sessionId, input.idempotencyId),
     sessionId: state.sessionId,
     sequence: state.commands.reduce((max, candidate) => Math.max(max, candidate.sequence), 0) + 1,
-    enqueueOrder,
+    enqueueOrder: typeof enqueueOrder === 'function' ? enqueueOrder() : enqueueOrder,
     kind: input.kind,
     payload: input.payload,
     status: 'pending',

@@ -406,7 +406,11 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     enqueue: (id, input) =>
       sync(() => ({ stream: streamOf(id), parsed: parseInput(newCommandSchema, input, '') })).then(({ stream, parsed }) =>
         run(async () => {
-          const result = await mutate(stream, (state, at) => decideEnqueue(state, parsed, at, nextEnqueueOrder()));
+          // One number per call, taken only by a decision that creates the command: a decision made again (after a
+          // refusal on the state this process held, or a lost race) keeps it, so no number is noted that no event holds.
+          let order: number | undefined;
+          const orderOfCall = () => (order ??= nextEnqueueOrder());
+          const result = await mutate(stream, (state, at) => decideEnqueue(state, parsed, at, orderOfCall));
           const command = result.state.commands.find((candidate) => candidate.idempotencyId === parsed.idempotencyId);
           if (!command) throw SessionHistoryError.notFound();
           projection.noteCommand(command.id, stream);
