@@ -95,10 +95,10 @@ export function decideRegister(state: SessionStreamState, input: RegisterSession
 
 /**
  * Queues a command on an active session; no events when a command with the same idempotency id exists.
- * `enqueueOrder` is the caller's order of this decision among enqueues (on any session), or gives it: asked only
- * when a command is created, so a refusal or a no-op takes no number.
+ * `enqueueOrder` gives the caller's order of this decision among enqueues (on any session); it is asked only when
+ * a command is created, so a refusal or a no-op takes no number.
  */
-export function decideEnqueue(state: SessionStreamState, input: NewCommand, now: Date, enqueueOrder: number | (() => number) = 0): Decision {
+export function decideEnqueue(state: SessionStreamState, input: NewCommand, now: Date, enqueueOrder: () => number = () => 0): Decision {
   const record = existing(state);
   if (record instanceof SessionHistoryError) return record;
   if (record.phase !== 'active') return SessionHistoryError.conflict(messages.noLongerActive);
@@ -107,7 +107,7 @@ export function decideEnqueue(state: SessionStreamState, input: NewCommand, now:
     id: commandIdFor(state.sessionId, input.idempotencyId),
     sessionId: state.sessionId,
     sequence: state.commands.reduce((max, candidate) => Math.max(max, candidate.sequence), 0) + 1,
-    enqueueOrder: typeof enqueueOrder === 'function' ? enqueueOrder() : enqueueOrder,
+    enqueueOrder: enqueueOrder(),
     kind: input.kind,
     payload: input.payload,
     status: 'pending',
