@@ -1,4 +1,4 @@
-import { readdir, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { EventStore, StreamId } from '@sessionfold/core/kernel';
@@ -7,7 +7,10 @@ import { fileStore } from './index.js';
 import { eventsOf, freshDir, randomStream, withoutCleanClose } from './test-support.fixture.js';
 
 const journalOf = (dir: string, stream: StreamId) => join(dir, 'streams', `${stream}.jsonl`);
-const blanksOf = async (dir: string) => (await readdir(join(dir, 'blanks')).catch(() => [])).filter((name) => name.startsWith('blank-')).sort();
+const blanksIn = async (dir: string) => (await readdir(dir).catch(() => [])).filter((name) => name.startsWith('blank-')).sort();
+/** The blanks of both directories they are made in. */
+const blanksOf = async (dir: string) => [...(await blanksIn(join(dir, 'blanks'))), ...(await blanksIn(join(dir, 'blanks', 'alternate')))].sort();
+const BLANK_PATH = /[/\\]blanks[/\\](alternate[/\\])?blank-/;
 
 /** A store whose blanks are ready: the first open makes them, the second finds them at once. */
 async function storeWithBlanks(dir: string): Promise<EventStore> {
@@ -34,41 +37,67 @@ describe('blank journals', () => {
     await store.close();
   });
 
-  it('a journal whose rename a crash lost is found under its blank name: verify warns, a writer puts it back, nothing is lost', async () => {
+  it('a batch is made in the directory blanks are not being taken from, and the oldest blanks are used first', async () => {
     const dir = freshDir();
-    const store = await storeWithBlanks(dir);
-    const stream = randomStream();
-    await append3(store, stream);
-    const other = randomStream('other');
-    await append3(store, other);
+    let store = await storeWithBlanks(dir);
+    const first = await blanksIn(join(dir, 'blanks'));
+    expect(first.length).toBeGreaterThan(16);
+    expect(await blanksIn(join(dir, 'blanks', 'alternate'))).toEqual([]);
+    // Taking all but 15 starts the next batch, which goes to the other directory.
+    for (let n = first.length; n > 15; n--) await append3(store, randomStream());
     await store.close();
-    // The machine lost the rename: the records are in the blank's inode, under its name.
-    const blank = join(dir, 'blanks', 'blank-00c0ffee00c0ffee');
-    await rename(journalOf(dir, stream), blank);
-    withoutCleanClose(dir);
-
-    const view = await fileStore({ directory: dir, readOnly: true });
-    const report = await (view.verify as NonNullable<EventStore['verify']>)();
-    await view.close();
-    expect(report.ok).toBe(true);
-    const warning = report.problems.find((problem) => problem.file === blank);
-    expect(warning?.severity).toBe('warning');
-    expect(warning?.message).toContain(stream);
-    await expect(stat(journalOf(dir, stream)), 'a read-only view moves nothing').rejects.toThrow();
-
-    const writer = await fileStore({ directory: dir });
-    expect((await eventsOf(writer, stream)).map((event) => [event.revision, event.data])).toEqual([
-      [1, { n: 1 }],
-      [2, { n: 2 }],
-      [3, { n: 3 }],
-    ]);
-    expect((await eventsOf(writer, other)).map((event) => event.revision)).toEqual([1, 2, 3]);
-    expect((await writer.append(stream, [{ type: 'Noted', data: { n: 4 } }], { expectedRevision: 3 })).revision).toBe(4);
-    const clean = await (writer.verify as NonNullable<EventStore['verify']>)();
-    expect(clean.problems).toEqual([]);
-    await writer.close();
-    expect(await blanksOf(dir)).not.toContain('blank-00c0ffee00c0ffee');
+    const second = await blanksIn(join(dir, 'blanks', 'alternate'));
+    expect(second.length).toBeGreaterThan(16);
+    expect(await blanksIn(join(dir, 'blanks'))).toHaveLength(15);
+    // The 15 left from the first batch go before any of the second.
+    store = await fileStore({ directory: dir });
+    for (let n = 0; n < 15; n++) await append3(store, randomStream());
+    expect(await blanksIn(join(dir, 'blanks'))).toEqual([]);
+    expect(await blanksIn(join(dir, 'blanks', 'alternate'))).toEqual(second);
+    await append3(store, randomStream());
+    expect(await blanksIn(join(dir, 'blanks', 'alternate'))).toHaveLength(second.length - 1);
+    await store.close();
   });
+
+  it.each([['blanks'], ['blanks/alternate']])(
+    'a journal whose rename a crash lost is found under its blank name in %s/: verify warns, a writer puts it back, nothing is lost',
+    async (blanks) => {
+      const dir = freshDir();
+      const store = await storeWithBlanks(dir);
+      const stream = randomStream();
+      await append3(store, stream);
+      const other = randomStream('other');
+      await append3(store, other);
+      await store.close();
+      // The machine lost the rename: the records are in the blank's inode, under its name.
+      const blank = join(dir, blanks, 'blank-00c0ffee00c0ffee');
+      await mkdir(join(dir, blanks), { recursive: true });
+      await rename(journalOf(dir, stream), blank);
+      withoutCleanClose(dir);
+
+      const view = await fileStore({ directory: dir, readOnly: true });
+      const report = await (view.verify as NonNullable<EventStore['verify']>)();
+      await view.close();
+      expect(report.ok).toBe(true);
+      const warning = report.problems.find((problem) => problem.file === blank);
+      expect(warning?.severity).toBe('warning');
+      expect(warning?.message).toContain(stream);
+      await expect(stat(journalOf(dir, stream)), 'a read-only view moves nothing').rejects.toThrow();
+
+      const writer = await fileStore({ directory: dir });
+      expect((await eventsOf(writer, stream)).map((event) => [event.revision, event.data])).toEqual([
+        [1, { n: 1 }],
+        [2, { n: 2 }],
+        [3, { n: 3 }],
+      ]);
+      expect((await eventsOf(writer, other)).map((event) => event.revision)).toEqual([1, 2, 3]);
+      expect((await writer.append(stream, [{ type: 'Noted', data: { n: 4 } }], { expectedRevision: 3 })).revision).toBe(4);
+      const clean = await (writer.verify as NonNullable<EventStore['verify']>)();
+      expect(clean.problems).toEqual([]);
+      await writer.close();
+      expect(await blanksOf(dir)).not.toContain('blank-00c0ffee00c0ffee');
+    },
+  );
 
   it('a blank whose bytes are not a journal is kept and reported, and the store opens', async () => {
     const dir = freshDir();
@@ -113,14 +142,14 @@ describe('blank journals', () => {
       directory: dir,
       fs: {
         open: async (path, flags, mode) => {
-          if (refuse && /[/\\]blanks[/\\]blank-/.test(path) && flags !== 'r') {
+          if (refuse && BLANK_PATH.test(path) && flags !== 'r') {
             throw Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' });
           }
           return nodeFileSystem.open(path, flags, mode);
         },
         // Replacing `open` leaves journals to the asynchronous calls, which rename a blank with `rename`.
         rename: async (from, to) => {
-          if (/[/\\]blanks[/\\]blank-/.test(from)) tookBlank++;
+          if (BLANK_PATH.test(from)) tookBlank++;
           await nodeFileSystem.rename(from, to);
         },
       },

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { decodeLine } from './journal-codec.js';
 import { errorCode, listDir, syncDir, type FileSystem } from './fs-layer.js';
 import type { Layout } from './layout.js';
@@ -32,18 +32,26 @@ export function isBlankName(name: string): boolean {
 }
 
 /**
- * Empty journal files made durable ahead of need in `<dir>/blanks/`. A new stream's journal is a blank renamed
+ * Empty journal files made durable ahead of need in `<dir>/blanks/` and `<dir>/blanks/alternate/`. A new stream's journal is a blank renamed
  * into `streams/`, so its first append waits on the journal's fdatasync alone instead of also on an fsync of
  * `streams/`. The rename is made durable later — by the next batch of blanks, which fsyncs `streams/` too, and
  * at close. A crash of the machine before then can lose only the rename: the records are in the blank's inode,
  * fdatasynced before they were acknowledged, and the next writer to open the store moves them back into place
  * (`recover`) before it reads the streams. A process that dies keeps every rename (the kernel has it).
+ *
+ * Blanks are used oldest first, and a batch is made in whichever of the two directories holds fewer of those
+ * left, so it is made where no rename is taking blanks out of: a rename waits for the directory's lock, which a create holds
+ * while the file system looks for a free inode (on ext4 without a journal, skipping recently deleted ones
+ * took 0.2–0.3 ms a rename in one directory, against 0.035 ms in two).
  */
 export class BlankJournals {
   readonly #fs: FileSystem;
   readonly #layout: Layout;
+  /** Oldest first: the blanks of the batch before are used before those of the last one. */
   readonly #ready: Blank[] = [];
   #making: Promise<void> | undefined;
+  /** `blanks/alternate/` is known to exist durably (its entry in `blanks/` was fsynced). */
+  #alternateMade = false;
   /** When a failed batch may be tried again (`performance.now()` time), and how long the next wait after a failure is. */
   #retryAt = 0;
   #retryMs = RETRY_FIRST_MS;
@@ -64,9 +72,8 @@ export class BlankJournals {
   async recover(): Promise<void> {
     const empty: string[] = [];
     let restored = false;
-    for (const name of await listDir(this.#fs, this.#layout.blanks)) {
-      if (!isBlankName(name)) continue;
-      const path = join(this.#layout.blanks, name);
+    const found = await listBlanks(this.#fs, this.#layout);
+    for (const { path } of found) {
       const read = await readBlank(this.#fs, path);
       if (read === 'empty') {
         empty.push(path);
@@ -84,16 +91,16 @@ export class BlankJournals {
       await this.#fs.rename(path, journal);
       restored = true;
     }
-    if (restored) await Promise.all([syncDir(this.#fs, this.#layout.streams), syncDir(this.#fs, this.#layout.blanks)]);
-    if (empty.length > 0) {
-      // A blank made just before a crash may not be durable yet: its directory is fsynced before one is used.
-      await syncDir(this.#fs, this.#layout.blanks);
-      for (const path of empty) {
-        try {
-          this.#ready.push({ path, fd: await this.#fs.open(path, 'r+') });
-        } catch {
-          // Not usable: new journals are created as before until the next batch.
-        }
+    if (restored || empty.length > 0) {
+      // Names put back are made durable; so is a blank made just before a crash, before one is used.
+      const holding = new Set(found.map(({ dir }) => dir));
+      await Promise.all([restored ? syncDir(this.#fs, this.#layout.streams) : undefined, ...[...holding].map((dir) => syncDir(this.#fs, dir))]);
+    }
+    for (const path of empty) {
+      try {
+        this.#ready.push({ path, fd: await this.#fs.open(path, 'r+') });
+      } catch {
+        // Not usable: new journals are created as before until the next batch.
       }
     }
   }
@@ -116,7 +123,7 @@ export class BlankJournals {
 
   /** A durable empty blank to rename into place as a new journal, or undefined (create the journal as before). */
   take(): Blank | undefined {
-    const blank = this.#ready.pop();
+    const blank = this.#ready.shift();
     this.prepare();
     return blank;
   }
@@ -128,7 +135,7 @@ export class BlankJournals {
 
   /** Gives back a blank that could not be renamed (it is still empty and durable). */
   giveBack(blank: Blank): void {
-    this.#ready.push(blank);
+    this.#ready.unshift(blank);
   }
 
   /** Waits for the batch being made, makes every rename durable, and closes the blanks' descriptors (they stay for the next open). */
@@ -140,13 +147,22 @@ export class BlankJournals {
   }
 
   async #make(): Promise<void> {
-    await this.#fs.mkdir(this.#layout.blanks, 0o700);
+    // The directory holding fewer of the blanks still to be used: the one renames are not taking them from.
+    const [first, second] = this.#layout.blankDirs;
+    const inFirst = this.#ready.filter((blank) => dirname(blank.path) === first).length;
+    const dir = inFirst <= this.#ready.length - inFirst ? first : second;
+    await this.#fs.mkdir(dir, 0o700);
+    if (dir !== this.#layout.blanks && !this.#alternateMade) {
+      // Its blanks are durable only once its own name is.
+      await syncDir(this.#fs, this.#layout.blanks);
+      this.#alternateMade = true;
+    }
     const made: Blank[] = [];
     try {
       // Opened together: one after another, each waits for the thread pool behind the appends' work.
       const opened = await Promise.allSettled(
         Array.from({ length: BATCH }, async () => {
-          const path = join(this.#layout.blanks, `blank-${randomBytes(8).toString('hex')}`);
+          const path = join(dir, `blank-${randomBytes(8).toString('hex')}`);
           made.push({ path, fd: await this.#fs.open(path, 'wx+', 0o600) });
         }),
       );
@@ -155,7 +171,7 @@ export class BlankJournals {
       const names = this.#namesUnsynced;
       this.#namesUnsynced = false;
       try {
-        await Promise.all([syncDir(this.#fs, this.#layout.blanks), names ? syncDir(this.#fs, this.#layout.streams) : undefined]);
+        await Promise.all([syncDir(this.#fs, dir), names ? syncDir(this.#fs, this.#layout.streams) : undefined]);
       } catch (error) {
         if (names) this.#namesUnsynced = true;
         throw error;
@@ -180,6 +196,14 @@ export class BlankJournals {
     this.#namesUnsynced = false;
     await syncDir(this.#fs, this.#layout.streams);
   }
+}
+
+/** Every blank in `blanks/` and `blanks/alternate/`, with the directory it is in. */
+export async function listBlanks(fsl: FileSystem, layout: Layout): Promise<{ dir: string; path: string }[]> {
+  const listed = await Promise.all(
+    layout.blankDirs.map(async (dir) => (await listDir(fsl, dir)).filter(isBlankName).map((name) => ({ dir, path: join(dir, name) }))),
+  );
+  return listed.flat();
 }
 
 /** 'empty', the stream named by the blank's first record, or why its bytes are not one. */

@@ -21,6 +21,8 @@ export class Layout {
   readonly storeId: string;
   /** `<dir>/blanks/`: empty journals made durable ahead of need (see `BlankJournals`). */
   readonly blanks: string;
+  /** Where blanks are made, batch by batch in turn: `<dir>/blanks/` and `<dir>/blanks/alternate/`. */
+  readonly blankDirs: readonly [string, string];
   /** `<dir>/checkpoints/`: projection checkpoints, outside every stream. */
   readonly checkpoints: string;
   /** `<dir>/manifest.json`: what the writer last knew of every stream's files, so open need not read them all. */
@@ -37,6 +39,7 @@ export class Layout {
     this.format = join(this.directory, 'format.json');
     this.storeId = join(this.directory, 'store-id.json');
     this.blanks = join(this.directory, 'blanks');
+    this.blankDirs = [this.blanks, join(this.blanks, 'alternate')];
     this.checkpoints = join(this.directory, 'checkpoints');
     this.manifest = join(this.directory, 'manifest.json');
     this.cleanClose = join(this.directory, 'clean-close.json');

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { CorruptionError, type VerifyCode, type VerifyProblem, type VerifyReport, type VerifySeverity } from '@sessionfold/core/kernel';
-import { isBlankName, readBlank } from './blank-journals.js';
+import { listBlanks, readBlank } from './blank-journals.js';
 import { decodeCheckpoint, readStoreId } from './checkpoint-slot.js';
 import { errorCode, listDir, type FileSystem } from './fs-layer.js';
 import { sha256Hex } from './journal-codec.js';
@@ -148,9 +148,7 @@ export async function verifyDirectory(fsl: FileSystem, layout: Layout, signal: A
     }
   }
 
-  for (const name of await listDir(fsl, layout.blanks)) {
-    if (!isBlankName(name)) continue;
-    const path = join(layout.blanks, name);
+  for (const { path } of await listBlanks(fsl, layout)) {
     const held = await checking(path, 'unreadable', () => readBlank(fsl, path));
     if (held === undefined || held === 'empty') continue;
     add(
