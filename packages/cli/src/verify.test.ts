@@ -48,6 +48,26 @@ describe('verify', () => {
     expect(fileDigests(store.dir)).toEqual(before);
   });
 
+  it('adds what the store checks against its own records: a journal cut at a line boundary after a clean close, exit 1, and writes nothing', async () => {
+    const store = await populatedFileStore();
+    const path = sessionJournal(store.dir, store.sessionId);
+    const lines = readFileSync(path, 'utf8').split('\n');
+    // Every line left is whole and valid: only what the store recorded of the journal tells it was longer.
+    writeFileSync(path, `${lines.slice(0, 2).join('\n')}\n`);
+    const before = fileDigests(store.dir);
+    const { code, report } = await verify(store.url);
+    expect(code).toBe(1);
+    expect(report.problems).toContainEqual(
+      expect.objectContaining({
+        severity: 'error',
+        file: `streams/session-${store.sessionId}.jsonl`,
+        line: 3,
+        message: expect.stringMatching(/^the journal holds \d+ bytes, short of/),
+      }),
+    );
+    expect(fileDigests(store.dir)).toEqual(before);
+  });
+
   it('names the line of a moved line', async () => {
     const store = await populatedFileStore();
     const path = sessionJournal(store.dir, store.sessionId);

@@ -64,7 +64,7 @@ import { StoreReader } from './store-reader.js';
 import { PARSED, STORED } from './journal-events.js';
 import { BASE_FORMAT_VERSION, EVENT_VERSIONS_FORMAT_VERSION, readStoreFormat, writeStoreFormat } from './store-format.js';
 import { Tombstones } from './tombstones.js';
-import { verifyDirectory } from './verify.js';
+import { verifyDirectory, type KnownJournal } from './verify.js';
 
 /** Options of `fileStore`. */
 export interface FileStoreOptions {
@@ -291,6 +291,7 @@ class FileStore implements EventStore {
       },
       now: () => readClock(clock),
       assertNotPoisoned: () => this.#assertNotPoisoned(),
+      wasDeleted: (stream) => this.#tombstones.marks.has(stream),
       poison: (reason, cause) => this.#poison(reason, cause),
       damaged: (error) => this.#damaged(error),
       touched: (entry) => this.#touched(entry),
@@ -355,6 +356,7 @@ class FileStore implements EventStore {
         manifestPosition: records?.position ?? 0,
         trusted: trusted && records !== undefined,
         owned: known === undefined,
+        deletedSince: (stream: StreamId) => (this.#tombstones.marks.get(stream)?.position ?? 0) > (records?.position ?? 0),
       };
       let max = this.#tombstones.maxPosition;
       let failed = false;
@@ -616,14 +618,15 @@ class FileStore implements EventStore {
       this.#assertWritable();
       this.#cases?.check(stream);
       const entry = this.#entries.get(stream);
+      const wasDeleted = () => expected === 'never_existed' && this.#tombstones.marks.has(stream);
       if (!entry) {
-        if (!revisionMatches(expected, 0)) throw new ConcurrencyError(stream, expected, 0);
+        if (!revisionMatches(expected, 0, wasDeleted())) throw new ConcurrencyError(stream, expected, 0);
         return;
       }
       await entry.exclusive(async () => {
         this.#assertNotPoisoned();
         const actual = entry.revision;
-        if (!revisionMatches(expected, actual)) throw new ConcurrencyError(stream, expected, actual);
+        if (!revisionMatches(expected, actual, wasDeleted())) throw new ConcurrencyError(stream, expected, actual);
         if (actual === 0) return;
         const recordedAt = this.#ctx.now();
         const position = this.#positions.reserve(1);
@@ -695,7 +698,17 @@ class FileStore implements EventStore {
   /** Reads every file of the directory and reports what is damaged; writes nothing (see `verifyDirectory`). */
   async verify(options?: VerifyOptions): Promise<VerifyReport> {
     this.#assertOpen();
-    return verifyDirectory(this.#fs, this.#layout, options?.signal ?? undefined);
+    // Files are also checked against what this store object knows of them: a journal cut by hand is consistent with itself.
+    const knownOf = (entry: StreamEntry | undefined) =>
+      entry && entry.revision > 0 && entry.journalExists ? { length: entry.journal.length, ino: entry.journal.ino } : undefined;
+    const known: KnownJournal = Object.assign((stream: string) => knownOf(this.#entries.get(stream)), {
+      all: () =>
+        [...this.#entries].flatMap(([stream, entry]) => {
+          const journal = knownOf(entry);
+          return journal ? [[stream, journal] as [string, { length: number; ino: number }]] : [];
+        }),
+    });
+    return verifyDirectory(this.#fs, this.#layout, options?.signal ?? undefined, known);
   }
 
   /**

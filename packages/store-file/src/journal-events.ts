@@ -136,6 +136,7 @@ export function journalEvents<T>(
   let ready: T[] = [];
   let index = 0;
   let finished = false;
+  let windowEnded = false;
   const finish = async () => {
     if (finished) return;
     finished = true;
@@ -151,6 +152,7 @@ export function journalEvents<T>(
     if (typeof event === 'string') throw new CorruptionError(path, no, event);
     if (event.stream !== undefined && event.stream !== stream) throw new CorruptionError(path, no, misplaced(event.stream));
     if (event.position > window.maxPosition) {
+      windowEnded = true;
       reader.stop();
       return;
     }
@@ -163,7 +165,11 @@ export function journalEvents<T>(
     ready = [];
     index = 0;
     while (ready.length === 0) {
-      if (!(await reader.visit(take, form.decode))) return false;
+      if (!(await reader.visit(take, form.decode))) {
+        // The lines must fill every byte the store knows of: a journal cut or changed by hand reads short.
+        if (!windowEnded && (reader.short || reader.tail.length > 0)) throw shortJournal(path, reader, end);
+        return false;
+      }
     }
     if (readAhead) reader.prefetch();
     return true;
@@ -198,4 +204,13 @@ export function journalEvents<T>(
       return this;
     },
   };
+}
+
+/** The journal ends (or its last line is cut) before byte `end`, which the store knows it holds. */
+function shortJournal(path: string, reader: LineReader, end: number): CorruptionError {
+  const reached = reader.tailOffset + reader.tail.length;
+  const reason = reader.short
+    ? `the journal ends at byte ${reached}, short of the ${end} bytes the store knows it holds: it was cut or changed under the store`
+    : `the ${end} bytes the store knows of end inside a line: the journal was changed under the store`;
+  return new CorruptionError(path, reader.lineNo, reason);
 }

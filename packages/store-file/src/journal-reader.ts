@@ -43,6 +43,8 @@ export class LineReader {
   #ahead: Promise<Buffer> | undefined;
   /** Set while `visit` waits for a chunk: a prefetch then would read the same bytes again. */
   #reading = false;
+  /** The file ended before `end`: it is shorter than the caller expected. */
+  short = false;
   /** Bytes after the last newline once `next()` has returned undefined. */
   tail: Buffer = EMPTY;
   /** File offset of `tail`. */
@@ -70,6 +72,11 @@ export class LineReader {
     this.#lineNo = firstLine;
     this.#chunkBytes = Math.min(firstChunkBytes, chunkBytes);
     this.#steadyBytes = chunkBytes;
+  }
+
+  /** The 1-based number of the next line. */
+  get lineNo(): number {
+    return this.#lineNo;
   }
 
   /** Ends the reading early: the rest of the current chunk is skipped and the next call finds the end. */
@@ -159,7 +166,10 @@ export class LineReader {
     this.#position += got - leftover.length;
     if (this.#chunkBytes < this.#steadyBytes) this.#chunkBytes = Math.min(this.#chunkBytes * 2, this.#steadyBytes);
     // A file shorter than expected ends here: whatever is left over becomes the tail.
-    if (got < full) this.#end = this.#position;
+    if (got < full) {
+      this.#end = this.#position;
+      this.short = true;
+    }
     return got === full ? chunk : chunk.subarray(0, got);
   }
 }

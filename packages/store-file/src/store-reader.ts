@@ -309,7 +309,8 @@ export class StoreReader {
       handle.done();
       throw new StorageError(`@sessionfold/store-file: could not read ${path}.`, { cause });
     }
-    return stats.ino === journal.ino && stats.size >= journal.length;
+    // The same file grown shorter was not replaced but cut: its read reports that (see `journalEvents`).
+    return stats.ino === journal.ino;
   }
 
   /**

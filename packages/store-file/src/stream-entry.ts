@@ -41,6 +41,8 @@ export interface StoreContext {
   now(): string;
   /** Throws a poisoned `StorageError` once the store refuses writes (a failed sync, damage found). */
   assertNotPoisoned(): void;
+  /** The stream was deleted at some time (its tombstone is kept): `'never_existed'` refuses it. */
+  wasDeleted(stream: StreamId): boolean;
   /** Marks the store as refusing writes until reopened, saying why. */
   poison(reason: string, cause: unknown): void;
   /** Damage found in what writes build on: reported, and the store refuses writes until reopened. */
@@ -59,6 +61,8 @@ export interface StoreContext {
  * for its fdatasync on the event loop (as a synchronous SQLite commit does), and the more bytes, the longer.
  */
 const INLINE_MAX_BYTES = 256 * 1024;
+/** The longest torn tail a writer's first append cuts: longer ones are left for an open to judge. */
+const TORN_TAIL_LIMIT = 64 * 1024 * 1024;
 /** Flushes of several appends run inline after an asynchronous one during whose disk wait no append arrived. */
 const INLINE_RUN = 15;
 
@@ -282,7 +286,9 @@ export class StreamEntry {
           throw new InvalidInputError(`events[${index}].eventId`, `${JSON.stringify(eventId)} is already in stream ${this.name}`);
         }
       }
-      if (!revisionMatches(expected, this.#head)) throw new ConcurrencyError(this.name, expected, this.#head);
+      if (!revisionMatches(expected, this.#head, expected === 'never_existed' && this.#ctx.wasDeleted(this.name))) {
+        throw new ConcurrencyError(this.name, expected, this.#head);
+      }
     } catch (error) {
       return Promise.reject(error);
     }
@@ -772,6 +778,26 @@ export class StreamEntry {
     this.#inlineCredit = this.#queue.length === 0 ? INLINE_RUN : 0;
   }
 
+  /**
+   * Cuts the journal back to its known length when what lies past it (`size` in all) holds no newline, so no
+   * record (a torn write that was never acknowledged), and makes the cut durable; false when it holds one.
+   */
+  async #tornTailCut(fd: number, size: number): Promise<boolean> {
+    const extra = size - this.journal.length;
+    if (extra > TORN_TAIL_LIMIT) return false;
+    const bytes = Buffer.alloc(extra);
+    let got = 0;
+    while (got < extra) {
+      const read = await this.#ctx.fs.read(fd, bytes, got, extra - got, this.journal.length + got);
+      if (read === 0) return false;
+      got += read;
+    }
+    if (bytes.includes(0x0a)) return false;
+    await this.#ctx.fs.ftruncate(fd, this.journal.length);
+    await this.#ctx.fs.fdatasync(fd);
+    return true;
+  }
+
   /** Opens (or creates, 0600) the journal for writing. */
   async #openForWrite(): Promise<void> {
     if (this.#fd !== undefined) return;
@@ -789,7 +815,9 @@ export class StreamEntry {
         await this.#ctx.fs.close(fd).catch(() => undefined);
         throw error;
       });
-      if (size !== this.journal.length && !this.#dirty) {
+      // Bytes past the known length with no newline are a write cut short after the store closed: cut, as open would.
+      const torn = size > this.journal.length && !this.#dirty && (await this.#tornTailCut(fd, size).catch(() => false));
+      if (size !== this.journal.length && !this.#dirty && !torn) {
         await this.#ctx.fs.close(fd).catch(() => undefined);
         const error = new CorruptionError(
           path,

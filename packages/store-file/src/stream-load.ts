@@ -1,4 +1,4 @@
-import type { StreamId } from '@sessionfold/core/kernel';
+import { CorruptionError, type StreamId } from '@sessionfold/core/kernel';
 import { readingFile, type FileSystem } from './fs-layer.js';
 import { EVENT_IDS_NOT_READ, resumeJournal, scanJournal, type JournalInfo, type PositionClaims } from './journal-scan.js';
 import type { Layout } from './layout.js';
@@ -39,6 +39,8 @@ export interface StreamLoad {
   trusted: boolean;
   /** The records are this load's own (decoded for it): they are used as they are, not copied. */
   owned: boolean;
+  /** The stream was deleted after the manifest was recorded: its record describes files that are gone. */
+  deletedSince(stream: StreamId): boolean;
 }
 
 /**
@@ -102,7 +104,19 @@ async function fromRecord(load: StreamLoad, stream: StreamId, names: StreamFileN
   if (!record.journal) return { snapshot, journal: undefined, idsPending: false, stamps, unread };
   const path = layout.journal(stream);
   const now = await stampNow(load, path, record.journal.stamp);
-  if (!now || now.size < record.journal.info.length) return undefined;
+  const recorded = record.journal.info.length;
+  // The manifest records only lengths that were fdatasynced: the same file grown shorter lost acknowledged events.
+  // One that ends inside a line reads as a write cut short (cut at its last whole line, as the format says); one
+  // that ends with whole lines has no such excuse, and a writer does not build on it.
+  const cutAtLine = load.repair && now && isKnown(record.journal.stamp) && now.ino === record.journal.stamp.ino && now.size < recorded;
+  if (cutAtLine && !load.deletedSince(stream) && (await endsWithNewline(load.fs, path, now.size))) {
+    throw new CorruptionError(
+      path,
+      undefined,
+      `the journal holds ${now.size} bytes, short of the ${recorded} bytes the manifest records of it: it was cut or changed under the store`,
+    );
+  }
+  if (!now || now.size < recorded) return undefined;
   stamps.journal = now;
   const info = record.journal.info;
   if (unchanged(now, record.journal.stamp)) {
@@ -141,5 +155,17 @@ export class StaleManifestError extends Error {
   constructor(path: string) {
     super(`${path} holds a line added after the manifest at a position settled before it`);
     this.name = 'StaleManifestError';
+  }
+}
+
+/** The file's last byte is a newline (false for an empty file). */
+async function endsWithNewline(fsl: FileSystem, path: string, size: number): Promise<boolean> {
+  if (size === 0) return false;
+  const fd = await fsl.open(path, 'r');
+  try {
+    const last = Buffer.alloc(1);
+    return (await fsl.read(fd, last, 0, 1, size - 1)) === 1 && last[0] === 0x0a;
+  } finally {
+    await fsl.close(fd).catch(() => undefined);
   }
 }

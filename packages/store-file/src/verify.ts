@@ -36,7 +36,12 @@ class ClaimsOfOneJournal extends PositionSet {
  * store, and every checkpoint. Each damaged file is reported (with its first damaged line) and the check goes
  * on. Works beside a running writer: a stream whose snapshot the writer replaced meanwhile is read again.
  */
-export async function verifyDirectory(fsl: FileSystem, layout: Layout, signal: AbortSignal | undefined): Promise<VerifyReport> {
+export async function verifyDirectory(
+  fsl: FileSystem,
+  layout: Layout,
+  signal: AbortSignal | undefined,
+  knownJournal: KnownJournal = () => undefined,
+): Promise<VerifyReport> {
   signal?.throwIfAborted();
   const problems: VerifyProblem[] = [];
   const add = (severity: VerifySeverity, code: VerifyCode, file: string, line: number | undefined, message: string) => {
@@ -120,6 +125,8 @@ export async function verifyDirectory(fsl: FileSystem, layout: Layout, signal: A
     const [snapshotPath, journalPath] = [layout.snapshot(stream), layout.journal(stream)];
     for (let attempt = 0; ; attempt++) {
       const mark = problems.length;
+      // Taken before the scan: appends meanwhile only make the file longer than this.
+      const known = knownJournal(stream);
       const first = await checking(snapshotPath, 'damaged_snapshot', () => readSnapshotFile(fsl, snapshotPath, stream));
       const snapshotDamaged = problems.length > mark;
       const claims = new ClaimsOfOneJournal();
@@ -139,13 +146,33 @@ export async function verifyDirectory(fsl: FileSystem, layout: Layout, signal: A
         checked.snapshots++;
         claim(first.position, snapshotPath, 1);
       }
+      // Bytes the store knows were acknowledged are missing: no write cut short explains that.
+      const short = journal && known && known.ino === journal.ino && journal.length + journal.tornBytes < known.length;
+      if (journal && short) {
+        add(
+          'error',
+          'damaged_record',
+          journalPath,
+          journal.lines + 1,
+          shortOfKnown(journalPath, journal.lines + 1, journal.length + journal.tornBytes, known.length),
+        );
+      }
       if (journal) {
         checked.records += journal.lines;
         claims.positions.forEach((position, index) => claim(position, journalPath, claims.lines[index]));
-        if (journal.tornBytes > 0) tornWarning(add, journalPath, journal.lines + 1, journal.tornBytes);
+        if (journal.tornBytes > 0 && !short) tornWarning(add, journalPath, journal.lines + 1, journal.tornBytes);
       }
       break;
     }
+  }
+
+  for (const [stream, known] of knownJournal.all?.() ?? []) {
+    if (streams.get(stream)?.journal || known.length === 0) continue;
+    const path = layout.journal(stream);
+    // Gone since the listing because the writer deleted or compacted the stream is no damage.
+    if (knownJournal(stream) === undefined || (await fsl.lstat(path).catch(() => undefined)) !== undefined) continue;
+    checked.streams++;
+    add('error', 'damaged_record', path, 1, `${path}:1: the journal is missing, while the store knows it holds ${known.length} bytes of the stream's events`);
   }
 
   for (const { path } of await listBlanks(fsl, layout)) {
@@ -186,6 +213,16 @@ function sameSnapshot(a: StoredSnapshot | undefined, b: StoredSnapshot | undefin
 }
 
 type Add = (severity: VerifySeverity, code: VerifyCode, file: string, line: number | undefined, message: string) => void;
+
+/** What the store object knows of a stream's journal (its length and inode), and of every stream's, for `verify`. */
+export interface KnownJournal {
+  (stream: string): { length: number; ino: number } | undefined;
+  all?(): Iterable<[string, { length: number; ino: number }]>;
+}
+
+function shortOfKnown(path: string, line: number, size: number, known: number): string {
+  return `${path}:${line}: the journal holds ${size} bytes, short of the ${known} bytes the store knows it holds: it was cut or changed under the store`;
+}
 
 async function tornTail(fsl: FileSystem, path: string, length: number, line: number, add: Add): Promise<void> {
   const size = (await fsl.lstat(path)).size;

@@ -50,6 +50,14 @@ export function queriesFor(schema: string) {
       n('append'),
       `SELECT status, revision, pos FROM ${S}.append_batches($1::text[], $2::bigint[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::text)`,
     ),
+    /** () → the feed counter, locked: every write takes it first, so what is read after it stays so until commit */
+    lockFeed: named(n('lock_feed'), `SELECT f.position FROM ${S}.feed_head AS f FOR UPDATE`),
+    /** (streams[]) → { stream, revision } for each of them that was deleted at some time (a `$deleted` record of it is kept) */
+    deletedAmong: named(
+      n('deleted_among'),
+      `SELECT d.stream, coalesce((SELECT s.revision FROM ${S}.streams AS s WHERE s.stream = d.stream), 0) AS revision
+       FROM (SELECT DISTINCT r.stream FROM ${S}.events AS r WHERE r.kind = ${Kind.deleted} AND r.stream = ANY ($1::text[])) AS d`,
+    ),
     /** (stream, revision, snapshotJson, recordedAt) → { status, dropped } */
     compact: named(n('compact_counted'), `SELECT status, dropped FROM ${S}.compact_stream($1, $2, $3, $4)`),
     /** (stream, revision, snapshotJson, recordedAt) → { status, value } */

@@ -12,6 +12,8 @@ export interface Statements {
   rollbackToSavepoint: SqliteStatement;
   /** (stream, stream) → the stream's revision (0 when it does not exist), plucked */
   headRevision: SqliteStatement;
+  /** (stream) → 1 when the stream was deleted at some time (a `$deleted` record of it is kept), else 0, plucked */
+  wasDeleted: SqliteStatement;
   /** (stream) */
   insertStream: SqliteStatement;
   /** (stream) */
@@ -92,6 +94,8 @@ export function prepareStatements(db: SqliteDatabase): Statements {
     release: db.prepare('RELEASE store_job'),
     rollbackToSavepoint: db.prepare('ROLLBACK TO store_job'),
     headRevision: db.prepare(`SELECT ${HEAD_OF('?', '?')}`).pluck(),
+    // `kind <> event` lets the partial index of records serve it.
+    wasDeleted: db.prepare(`SELECT EXISTS (SELECT 1 FROM events WHERE stream = ? AND kind <> ${Kind.event} AND kind = ${Kind.deleted})`).pluck(),
     insertStream: db.prepare('INSERT INTO streams (stream) VALUES (?)'),
     deleteStream: db.prepare('DELETE FROM streams WHERE stream = ?'),
     findEventId: db.prepare('SELECT revision, position, batch_end FROM events WHERE stream = ? AND event_id = ?'),

@@ -45,6 +45,9 @@ export function createWrites(s: Statements, recordedAt: () => string): Writes {
     heads.set(stream, { stored, current: stored });
     return stored;
   };
+  // Asked only where it decides: a `'never_existed'` write to a stream that does not exist now.
+  const wasDeleted = (stream: StreamId, expected: ExpectedRevision, head: number) =>
+    expected === 'never_existed' && head === 0 && s.wasDeleted.get(stream) === 1;
   const setHead = (stream: StreamId, revision: number) => {
     headOf(stream);
     (heads.get(stream) as { current: number }).current = revision;
@@ -75,7 +78,7 @@ export function createWrites(s: Statements, recordedAt: () => string): Writes {
         if (earlier) return { revision: earlier.batch_end, position: earlier.position + earlier.batch_end - earlier.revision };
       }
       const head = headOf(stream);
-      if (!revisionMatches(expected, head)) {
+      if (!revisionMatches(expected, head, wasDeleted(stream, expected, head))) {
         // An id already in the stream is the caller's mistake whatever the revision: report that first.
         rows.forEach((row, index) => {
           if (index > 0 && row.eventId !== undefined && s.findEventId.get(stream, row.eventId) !== undefined) throw knownEventId(stream, row, index);
@@ -125,7 +128,7 @@ export function createWrites(s: Statements, recordedAt: () => string): Writes {
 
     delete(stream, expected) {
       const head = headOf(stream);
-      if (!revisionMatches(expected, head)) throw new ConcurrencyError(stream, expected, head);
+      if (!revisionMatches(expected, head, wasDeleted(stream, expected, head))) throw new ConcurrencyError(stream, expected, head);
       if (head === 0) return;
       const position = insertRecord(stream, Kind.deleted, head, DELETED_RECORD, 'null');
       s.deleteAllEvents.run(stream);

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { SessionfoldError, type CorruptionError, type EventStore } from '@sessionfold/core/kernel';
+import { isAbsolute, relative } from 'node:path';
 import { z } from 'zod';
 import { contextOf } from '../context.js';
 import { ExitCode } from '../exit-codes.js';
@@ -46,9 +47,11 @@ export function registerVerify(program: Command): void {
         }
         if (opened) {
           try {
-            // A file store's view checked, as it opened, what spans its files (each position once in the store),
-            // and the scan checked every line and blob: its own verify() or a read of everything would repeat both.
+            // A file store's scan read every file; the store's own verify() also checks them against what the store
+            // records of them (its manifest, stream names in lines, checkpoints): what it finds in a file the scan
+            // found nothing wrong with is added.
             if (location.kind !== 'file') await checkThroughStore(opened.store, where, findings, bar);
+            else await addStoreFindings(opened.store, location.directory, findings);
           } finally {
             await opened.store.close();
           }
@@ -77,6 +80,26 @@ export function registerVerify(program: Command): void {
       }
       if (!ok) process.exitCode = ExitCode.problems;
     });
+}
+
+/** Problems the file store's `verify()` finds in files the scan found no problem of that severity in, named relative to `directory`. */
+async function addStoreFindings(store: EventStore, directory: string, findings: Findings): Promise<void> {
+  if (!store.verify) return;
+  const named = (file: string) => (isAbsolute(file) && !relative(directory, file).startsWith('..') ? relative(directory, file) : file);
+  const seen = new Set(findings.problems.map((problem) => `${problem.severity} ${named(problem.file)}`));
+  for (const problem of (await store.verify()).problems) {
+    const file = named(problem.file ?? directory);
+    if (seen.has(`${problem.severity} ${file}`)) continue;
+    seen.add(`${problem.severity} ${file}`);
+    // The store's message names its file already; the report names it once, relative to the store.
+    const message = problem.message.startsWith(`${problem.file}:`)
+      ? problem.message
+          .slice(`${problem.file}:`.length)
+          .replace(/^\d+: /, '')
+          .trimStart()
+      : problem.message;
+    findings.problems.push({ severity: problem.severity, file, line: problem.line, message });
+  }
 }
 
 /** The store's own `verify()`, its problems named by file or table and key; without one, everything read through the port. */

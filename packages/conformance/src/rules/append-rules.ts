@@ -127,6 +127,7 @@ export function describeAppendRules(ctx: SuiteContext): void {
       ['a revision behind the stream', 2, 1],
       ['a revision ahead of the stream', 2, 5],
       ["'no_stream' for an existing stream", 2, 'no_stream'],
+      ["'never_existed' for an existing stream", 2, 'never_existed'],
       ['0 for an existing stream', 2, 0],
       ['a revision for a missing stream', 0, 3],
     ];
@@ -143,6 +144,35 @@ export function describeAppendRules(ctx: SuiteContext): void {
       const before = await observe(store, [s]);
       await expectConflict(() => appendTypes(store, s, ['Late'], expected), { stream: s, expected, actual: existing });
       expect(await observe(store, [s])).toEqual(before);
+    });
+
+    it("'never_existed' creates a stream that never existed, and refuses one deleted before, even after it was written again, and after a reopen", async () => {
+      const harness = await ctx.fresh();
+      const [fresh, gone] = [streamId('fresh'), streamId('gone')];
+      expect((await appendTypes(harness.store, fresh, ['A'], 'never_existed')).revision).toBe(1);
+      await appendTypes(harness.store, gone, ['A', 'B'], 'no_stream');
+      await harness.store.deleteStream(gone, { expectedRevision: 2 });
+      const before = await observe(harness.store, [gone]);
+      const refusal = await expectConflict(() => appendTypes(harness.store, gone, ['Again'], 'never_existed'), {
+        stream: gone,
+        expected: 'never_existed',
+        actual: 0,
+      });
+      expect(refusal.message).toBe(`Stream ${gone}: expected a stream that never existed, found one that was deleted.`);
+      await expectConflict(() => harness.store.deleteStream(gone, { expectedRevision: 'never_existed' }), {
+        stream: gone,
+        expected: 'never_existed',
+        actual: 0,
+      });
+      expect(await observe(harness.store, [gone])).toEqual(before);
+      // 'no_stream' writes it again; deleted a second time, it is still refused.
+      expect((await appendTypes(harness.store, gone, ['Again'], 'no_stream')).revision).toBe(1);
+      await expectConflict(() => appendTypes(harness.store, gone, ['More'], 'never_existed'), { stream: gone, expected: 'never_existed', actual: 1 });
+      await harness.store.deleteStream(gone, { expectedRevision: 'any' });
+      const store = ctx.caps.reopen ? await harness.reopen() : harness.store;
+      await expectConflict(() => appendTypes(store, gone, ['Later'], 'never_existed'), { stream: gone, expected: 'never_existed', actual: 0 });
+      await store.deleteStream(streamId('never'), { expectedRevision: 'never_existed' });
+      expect((await readStream(store, fresh)).revision).toBe(1);
     });
 
     it("'any' appends to a missing and to an existing stream; 0 works like 'no_stream'", async () => {

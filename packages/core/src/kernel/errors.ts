@@ -16,7 +16,8 @@ export class ConcurrencyError extends SessionfoldError {
   readonly expected: ExpectedRevision;
   readonly actual: number;
   constructor(stream: string, expected: ExpectedRevision, actual: number, options?: { cause?: unknown }) {
-    super(`Stream ${stream}: expected ${describeExpected(expected)}, found ${actual === 0 ? 'no stream' : `revision ${actual}`}.`, options);
+    const found = actual !== 0 ? `revision ${actual}` : expected === 'never_existed' ? 'one that was deleted' : 'no stream';
+    super(`Stream ${stream}: expected ${describeExpected(expected)}, found ${found}.`, options);
     this.stream = stream;
     this.expected = expected;
     this.actual = actual;
@@ -26,6 +27,7 @@ export class ConcurrencyError extends SessionfoldError {
 function describeExpected(expected: ExpectedRevision): string {
   if (expected === 'no_stream' || expected === 0) return 'no stream';
   if (expected === 'any') return 'any revision';
+  if (expected === 'never_existed') return 'a stream that never existed';
   return `revision ${expected}`;
 }
 

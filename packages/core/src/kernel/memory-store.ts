@@ -78,6 +78,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
     if (closed) throw new StoreClosedError('memory store');
   };
   const revisionOf = (stream: StreamId) => streams.get(stream)?.revision ?? 0;
+  /** Streams deleted at some time: `'never_existed'` refuses them. */
+  const deleted = new Set<StreamId>();
   const copy = (event: RecordedEvent): RecordedEvent => ({ ...event, data: cloneJson(event.data) });
   // The commit time is read before anything changes: a clock that fails leaves the store as it was.
   const feedRecord = (stream: StreamId, type: string, revision: number, data: JsonValue, recordedAt: string): RecordedEvent => ({
@@ -123,7 +125,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       });
       const actual = state?.revision ?? 0;
       const expected = batch.expectedRevision;
-      if (!revisionMatches(expected, actual)) throw new ConcurrencyError(stream, expected, actual);
+      if (!revisionMatches(expected, actual, deleted.has(stream))) throw new ConcurrencyError(stream, expected, actual);
       const target: StreamState = state ?? { revision: 0, snapshot: undefined, events: [], eventIds: new Map() };
       const recordedAt = readClock(clock);
       const recorded = batch.events.map(
@@ -229,10 +231,11 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       validateStreamId(stream);
       const expected = validateWriteOptions(deleteOptions);
       const actual = revisionOf(stream);
-      if (!revisionMatches(expected, actual)) throw new ConcurrencyError(stream, expected, actual);
+      if (!revisionMatches(expected, actual, deleted.has(stream))) throw new ConcurrencyError(stream, expected, actual);
       if (actual === 0) return;
       const recordedAt = readClock(clock);
       streams.delete(stream);
+      deleted.add(stream);
       feed = feed.filter((record) => record.streamId !== stream);
       feed.push(feedRecord(stream, DELETED_RECORD, actual, null, recordedAt));
       changes.notify();

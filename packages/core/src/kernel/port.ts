@@ -4,8 +4,12 @@ import type { CheckpointSlot, FollowOptions, StoreStatus, VerifyOptions, VerifyR
 /** A stream name: safe as a file name on every platform we run on. */
 export type StreamId = string;
 
-/** What an append or delete expects of the stream: a revision, `'no_stream'` (or 0), or `'any'`. */
-export type ExpectedRevision = number | 'no_stream' | 'any';
+/**
+ * What an append or delete expects of the stream: a revision, `'no_stream'` (or 0: it does not exist now),
+ * `'never_existed'` (it does not exist and was never deleted either: a name created once, whatever deleted it
+ * since), or `'any'`.
+ */
+export type ExpectedRevision = number | 'no_stream' | 'never_existed' | 'any';
 
 /**
  * The shape every event has: an application type and JSON data. An application may describe its events as a

@@ -47,11 +47,11 @@ export function validateStreamId(stream: unknown, field = 'stream'): asserts str
   }
 }
 
-/** Throws `InvalidInputError` unless `expected` is a revision ≥ 0, `'no_stream'` or `'any'`. */
+/** Throws `InvalidInputError` unless `expected` is a revision ≥ 0, `'no_stream'`, `'never_existed'` or `'any'`. */
 export function validateExpectedRevision(expected: unknown): asserts expected is ExpectedRevision {
-  if (expected === 'no_stream' || expected === 'any') return;
+  if (expected === 'no_stream' || expected === 'never_existed' || expected === 'any') return;
   if (typeof expected === 'number' && Number.isSafeInteger(expected) && expected >= 0) return;
-  throw new InvalidInputError('expectedRevision', `${describeValue(expected)} is not a revision, 'no_stream' or 'any'`);
+  throw new InvalidInputError('expectedRevision', `${describeValue(expected)} is not a revision, 'no_stream', 'never_existed' or 'any'`);
 }
 
 /**
@@ -94,10 +94,11 @@ function readFrom(options: unknown, key: 'fromRevision' | 'fromPosition'): numbe
   return from ?? 1;
 }
 
-/** True when a stream at `actual` (0 = missing) satisfies `expected`. */
-export function revisionMatches(expected: ExpectedRevision, actual: number): boolean {
+/** True when a stream at `actual` (0 = missing), deleted at some time before when `wasDeleted`, satisfies `expected`. */
+export function revisionMatches(expected: ExpectedRevision, actual: number, wasDeleted = false): boolean {
   if (expected === 'any') return true;
   if (expected === 'no_stream') return actual === 0;
+  if (expected === 'never_existed') return actual === 0 && !wasDeleted;
   return expected === actual;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { foldStream, memoryStore } from '../kernel/index.js';
+import { foldStream, memoryStore, type EventStore } from '../kernel/index.js';
 import { legacySessionIdForStart, sessionIdForStart, sessionStream, startKeyStream } from './ids.js';
 import { feedLength, interleavingStore, openTestHistory, startConversation, streamNames } from './test-support.fixture.js';
 import { startKeyReducer } from './reducer.js';
@@ -102,7 +102,62 @@ describe('SessionHistory: a start key’s successive sessions', () => {
     expect(lost).toMatchObject({ created: false, value: { id: won?.value.id, state: { sessionType: 'winner' } } });
   });
 
-  it('a start overtaken by a whole life of its incarnation removes the session it created and starts the next', async () => {
+  it('a start that read the key before its session completed never writes that session again, even for a moment: it starts the next', async () => {
+    const inner = memoryStore();
+    const { store: interleaved, beforeNextAppend } = interleavingStore(inner);
+    // Right after the slow start's first append, whatever it did: is the first life back?
+    let afterAppend: (() => Promise<void>) | undefined;
+    const seen: string[] = [];
+    const store: EventStore = {
+      ...interleaved,
+      append: async (stream, events, options) => {
+        try {
+          return await interleaved.append(stream, events, options);
+        } finally {
+          const check = afterAppend;
+          afterAppend = undefined;
+          await check?.();
+        }
+      },
+    };
+    const { history: fast } = await openTestHistory({ store: inner });
+    const { history: slow } = await openTestHistory({ store });
+    const { history: other } = await openTestHistory({ store: inner });
+    const first = await startConversation(fast, 'late');
+    beforeNextAppend(async () => {
+      // The slow start has read the key (its first incarnation lives); before its append, that life ends.
+      await fast.complete(first.id, { expectedVersion: 1, state: { sessionObjectId: 'L1' } });
+    });
+    afterAppend = async () => {
+      seen.push(
+        await other.get(first.id).then(
+          (record) => `${record.phase} v${record.version}`,
+          (error: { code?: string }) => String(error.code),
+        ),
+      );
+      seen.push(
+        await other.appendTranscript(first.id, { role: 'user-message', text: 'late' }).then(
+          () => 'appended',
+          (error: { code?: string }) => String(error.code),
+        ),
+      );
+    };
+
+    const started = await slow.start({ idempotencyId: 'late', ...START });
+
+    expect(seen, 'the first life stays ended while the slow start runs').toEqual(['not_found', 'not_found']);
+
+    expect(started).toMatchObject({ created: true });
+    expect(started.value.id).not.toBe(first.id);
+    const records = [];
+    for await (const record of inner.readAll()) if (record.streamId === sessionStream(first.id)) records.push(record.type);
+    expect(records, 'nothing of the first life after its deletion').toEqual(['$deleted']);
+    await expect(other.appendTranscript(first.id, { role: 'user-message', text: 'late' })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(other.complete(first.id, { expectedVersion: 1, state: { sessionObjectId: 'L2' } })).rejects.toMatchObject({ code: 'not_found' });
+    expect(await other.start({ idempotencyId: 'late', ...START })).toMatchObject({ created: false, value: { id: started.value.id } });
+  });
+
+  it('a start overtaken by a whole life of its incarnation cannot bring that session back: it starts the next', async () => {
     const inner = memoryStore();
     const { store, beforeNextAppend } = interleavingStore(inner);
     const { history: slow } = await openTestHistory({ store });

@@ -1,11 +1,10 @@
-import type { EventStore } from '../kernel/port.js';
 import { decideReleaseStartKey, decideStart } from './decisions.js';
 import { SessionHistoryError, messages } from './errors.js';
 import type { SessionEvent, StartKeyEvent } from './events.js';
 import { legacySessionIdForStart, sessionIdForStart, sessionStream, startKeyStream } from './ids.js';
 import type { StartSession } from './inputs.js';
 import type { SessionStreamState, StartKeyState } from './model.js';
-import type { StreamWriter } from './stream-writer.js';
+import { StreamGoneError, type StreamWriter, type Written } from './stream-writer.js';
 
 /** A session that a start may hand back: it exists and has not completed. */
 function isLive(state: SessionStreamState): boolean {
@@ -17,27 +16,22 @@ function isLive(state: SessionStreamState): boolean {
  *
  * The key's stream records the lives that ended: the `n`-th session of key `k` has the id
  * `sessionIdForStart(k, n)`, and its completion binds and releases incarnation `n` there before the session's
- * stream is deleted. A start creates or finds incarnation `bindings + 1` (`SessionStarted` at `no_stream`: of
- * racing starters one creates it, the others find it) and writes nothing else, so a start costs one append.
- * A session found complete whose completion is not finished yet is released first, which moves the key on. A starter
- * that was overtaken — it created a session whose incarnation meanwhile lived and ended — sees the release
- * when it reads the key stream after its append, removes what it created and moves on to the next incarnation.
+ * stream is deleted. A start creates or finds incarnation `bindings + 1` (`SessionStarted` at `never_existed`:
+ * of racing starters one creates it, the others find it) and writes nothing else, so a start costs one append.
+ * A session found complete whose completion is not finished yet is released first, which moves the key on. A
+ * starter that was overtaken — the key stream it read showed an incarnation that has since lived and ended —
+ * cannot bring that session back: its stream was deleted, so the store refuses to create it again, and the
+ * starter reads the key stream again (which shows the release, written before the delete) and moves on.
  * A binding left unreleased (written by a start of an earlier release) is followed while its session lives. A
  * session of release 0.1.0 (id derived from the key alone, no key stream) is returned while it lives, and its
  * key starts at incarnation 1 after it.
  */
 export class SessionStarts {
-  readonly #store: EventStore;
   readonly #sessions: StreamWriter<SessionStreamState, SessionEvent>;
   readonly #keys: StreamWriter<StartKeyState, StartKeyEvent>;
   readonly #rounds: number;
 
-  constructor(
-    store: EventStore,
-    writers: { sessions: StreamWriter<SessionStreamState, SessionEvent>; keys: StreamWriter<StartKeyState, StartKeyEvent> },
-    rounds: number,
-  ) {
-    this.#store = store;
+  constructor(writers: { sessions: StreamWriter<SessionStreamState, SessionEvent>; keys: StreamWriter<StartKeyState, StartKeyEvent> }, rounds: number) {
     this.#sessions = writers.sessions;
     this.#keys = writers.keys;
     this.#rounds = rounds;
@@ -67,23 +61,18 @@ export class SessionStarts {
       const incarnation = bindings.length + 1;
       const id = sessionIdForStart(key, incarnation);
       const stream = sessionStream(id);
-      const started = await this.#sessions.mutate(stream, (state, at) => decideStart(state, input, at));
-      if (started.events.length === 0) {
-        if (isLive(started.state)) return { state: started.state, created: false };
-        // This incarnation completed and its completion is not finished yet.
-        await release(id);
-        continue;
+      let started: Written<SessionStreamState, SessionEvent>;
+      try {
+        started = await this.#sessions.create(stream, (state, at) => decideStart(state, input, at));
+      } catch (error) {
+        // This incarnation lived and ended since the key stream was read: its release is there now.
+        if (error instanceof StreamGoneError) continue;
+        throw error;
       }
-      // Completion releases the key before it deletes the stream, so a life of this incarnation that ended before
-      // the append above succeeded is in the key stream now.
-      const released = (await this.#keys.load(keyStream)).state.bindings[incarnation - 1]?.released === true;
-      if (!released) return { state: started.state, created: true };
-      // Overtaken: this incarnation already lived and ended while this start was on its way, so the session just
-      // created reuses its id. Nobody was handed it; remove it before trying the next one.
-      await this.#sessions.exclusive(stream, async () => {
-        await this.#store.deleteStream(stream, { expectedRevision: 'any' });
-        this.#sessions.forget(stream);
-      });
+      if (started.events.length > 0) return { state: started.state, created: true };
+      if (isLive(started.state)) return { state: started.state, created: false };
+      // This incarnation completed and its completion is not finished yet.
+      await release(id);
     }
     throw SessionHistoryError.conflict(messages.tooManyConflicts);
   }

@@ -110,8 +110,17 @@ type Entry<S, E> = Decide<S, E> | ({ kind: 'task'; task: () => Promise<unknown> 
 /** How a queued write answers its caller. */
 type Settle = { resolve: (value: never) => void; reject: (error: unknown) => void };
 
-/** A decision waiting in a stream's queue. */
-type Decide<S, E> = { kind: 'decide'; decide: (state: S, at: Date) => StreamDecision<E>; eventId: string | undefined } & Settle;
+/** A decision waiting in a stream's queue; `onlyNew`: it may create the stream only if the stream never existed. */
+type Decide<S, E> = { kind: 'decide'; decide: (state: S, at: Date) => StreamDecision<E>; eventId: string | undefined; onlyNew: boolean } & Settle;
+
+/** A `create` found that its stream was deleted: a stream once deleted is never created again by it. */
+export class StreamGoneError extends Error {
+  readonly stream: StreamId;
+  constructor(stream: StreamId) {
+    super(`stream ${stream} was deleted`);
+    this.stream = stream;
+  }
+}
 
 /**
  * Writes to streams of one kind. Within this process, the writes of one stream wait in a queue and run one
@@ -156,7 +165,16 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
    * `eventId` (derived from content only) goes on the first event, making a repeated append a no-op.
    */
   mutate(stream: StreamId, decide: (state: S, at: Date) => StreamDecision<E>, eventId?: string): Promise<Written<S, E>> {
-    return new Promise((resolve, reject) => this.#enqueue(stream, { kind: 'decide', decide, eventId, resolve, reject }));
+    return new Promise((resolve, reject) => this.#enqueue(stream, { kind: 'decide', decide, eventId, onlyNew: false, resolve, reject }));
+  }
+
+  /**
+   * `mutate`, except that a stream that does not exist is created only if it never existed (`'never_existed'`):
+   * one that was deleted rejects with `StreamGoneError` and is not written, so a name whose life ended stays
+   * ended, whatever a caller holding an older view decides.
+   */
+  create(stream: StreamId, decide: (state: S, at: Date) => StreamDecision<E>): Promise<Written<S, E>> {
+    return new Promise((resolve, reject) => this.#enqueue(stream, { kind: 'decide', decide, eventId: undefined, onlyNew: true, resolve, reject }));
   }
 
   /** Runs `task` when no other write of `stream` in this process is running, and before any queued after it. */
@@ -254,8 +272,21 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
         let result: AppendResult;
         const started = performance.now();
         try {
-          result = await this.#store.append(stream, newEvents, { expectedRevision: folded.exists ? folded.revision : 'no_stream' });
+          const expectedRevision = folded.exists ? folded.revision : batch.some((entry) => entry.onlyNew) ? 'never_existed' : 'no_stream';
+          result = await this.#store.append(stream, newEvents, { expectedRevision });
         } catch (error) {
+          if (error instanceof ConcurrencyError && error.expected === 'never_existed' && error.actual === 0) {
+            // The stream was deleted: the decisions that may only create it fail; the others are decided again.
+            for (const entry of batch) {
+              if (!entry.onlyNew) continue;
+              queue.splice(queue.indexOf(entry), 1);
+              entry.reject(new StreamGoneError(stream));
+            }
+            batch = [];
+            this.#cache.forget(stream);
+            read = true;
+            continue;
+          }
           if (error instanceof ConcurrencyError) {
             // Another process wrote since this process last looked: read the stream and decide again. Only a
             // race lost on a state just read is worth a back-off (and counts towards giving up).

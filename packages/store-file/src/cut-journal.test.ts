@@ -1,0 +1,86 @@
+import { readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CorruptionError, type EventStore, type StreamId } from '@sessionfold/core/kernel';
+import { fileStore } from './index.js';
+import { eventsOf, freshDir, randomStream, withoutCleanClose } from './test-support.fixture.js';
+
+const journalOf = (dir: string, stream: StreamId) => join(dir, 'streams', `${stream}.jsonl`);
+
+/** A closed store whose stream holds four events appended one by one; resolves to the journal's line offsets. */
+async function fourEvents(dir: string, stream: StreamId): Promise<number[]> {
+  const store = await fileStore({ directory: dir });
+  for (let n = 1; n <= 4; n++) await store.append(stream, [{ type: 'Noted', data: { n } }], { expectedRevision: n === 1 ? 'no_stream' : n - 1 });
+  await store.close();
+  const bytes = readFileSync(journalOf(dir, stream));
+  const starts = [0];
+  for (let at = bytes.indexOf(0x0a); at !== -1 && at + 1 < bytes.length; at = bytes.indexOf(0x0a, at + 1)) starts.push(at + 1);
+  return starts;
+}
+
+const verifyOf = (store: EventStore) => (store.verify as NonNullable<EventStore['verify']>)();
+
+describe('a journal cut by hand while the store was closed', () => {
+  it.each([
+    ['at a line boundary', (path: string, starts: number[]) => truncateSync(path, starts[3] as number)],
+    ['to nothing', (path: string) => writeFileSync(path, '')],
+  ])('%s, after a clean close: reads, verify and appends report it; nothing reads short', async (_label, cut) => {
+    const dir = freshDir();
+    const stream = randomStream();
+    const starts = await fourEvents(dir, stream);
+    cut(journalOf(dir, stream), starts);
+
+    for (const readOnly of [true, false]) {
+      const store = await fileStore({ directory: dir, readOnly });
+      const failure = await eventsOf(store, stream).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(failure, `a ${readOnly ? 'view' : 'writer'} reads no fewer events without an error`).toBeInstanceOf(CorruptionError);
+      expect((failure as CorruptionError).file).toBe(journalOf(dir, stream));
+      expect((failure as CorruptionError).message).toMatch(/short of the 7\d\d bytes the store knows it holds/);
+      const report = await verifyOf(store);
+      expect(report.ok).toBe(false);
+      expect(report.problems).toEqual([expect.objectContaining({ severity: 'error', file: journalOf(dir, stream), code: 'damaged_record' })]);
+      if (!readOnly) {
+        await expect(store.append(stream, [{ type: 'Noted', data: { n: 5 } }], { expectedRevision: 4 })).rejects.toThrow();
+        await expect(store.append(stream, [{ type: 'Noted', data: { n: 4 } }], { expectedRevision: 3 })).rejects.toThrow();
+      }
+      await store.close();
+    }
+  });
+
+  it('without the clean-close mark: the next writer refuses to open, naming the journal, instead of reusing the lost revisions', async () => {
+    const dir = freshDir();
+    const stream = randomStream();
+    const starts = await fourEvents(dir, stream);
+    truncateSync(journalOf(dir, stream), starts[3] as number);
+    withoutCleanClose(dir);
+
+    const failure = await fileStore({ directory: dir }).then(
+      async (store) => {
+        await store.close();
+        return undefined;
+      },
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(CorruptionError);
+    expect((failure as CorruptionError).file).toBe(journalOf(dir, stream));
+    expect((failure as CorruptionError).message).toMatch(/short of the 7\d\d bytes the manifest records/);
+  });
+
+  it('a journal deleted by hand is reported by verify', async () => {
+    const dir = freshDir();
+    const stream = randomStream();
+    const kept = randomStream('kept');
+    await fourEvents(dir, stream);
+    const store = await fileStore({ directory: dir });
+    await store.append(kept, [{ type: 'Noted', data: {} }], { expectedRevision: 'no_stream' });
+    const { rmSync } = await import('node:fs');
+    rmSync(journalOf(dir, stream));
+    const report = await verifyOf(store);
+    expect(report.problems).toEqual([expect.objectContaining({ severity: 'error', file: journalOf(dir, stream), line: 1 })]);
+    expect(report.problems[0]?.message).toContain('the journal is missing');
+    await store.close();
+  });
+});
