@@ -69,6 +69,28 @@ describe('a journal cut by hand while the store was closed', () => {
     expect((failure as CorruptionError).message).toMatch(/short of the 7\d\d bytes the manifest records/);
   });
 
+  it('bytes without a newline added past its end after a clean close are a torn tail: the first append cuts them; with a newline they are damage', async () => {
+    const dir = freshDir();
+    const stream = randomStream();
+    await fourEvents(dir, stream);
+    const { appendFileSync, statSync } = await import('node:fs');
+    const path = journalOf(dir, stream);
+    const size = statSync(path).size;
+    appendFileSync(path, '{"a write cut short');
+    let store = await fileStore({ directory: dir });
+    expect((await eventsOf(store, stream)).map((event) => event.revision)).toEqual([1, 2, 3, 4]);
+    expect((await store.append(stream, [{ type: 'Noted', data: { n: 5 } }], { expectedRevision: 4 })).revision).toBe(5);
+    expect(statSync(path).size).toBeGreaterThan(size);
+    await store.close();
+    store = await fileStore({ directory: dir });
+    expect((await eventsOf(store, stream)).map((event) => event.revision)).toEqual([1, 2, 3, 4, 5]);
+    await store.close();
+    appendFileSync(path, 'not a record\n');
+    store = await fileStore({ directory: dir });
+    await expect(store.append(stream, [{ type: 'Noted', data: { n: 6 } }], { expectedRevision: 5 })).rejects.toBeInstanceOf(CorruptionError);
+    await store.close();
+  });
+
   it('a journal deleted by hand is reported by verify', async () => {
     const dir = freshDir();
     const stream = randomStream();

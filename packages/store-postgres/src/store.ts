@@ -134,7 +134,18 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       throw translate(error);
     }
   };
-  const rows = async <T>(query: QueryConfig | QueryArrayConfig): Promise<T[]> => run(async () => (await pool.query(query as QueryConfig)).rows as T[]);
+  /**
+   * Statements and connections under way. `close` waits for them before it ends the pool: a query still waiting
+   * for a connection when the pool ends would never settle.
+   */
+  const inFlight = new Set<Promise<unknown>>();
+  const tracked = <T>(work: Promise<T>): Promise<T> => {
+    inFlight.add(work);
+    const forget = () => inFlight.delete(work);
+    work.then(forget, forget);
+    return work;
+  };
+  const rows = async <T>(query: QueryConfig | QueryArrayConfig): Promise<T[]> => run(async () => (await tracked(pool.query(query as QueryConfig))).rows as T[]);
 
   /** The statement appending `jobs` in order. */
   const appendStatement = (jobs: readonly AppendJob[], at: string) => {
@@ -167,7 +178,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
    * as a conflict, and nothing can delete or create the others before the group commits.
    */
   const appendGuarded = async (jobs: readonly AppendJob[], at: string): Promise<JobAnswer[]> => {
-    const client = await pool.connect();
+    const client = await tracked(pool.connect());
     let broken = false;
     try {
       await client.query('BEGIN');
@@ -198,7 +209,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     const started = performance.now();
     const answers = jobs.some((job) => job.expected === 'never_existed')
       ? await appendGuarded(jobs, at)
-      : (await pool.query<AnswerRow>(appendStatement(jobs, at))).rows.map(answerOf);
+      : (await tracked(pool.query<AnswerRow>(appendStatement(jobs, at)))).rows.map(answerOf);
     const syncMs = performance.now() - started;
     const written = jobs.filter((_, index) => answers[index]?.status === 0);
     if (written.length > 0) {
@@ -424,7 +435,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       const signal = validateSignalOption(verifyOptions);
       signal?.throwIfAborted();
       // A connection of its own: the check holds one read-only transaction from its first query to its last.
-      const client = await run(() => pool.connect());
+      const client = await run(() => tracked(pool.connect()));
       let broken = false;
       try {
         return await verifySchema(client, schema, signal);
@@ -492,6 +503,8 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       await commits.drain();
       closed = true;
       changes.close();
+      // Later pages and calls find the store closed; the statements already sent are answered first.
+      await Promise.allSettled([...inFlight]);
       await listener.stop();
       await owned.release().catch((error: unknown) => {
         throw translate(error);
