@@ -43,6 +43,10 @@ describe('verify', () => {
     expect(report.problems).toContainEqual(
       expect.objectContaining({ severity: 'error', file: `streams/session-${store.sessionId}.jsonl`, line: 3, message: expect.stringMatching(/checksum/) }),
     );
+    expect(
+      report.problems.filter((problem) => problem.severity === 'warning'),
+      'a batch cut by the damage is no torn tail',
+    ).toEqual([]);
     const human = await run(['verify', '-s', store.url]);
     expect(human.stdout).toContain(`streams/session-${store.sessionId}.jsonl:3`);
     expect(fileDigests(store.dir)).toEqual(before);

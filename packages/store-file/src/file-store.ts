@@ -45,7 +45,18 @@ import { CaseCollisions, isCaseInsensitive } from './case-collisions.js';
 import { createCheckpointSlot, ensureStoreId, readStoreId } from './checkpoint-slot.js';
 import { followDirectory } from './follow-view.js';
 import { BlankJournals } from './blank-journals.js';
-import { errorCode, inlineCreateIo, inlineIo, listDir, removeTemporariesOf, syncDir, unlinkIfPresent, withOverrides, type FileSystem } from './fs-layer.js';
+import {
+  errorCode,
+  inlineCreateIo,
+  readingFile,
+  inlineIo,
+  listDir,
+  removeTemporariesOf,
+  syncDir,
+  unlinkIfPresent,
+  withOverrides,
+  type FileSystem,
+} from './fs-layer.js';
 import { compactJournal, liveFrom, locateRevision } from './journal-compact.js';
 import type { JournalInfo } from './journal-scan.js';
 import { Layout } from './layout.js';
@@ -276,6 +287,7 @@ class FileStore implements EventStore {
       layout,
       readOnly,
       entries: this.#entries,
+      entryFor: (stream) => this.#entry(stream),
       positions: () => this.#positions,
       corrupted: (error) => this.#damaged(error),
     });
@@ -532,7 +544,8 @@ class FileStore implements EventStore {
     this.#assertOpen();
     validateStreamId(stream);
     this.#cases?.check(stream);
-    return this.#reader.read(stream, validateReadOptions(options), PARSED);
+    // What the file system refuses (a directory in a file's place, EIO) is a StorageError naming the journal.
+    return readingFile(this.#layout.journal(stream), () => this.#reader.read(stream, validateReadOptions(options), PARSED));
   }
 
   readAll(options?: { fromPosition?: number }): AsyncIterable<RecordedEvent> {
@@ -544,7 +557,7 @@ class FileStore implements EventStore {
     this.#assertOpen();
     validateStreamId(stream);
     this.#cases?.check(stream);
-    return this.#reader.read(stream, validateReadOptions(options), STORED);
+    return readingFile(this.#layout.journal(stream), () => this.#reader.read(stream, validateReadOptions(options), STORED));
   }
 
   readAllStored(options?: { fromPosition?: number }): AsyncIterable<StoredEvent> {

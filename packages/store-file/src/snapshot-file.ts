@@ -1,4 +1,4 @@
-import { CorruptionError, type JsonValue, type Snapshot, type StreamId } from '@sessionfold/core/kernel';
+import { CorruptionError, StorageError, type JsonValue, type Snapshot, type StreamId } from '@sessionfold/core/kernel';
 import { writeFileAtomic } from '@sessionfold/atomic-write';
 import { atomicWriteFs, errorCode, type FileSystem } from './fs-layer.js';
 import { decodeLine, frameLine, isPositiveInt } from './journal-codec.js';
@@ -58,7 +58,8 @@ export async function readSnapshotFile(fsl: FileSystem, path: string, stream: St
     bytes = await fsl.readFile(path);
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return undefined;
-    throw error;
+    // A directory in its place, EIO: named, and typed like every other failure to read the store.
+    throw new StorageError(`@sessionfold/store-file: could not read ${path}: ${(error as Error).message}.`, { cause: error });
   }
   return decodeSnapshot(bytes, path, stream);
 }

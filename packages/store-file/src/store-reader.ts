@@ -32,6 +32,8 @@ export interface ReaderContext {
   readonly layout: Layout;
   readonly readOnly: boolean;
   readonly entries: ReadonlyMap<StreamId, StreamEntry>;
+  /** The stream's entry, made (empty) when the store has none: a view reading a stream the writer made since its open. */
+  entryFor(stream: StreamId): StreamEntry;
   positions(): Positions;
   /** Told of damage a read found in a journal or snapshot: what writes build on. */
   corrupted(error: CorruptionError): void;
@@ -101,9 +103,15 @@ export class StoreReader {
 
   async #read<T>(stream: StreamId, from: number, form: EventForm<T>): Promise<FormRead<T>> {
     const { fs, layout, readOnly } = this.#ctx;
-    const entry = this.#ctx.entries.get(stream);
+    let entry = this.#ctx.entries.get(stream);
     for (let attempt = 0; ; attempt++) {
-      if (!entry || entry.revision === 0) return { revision: 0, events: EMPTY };
+      if (!entry || entry.revision === 0) {
+        // A view reads a stream the writer made (or wrote again) since the view opened, once it is on disk.
+        if (!readOnly || attempt > 0 || !(await this.#onDisk(stream))) return { revision: 0, events: EMPTY };
+        entry = this.#ctx.entryFor(stream);
+        await this.#reload(entry, false);
+        continue;
+      }
       const files = entry.files;
       // Taken together, before any await: appends that land meanwhile are past both.
       const revision = entry.revision;
@@ -128,7 +136,16 @@ export class StoreReader {
         const journal = files.journal;
         if (after > revision || journal.firstPosition === 0) return { ...withSnapshot, events: EMPTY };
         const { start, recent } = this.#startOf(entry, files, 'revision', after, length);
-        const handle = recent ?? (await this.#openJournal(entry, files));
+        const opened = recent ?? (await this.#openJournal(entry, files));
+        if (opened === 'grown') {
+          // The writer appended since the view read this journal: read it again, to show what is there now.
+          if (attempt < VIEW_RETRIES) {
+            await this.#reload(entry, false);
+            continue;
+          }
+          throw this.#journalChanged(stream);
+        }
+        const handle = opened;
         if (!handle) {
           if (readOnly && attempt < VIEW_RETRIES) {
             await this.#reload(entry);
@@ -245,8 +262,9 @@ export class StoreReader {
         const journal = files.journal;
         const end = journal.length;
         const { start, recent } = this.#startOf(entry, files, 'position', from, end);
-        const handle = recent ?? (await this.#openJournal(entry, files));
-        if (!handle) throw this.#journalChanged(entry.name);
+        // A journal appended to since the view read it still holds, unchanged, every line up to `end`.
+        const handle = recent ?? (await this.#openJournal(entry, files, true));
+        if (!handle || handle === 'grown') throw this.#journalChanged(entry.name);
         const window: EventWindow = { minRevision: 1, minPosition: from, maxPosition: upTo };
         events = this.#events(handle, entry.name, start, end, window, form);
         return events;
@@ -280,11 +298,26 @@ export class StoreReader {
     return written && recent ? { start: written, recent } : { start: written ?? startPoint(files.journal, by, from) };
   }
 
+  /** The stream has a journal or a snapshot file. */
+  async #onDisk(stream: StreamId): Promise<boolean> {
+    const { fs, layout } = this.#ctx;
+    for (const path of [layout.journal(stream), layout.snapshot(stream)]) {
+      try {
+        await fs.lstat(path);
+        return true;
+      } catch (error) {
+        if (errorCode(error) !== 'ENOENT') throw new StorageError(`@sessionfold/store-file: could not read ${path}.`, { cause: error });
+      }
+    }
+    return false;
+  }
+
   /**
    * A descriptor on the journal of `files`. A read-only view, which knows journals only as they were when it
-   * read them, gets undefined for one the writer replaced since: its offsets no longer apply.
+   * read them, gets undefined for one the writer replaced since (its offsets no longer apply), and `'grown'`
+   * for one the writer appended to.
    */
-  async #openJournal(entry: StreamEntry, files: StreamFiles): Promise<JournalHandle | undefined> {
+  async #openJournal(entry: StreamEntry, files: StreamFiles, grownIsSame = false): Promise<JournalHandle | 'grown' | undefined> {
     const { fs, layout, readOnly } = this.#ctx;
     const path = layout.journal(entry.name);
     let handle: JournalHandle | undefined;
@@ -294,14 +327,18 @@ export class StoreReader {
       if (readOnly && errorCode(cause) === 'ENOENT') return undefined;
       throw new StorageError(`@sessionfold/store-file: could not read ${path}.`, { cause });
     }
-    if (handle && readOnly && files.journal.ino !== 0 && !(await this.#sameFile(handle, files.journal, path))) {
-      handle.done();
-      return undefined;
+    if (handle && readOnly && files.journal.ino !== 0) {
+      const same = await this.#sameFile(handle, files.journal, path);
+      if (same !== true && !(same === 'grown' && grownIsSame)) {
+        handle.done();
+        return same === 'grown' ? 'grown' : undefined;
+      }
     }
     return handle;
   }
 
-  async #sameFile(handle: JournalHandle, journal: JournalInfo, path: string): Promise<boolean> {
+  /** The descriptor's file is the journal described (true), that journal appended to (`'grown'`), or another file (false). */
+  async #sameFile(handle: JournalHandle, journal: JournalInfo, path: string): Promise<boolean | 'grown'> {
     let stats: { size: number; ino: number };
     try {
       stats = await this.#ctx.fs.fstat(handle.fd);
@@ -310,7 +347,9 @@ export class StoreReader {
       throw new StorageError(`@sessionfold/store-file: could not read ${path}.`, { cause });
     }
     // The same file grown shorter was not replaced but cut: its read reports that (see `journalEvents`).
-    return stats.ino === journal.ino;
+    if (stats.ino !== journal.ino) return false;
+    // Bytes past a torn tail the view's read of the journal already saw are the writer's appends since.
+    return stats.size > journal.length + journal.tornBytes ? 'grown' : true;
   }
 
   /**
@@ -318,7 +357,7 @@ export class StoreReader {
    * until both snapshot reads agree (the writer replaces the snapshot before the journal, so the journal read
    * between them belongs with it), then takes that as the stream's state.
    */
-  async #reload(entry: StreamEntry): Promise<void> {
+  async #reload(entry: StreamEntry, replaced = true): Promise<void> {
     const { fs, layout } = this.#ctx;
     const stream = entry.name;
     for (let attempt = 0; attempt < VIEW_RETRIES; attempt++) {
@@ -333,7 +372,8 @@ export class StoreReader {
       const second = await readSnapshotFile(fs, layout.snapshot(stream), stream);
       if ((first?.position ?? 0) !== (second?.position ?? 0)) continue;
       if (failure !== undefined) throw failure;
-      this.#reloaded.add(stream);
+      // Files appended to keep every position the view's feed showed; replaced ones do not.
+      if (replaced) this.#reloaded.add(stream);
       entry.load(journal, first && { revision: first.snapshot.revision, position: first.position, recordedAt: first.recordedAt });
       return;
     }

@@ -14,7 +14,7 @@ import {
 } from '@sessionfold/core/kernel';
 import type { Blank, BlankJournals } from './blank-journals.js';
 import { errorCode, readAllSync, syncDir, writeAll, writeAllSync, type FileSystem, type InlineCreateIo, type InlineIo } from './fs-layer.js';
-import { eventPayloadJson, frameLine } from './journal-codec.js';
+import { decodeLine, eventPayloadJson, frameLine } from './journal-codec.js';
 import { CHECKPOINT_EVERY, emptyJournal, readEventIds, writableEventIds, type EventIdEntry, type JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
 import type { ManifestTable } from './manifest-table.js';
@@ -778,6 +778,28 @@ export class StreamEntry {
     this.#inlineCredit = this.#queue.length === 0 ? INLINE_RUN : 0;
   }
 
+  /** Why the journal's last line is not the record the store knows ends it (checksum, JSON, revision), or undefined. */
+  async #lastLineDamage(fd: number): Promise<string | undefined> {
+    const end = this.journal.length;
+    for (let want = Math.min(end, 64 * 1024); ; want = Math.min(end, want * 4)) {
+      const bytes = Buffer.alloc(want);
+      let got = 0;
+      while (got < want) {
+        const read = await this.#ctx.fs.read(fd, bytes, got, want - got, end - want + got);
+        if (read === 0) return 'the journal ends before its known length';
+        got += read;
+      }
+      if (bytes[want - 1] !== 0x0a) return 'the last line does not end with a newline';
+      const start = bytes.lastIndexOf(0x0a, want - 2) + 1;
+      if (start === 0 && want < end) continue;
+      const decoded = decodeLine(bytes, start, want - 1);
+      if ('reason' in decoded) return decoded.reason;
+      const revision = (decoded.value as { revision?: unknown } | null)?.revision;
+      if (revision !== this.journal.lastRevision) return `the last line holds revision ${String(revision)} where the store knows ${this.journal.lastRevision}`;
+      return undefined;
+    }
+  }
+
   /**
    * Cuts the journal back to its known length when what lies past it (`size` in all) holds no newline, so no
    * record (a torn write that was never acknowledged), and makes the cut durable; false when it holds one.
@@ -824,6 +846,15 @@ export class StreamEntry {
           undefined,
           `the journal is ${size} bytes long where the store knows ${this.journal.length}; it changed under the store`,
         );
+        this.#ctx.damaged(error);
+        throw error;
+      }
+      // Nor is a journal whose last line was changed in place (same length): the next open would stop there.
+      const changed =
+        size === this.journal.length && this.journal.lines > 0 ? await this.#lastLineDamage(fd).catch((error: unknown) => String(error)) : undefined;
+      if (changed !== undefined) {
+        await this.#ctx.fs.close(fd).catch(() => undefined);
+        const error = new CorruptionError(path, this.journal.lines, `${changed}; the journal changed under the store`);
         this.#ctx.damaged(error);
         throw error;
       }

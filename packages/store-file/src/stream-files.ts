@@ -1,5 +1,5 @@
 import type { StartPoint } from './journal-events.js';
-import type { StreamId } from '@sessionfold/core/kernel';
+import { StorageError, type StreamId } from '@sessionfold/core/kernel';
 import { errorCode, type FileSystem } from './fs-layer.js';
 import type { JournalInfo } from './journal-scan.js';
 import { decodeSnapshot, type StoredSnapshot } from './snapshot-file.js';
@@ -206,7 +206,8 @@ export class StreamFiles {
       try {
         bytes = await fsl.readFile(path);
       } catch (error) {
-        if (errorCode(error) !== 'ENOENT') throw error;
+        if (errorCode(error) !== 'ENOENT')
+          throw new StorageError(`@sessionfold/store-file: could not read ${path}: ${(error as Error).message}.`, { cause: error });
       }
       if (!this.#retired) return bytes && decodeSnapshot(bytes, path, stream);
     }

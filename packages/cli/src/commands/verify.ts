@@ -12,7 +12,7 @@ import { progress } from '../progress.js';
 import { describeLocation, parseStoreUrl } from '../store-url.js';
 import { scanFileStore } from '../verify/file-scan.js';
 import { scanThroughPort } from '../verify/port-scan.js';
-import { Findings } from '../verify/problems.js';
+import { Findings, withoutPlace } from '../verify/problems.js';
 
 /**
  * `verify [--strict]`: the store's own `verify()` when it has one; otherwise every file (file store) and every
@@ -43,7 +43,8 @@ export function registerVerify(program: Command): void {
         } catch (error) {
           if (!(error instanceof SessionfoldError) || error.code !== 'corruption') throw error;
           // What the scan found already stopped the open: the scan said where.
-          if (findings.errors === 0) findings.error((error as CorruptionError).file, (error as CorruptionError).line, error.message);
+          const { file, line } = error as CorruptionError;
+          if (findings.errors === 0) findings.error(file, line, withoutPlace(error.message, file));
         }
         if (opened) {
           try {
@@ -92,12 +93,7 @@ async function addStoreFindings(store: EventStore, directory: string, findings: 
     if (seen.has(`${problem.severity} ${file}`)) continue;
     seen.add(`${problem.severity} ${file}`);
     // The store's message names its file already; the report names it once, relative to the store.
-    const message = problem.message.startsWith(`${problem.file}:`)
-      ? problem.message
-          .slice(`${problem.file}:`.length)
-          .replace(/^\d+: /, '')
-          .trimStart()
-      : problem.message;
+    const message = withoutPlace(problem.message, problem.file ?? '');
     findings.problems.push({ severity: problem.severity, file, line: problem.line, message });
   }
 }

@@ -105,7 +105,8 @@ async function listFiles(directory: string): Promise<string[]> {
  * an error and ends the file (what follows it cannot be trusted to be in order); bytes after the last newline
  * are a torn tail: a warning.
  */
-async function forEachFramedLine(path: string, file: string, findings: Findings, onLine: (line: FramedLine) => boolean | undefined): Promise<void> {
+/** Resolves false when a damaged line, or `onLine`, stopped the scan before the file's end. */
+async function forEachFramedLine(path: string, file: string, findings: Findings, onLine: (line: FramedLine) => boolean | undefined): Promise<boolean> {
   findings.files++;
   // Synchronous reads: verify does nothing else meanwhile, and a read that waits for the thread pool left the
   // process idle for a tenth of a scan of many small journals.
@@ -127,7 +128,7 @@ async function forEachFramedLine(path: string, file: string, findings: Findings,
         line++;
         const payload = checkLine(buffer, start, end, file, line, findings);
         start = end + 1;
-        if (payload === undefined || onLine({ line, payload: payload.value }) === false) return;
+        if (payload === undefined || onLine({ line, payload: payload.value }) === false) return false;
       }
       buffer.copyWithin(0, start, filled);
       filled -= start;
@@ -142,6 +143,7 @@ async function forEachFramedLine(path: string, file: string, findings: Findings,
           : 'an unfinished last line (a torn tail; a writer cuts it on open)',
       );
     }
+    return true;
   } finally {
     closeSync(fd);
   }
@@ -182,7 +184,7 @@ async function checkJournal(path: string, file: string, snapshotRevision: number
   let position = 0;
   let openBatch: number | undefined;
   let failed = false;
-  await forEachFramedLine(path, file, findings, ({ line, payload }) => {
+  const whole = await forEachFramedLine(path, file, findings, ({ line, payload }) => {
     const event = payload as { revision?: unknown; position?: unknown; more?: unknown };
     if (typeof event.revision !== 'number' || typeof event.position !== 'number') {
       findings.error(file, line, 'an event without a revision or position');
@@ -215,7 +217,9 @@ async function checkJournal(path: string, file: string, snapshotRevision: number
     openBatch = event.more === true ? (openBatch ?? line) : undefined;
     return true;
   });
-  if (!failed && openBatch !== undefined) findings.warning(file, openBatch, 'a batch whose last record never made it (a torn tail; a writer drops it on open)');
+  // A batch left open by a line the scan stopped at is that line's damage, not a torn tail.
+  if (whole && !failed && openBatch !== undefined)
+    findings.warning(file, openBatch, 'a batch whose last record never made it (a torn tail; a writer drops it on open)');
 }
 
 function hashFile(path: string): Promise<string> {

@@ -1,5 +1,14 @@
 import type { VerifyProblem } from '../open-store.js';
 
+/** `message` without the `file:line: ` (or `file: `) it starts with, since a report names the place once. */
+export function withoutPlace(message: string, file: string): string {
+  if (!message.startsWith(`${file}:`)) return message;
+  return message
+    .slice(file.length + 1)
+    .replace(/^\d+:/, '')
+    .trimStart();
+}
+
 /** Problems found so far, and how much was checked. */
 export class Findings {
   readonly problems: VerifyProblem[] = [];

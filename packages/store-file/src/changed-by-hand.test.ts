@@ -1,7 +1,7 @@
 import { readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CorruptionError, type EventStore, type StreamId } from '@sessionfold/core/kernel';
+import { CorruptionError, StorageError, type EventStore, type StreamId } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
 import { eventsOf, freshDir, randomStream, withoutCleanClose } from './test-support.fixture.js';
 
@@ -91,6 +91,31 @@ describe('a journal cut by hand while the store was closed', () => {
     await store.close();
   });
 
+  it.each([
+    ['a byte of its last line flipped', (bytes: Buffer, last: number) => (bytes[last + 80] as number) ^ 0x01],
+    ['its last line overwritten with NUL bytes', () => 0],
+  ])('%s after a clean close: the first append refuses to build on it, before writing anything', async (label, change) => {
+    const dir = freshDir();
+    const stream = randomStream();
+    const starts = await fourEvents(dir, stream);
+    const path = journalOf(dir, stream);
+    const bytes = readFileSync(path);
+    const last = starts[3] as number;
+    if (label.includes('NUL')) bytes.fill(0, last, bytes.length);
+    else bytes[last + 80] = change(bytes, last);
+    writeFileSync(path, bytes);
+    const store = await fileStore({ directory: dir });
+    const failure = await store.append(stream, [{ type: 'Noted', data: { n: 5 } }], { expectedRevision: 4 }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(CorruptionError);
+    expect((failure as CorruptionError).file).toBe(path);
+    expect((failure as CorruptionError).line).toBe(4);
+    await store.close();
+    expect(readFileSync(path)).toEqual(bytes);
+  });
+
   it('a journal deleted by hand is reported by verify', async () => {
     const dir = freshDir();
     const stream = randomStream();
@@ -104,5 +129,32 @@ describe('a journal cut by hand while the store was closed', () => {
     expect(report.problems).toEqual([expect.objectContaining({ severity: 'error', file: journalOf(dir, stream), line: 1 })]);
     expect(report.problems[0]?.message).toContain('the journal is missing');
     await store.close();
+  });
+});
+
+describe('a stream file replaced by a directory while the store was closed', () => {
+  it.each([['journal'], ['snapshot']])('its %s: a read rejects with a StorageError naming it, from a view and from a writer', async (kind) => {
+    const dir = freshDir();
+    const stream = randomStream();
+    await fourEvents(dir, stream);
+    if (kind === 'snapshot') {
+      const store = await fileStore({ directory: dir });
+      await store.compact(stream, { revision: 2, state: {}, identity: { stream, schemaVersion: 1 } });
+      await store.close();
+    }
+    const path = kind === 'journal' ? journalOf(dir, stream) : join(dir, 'streams', `${stream}.snapshot.json`);
+    const { mkdirSync, rmSync } = await import('node:fs');
+    rmSync(path);
+    mkdirSync(path);
+    for (const readOnly of [true, false]) {
+      const store = await fileStore({ directory: dir, readOnly });
+      const failure = await eventsOf(store, stream).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(failure, readOnly ? 'view' : 'writer').toBeInstanceOf(StorageError);
+      expect((failure as StorageError).message).toContain(path);
+      await store.close();
+    }
   });
 });
