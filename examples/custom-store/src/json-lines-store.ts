@@ -100,7 +100,7 @@ export function jsonLinesStore(options: JsonLinesStoreOptions): EventStore {
         }
       });
       const actual = current?.revision ?? 0;
-      if (!revisionMatches(batch.expectedRevision, actual)) throw new ConcurrencyError(stream, batch.expectedRevision, actual);
+      if (!revisionMatches(batch.expectedRevision, actual, state.deleted.has(stream))) throw new ConcurrencyError(stream, batch.expectedRevision, actual);
       const stored = batch.events.map(
         (event): StoredEvent => ({
           type: event.type,
@@ -167,7 +167,7 @@ export function jsonLinesStore(options: JsonLinesStoreOptions): EventStore {
       validateStreamId(stream);
       const expected = validateWriteOptions(deleteOptions);
       const actual = state.streams.get(stream)?.revision ?? 0;
-      if (!revisionMatches(expected, actual)) throw new ConcurrencyError(stream, expected, actual);
+      if (!revisionMatches(expected, actual, state.deleted.has(stream))) throw new ConcurrencyError(stream, expected, actual);
       if (actual === 0) return;
       commit({ kind: 'delete', stream, recordedAt: readClock(clock) });
     },
@@ -217,6 +217,8 @@ class StoreState {
   /** The change feed in position order; compacted and deleted events leave it. */
   feed: RecordedEvent[] = [];
   readonly blobs = new Map<string, { bytes: Uint8Array; owners: Set<StreamId> }>();
+  /** Streams deleted at some time, which `'never_existed'` refuses (rebuilt from the journal's delete lines). */
+  readonly deleted = new Set<StreamId>();
   #lastPosition = 0;
 
   apply(change: Change): AppendResult | undefined {
@@ -264,6 +266,7 @@ class StoreState {
       case 'delete': {
         const revision = this.streams.get(change.stream)?.revision ?? 0;
         this.streams.delete(change.stream);
+        this.deleted.add(change.stream);
         this.feed = this.feed.filter((record) => record.streamId !== change.stream);
         this.#record(change.stream, DELETED_RECORD, revision, null, change.recordedAt);
         for (const [sha256, blob] of this.blobs) {
