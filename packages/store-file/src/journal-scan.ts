@@ -98,8 +98,9 @@ export async function scanJournal(
   snapshotRevision: number,
   repair: boolean,
   positions?: PositionClaims,
+  signal?: AbortSignal,
 ): Promise<JournalInfo | undefined> {
-  return scanFile(fsl, path, repair, (reader) => scanLines(reader(0, 1), path, stream, snapshotRevision, positions, undefined));
+  return scanFile(fsl, path, repair, (reader) => scanLines(reader(0, 1), path, stream, snapshotRevision, positions, undefined, signal));
 }
 
 /**
@@ -211,6 +212,7 @@ async function scanLines(
   snapshotRevision: number,
   positions: PositionClaims | undefined,
   resume: Resume | undefined,
+  signal?: AbortSignal,
 ): Promise<JournalInfo> {
   const info = emptyJournal(snapshotRevision);
   info.lastRevision = 0;
@@ -264,6 +266,8 @@ async function scanLines(
   };
 
   for (let lines = await reader.next(); lines; lines = await reader.next()) {
+    // Between chunks: each read waited for the disk, so a signal a timer fires is seen here.
+    signal?.throwIfAborted();
     for (const line of lines) {
       lastLineNo = line.no;
       const event = asEventLine(line.value);

@@ -104,6 +104,7 @@ export class StoreReader {
   async #read<T>(stream: StreamId, from: number, form: EventForm<T>): Promise<FormRead<T>> {
     const { fs, layout, readOnly } = this.#ctx;
     let entry = this.#ctx.entries.get(stream);
+    let grownReloaded = false;
     for (let attempt = 0; ; attempt++) {
       if (!entry || entry.revision === 0) {
         // A view reads a stream the writer made (or wrote again) since the view opened, once it is on disk.
@@ -136,14 +137,14 @@ export class StoreReader {
         const journal = files.journal;
         if (after > revision || journal.firstPosition === 0) return { ...withSnapshot, events: EMPTY };
         const { start, recent } = this.#startOf(entry, files, 'revision', after, length);
-        const opened = recent ?? (await this.#openJournal(entry, files));
+        // Once read again for what the writer appended, the journal's lines up to the length found then are what
+        // this read shows: a writer that goes on appending meanwhile does not make the read start over.
+        const opened = recent ?? (await this.#openJournal(entry, files, grownReloaded));
         if (opened === 'grown') {
           // The writer appended since the view read this journal: read it again, to show what is there now.
-          if (attempt < VIEW_RETRIES) {
-            await this.#reload(entry, false);
-            continue;
-          }
-          throw this.#journalChanged(stream);
+          grownReloaded = true;
+          await this.#reload(entry, false);
+          continue;
         }
         const handle = opened;
         if (!handle) {

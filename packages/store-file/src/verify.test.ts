@@ -136,4 +136,21 @@ describe('verify', () => {
     });
     expect(found.map(where)).toEqual(['error damaged_snapshot streams/c.snapshot.json:1']);
   });
+
+  it("stops inside a long journal when its signal fires, and rejects with the signal's reason", async () => {
+    const directory = freshDir();
+    const store = await fileStore({ directory });
+    for (let n = 0; n < 40; n++) {
+      await store.append(
+        'long',
+        Array.from({ length: 5000 }, (_, i) => ({ type: 'E', data: { i, text: 'a line of some length to check' } })),
+        { expectedRevision: n === 0 ? 'no_stream' : n * 5000 },
+      );
+    }
+    const controller = new AbortController();
+    const reason = new Error('enough');
+    setTimeout(() => controller.abort(reason), 5);
+    await expect((store.verify as NonNullable<typeof store.verify>)({ signal: controller.signal })).rejects.toBe(reason);
+    await store.close();
+  });
 });

@@ -52,6 +52,7 @@ export async function verifyDirectory(
     try {
       return await work();
     } catch (error) {
+      if (signal?.aborted && error === signal.reason) throw error;
       if (error instanceof CorruptionError) add('error', code === 'damaged_record' ? classify(error) : code, error.file, error.line, error.message);
       else if (errorCode(error) !== undefined || (error as { cause?: unknown }).cause !== undefined) {
         add('error', 'unreadable', file, undefined, `${file} could not be read: ${(error as Error).message}`);
@@ -132,7 +133,7 @@ export async function verifyDirectory(
       const claims = new ClaimsOfOneJournal();
       // With the snapshot unreadable, where the journal must start is unknown: any start is let through.
       const from = snapshotDamaged ? Number.MAX_SAFE_INTEGER - 1 : (first?.snapshot.revision ?? 0);
-      const journal = await checking(journalPath, 'damaged_record', () => scanJournal(fsl, journalPath, stream, from, false, claims));
+      const journal = await checking(journalPath, 'damaged_record', () => scanJournal(fsl, journalPath, stream, from, false, claims, signal));
       // Only compared with the first read: damage in it was reported by the first.
       const second = await readSnapshotFile(fsl, snapshotPath, stream).catch(() => undefined);
       if (attempt < RETRIES && !snapshotDamaged && !sameSnapshot(first, second)) {
@@ -190,10 +191,12 @@ export async function verifyDirectory(
   }
 
   for (const name of await listDir(fsl, layout.checkpoints)) {
+    signal?.throwIfAborted();
     if (Layout.isTemporary(name)) continue;
     const path = join(layout.checkpoints, name);
     await checking(path, 'damaged_record', async () => decodeCheckpoint(await fsl.readFile(path), path));
   }
+  signal?.throwIfAborted();
   return { ok: !problems.some((p) => p.severity === 'error'), problems, checked };
 }
 

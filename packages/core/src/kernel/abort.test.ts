@@ -57,6 +57,30 @@ describe('AbortSignal on the long kernel operations', () => {
     expect(await foldStream(store, 's', counter(), { signal: new AbortController().signal })).toEqual({ state: 10, revision: 10, exists: true });
   });
 
+  it('a signal a timer fires stops a fold or a copy over a store that answers at once (the loop lets timers run)', async () => {
+    const store = memoryStore();
+    for (let n = 0; n < 40; n++) {
+      await store.append(
+        's',
+        Array.from({ length: 5000 }, (_, i) => ({ type: 'E', data: i })),
+        { expectedRevision: n === 0 ? 'no_stream' : n * 5000 },
+      );
+    }
+    // Slow enough per event that 200,000 of them take far longer than the timer.
+    const slow = counter(() => {
+      for (let spin = 0; spin < 200; spin++) Math.sqrt(spin);
+    });
+    for (const work of [
+      (signal: AbortSignal) => foldStream(store, 's', slow, { signal }),
+      (signal: AbortSignal) => copyStore(store, memoryStore(), { signal }),
+    ]) {
+      const controller = new AbortController();
+      const reason = new Error('timer');
+      setTimeout(() => controller.abort(reason), 5);
+      expect(await reasonOf(work(controller.signal))).toBe(reason);
+    }
+  });
+
   it('compactStream and compactStreamKeeping stopped mid-fold leave the stream as it was', async () => {
     const store = await storeWith({ s: 10 });
     for (const compact of [

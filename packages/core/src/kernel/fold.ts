@@ -1,3 +1,4 @@
+import { abortPoints } from './abort-points.js';
 import { CorruptionError, InvalidInputError } from './errors.js';
 import type { JsonValue } from './json.js';
 import type { EventShape, EventStore, RecordedEvent, Snapshot, StreamId, StreamRead } from './port.js';
@@ -101,8 +102,10 @@ async function foldRead<S>(
   } else {
     state = reducer.initial(stream);
   }
+  const point = abortPoints(signal);
   for await (const event of read.events) {
-    signal?.throwIfAborted();
+    const turn = point();
+    if (turn) await turn;
     if (event.revision > until) break;
     if (event.revision !== revision + 1) {
       throw new CorruptionError(`stream ${stream}`, undefined, `revision ${event.revision} follows revision ${revision}`);
@@ -202,8 +205,10 @@ export async function copyStore(from: EventStore, to: EventStore, options: CopyO
   const batchSize = options.batchSize ?? 500;
   const report: CopyReport = { streams: 0, events: 0, blobs: 0, unchanged: 0 };
   signal?.throwIfAborted();
+  const point = abortPoints(signal);
   for await (const { stream } of from.streams()) {
-    signal?.throwIfAborted();
+    const turn = point();
+    if (turn) await turn;
     const source = await from.read(stream);
     const target = (await to.read(stream)).revision;
     report.streams++;
@@ -242,6 +247,8 @@ export async function copyStore(from: EventStore, to: EventStore, options: CopyO
       batch = [];
     };
     for await (const event of source.events) {
+      const turn = point();
+      if (turn) await turn;
       if (event.revision === target) refuseIfDiverged(fingerprint(event));
       if (event.revision <= revision) continue;
       batch.push(event);
