@@ -27,4 +27,32 @@ describe('a read-only view beside a live writer', () => {
       await writer.close();
     }
   });
+
+  it('reads a journal the writer keeps appending to without failing: each read shows a whole prefix, never less than the last', async () => {
+    const dir = freshDir();
+    const writer = await fileStore({ directory: dir });
+    const stream = randomStream('busy');
+    await writer.append(stream, [{ type: 'E', data: 0 }], { expectedRevision: 'no_stream' });
+    const view = await fileStore({ directory: dir, readOnly: true });
+    let writing = true;
+    const appends = (async () => {
+      for (let revision = 1; revision < 400; revision++) await writer.append(stream, [{ type: 'E', data: revision }], { expectedRevision: revision });
+      writing = false;
+    })();
+    try {
+      let last = 0;
+      for (let reads = 0; writing || reads < 2; reads++) {
+        const read = await view.read(stream);
+        const events = await collect(read.events);
+        expect(events.map((event) => event.revision)).toEqual(Array.from({ length: read.revision }, (_, i) => i + 1));
+        expect(read.revision).toBeGreaterThanOrEqual(last);
+        last = read.revision;
+      }
+      expect(last).toBe(400);
+    } finally {
+      await appends;
+      await view.close();
+      await writer.close();
+    }
+  });
 });
