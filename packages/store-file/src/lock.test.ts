@@ -191,3 +191,56 @@ describe('files and paths', () => {
     await expect(stat(join(dir, 'escape.jsonl'))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });
+
+describe('taking over a stale lock, three at once', () => {
+  it('a writer that links its lock while a taker-over has moved a live one aside gives it up: never two writers', async () => {
+    const { acquireLock } = await import('./lock.js');
+    const { nodeFileSystem } = await import('./fs-layer.js');
+    const dir = freshDir();
+    const { mkdirSync, readFileSync, writeFileSync, existsSync } = await import('node:fs');
+    mkdirSync(dir, { recursive: true });
+    const dead = spawnSync(process.execPath, ['-e', '0']).pid as number;
+    writeFileSync(join(dir, 'LOCK'), `${JSON.stringify({ pid: dead, token: 'feedfacefeedface' })}\n`);
+
+    // C looked at the stale lock, then waits before moving it; meanwhile A takes the lock over.
+    let cMayRename!: () => void;
+    const cRenames = new Promise<void>((resolve) => (cMayRename = resolve));
+    let cMayPutBack!: () => void;
+    const cPutsBack = new Promise<void>((resolve) => (cMayPutBack = resolve));
+    let cMovedIt!: () => void;
+    const cMoved = new Promise<void>((resolve) => (cMovedIt = resolve));
+    let putBacks = 0;
+    const slowC = {
+      ...nodeFileSystem,
+      rename: async (from: string, to: string) => {
+        await cRenames;
+        await nodeFileSystem.rename(from, to);
+        cMovedIt();
+      },
+      link: async (existing: string, path: string) => {
+        if (existing.includes('.LOCK.stale.')) {
+          if (putBacks++ === 0) await cPutsBack;
+        }
+        return nodeFileSystem.link(existing, path);
+      },
+    };
+    const c = acquireLock(slowC, dir).then(
+      () => 'acquired',
+      (error: unknown) => error,
+    );
+    // C has read the stale lock and is waiting at its rename.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const a = await acquireLock(nodeFileSystem, dir);
+    const aContent = readFileSync(join(dir, 'LOCK'), 'utf8');
+    cMayRename();
+    await cMoved;
+    // A's lock is moved aside: B finds no LOCK, links its own, sees the claim of a live holder and gives up.
+    expect(existsSync(join(dir, 'LOCK'))).toBe(false);
+    await expect(acquireLock(nodeFileSystem, dir)).rejects.toBeInstanceOf(StoreLockedError);
+    cMayPutBack();
+    expect(await c).toBeInstanceOf(StoreLockedError);
+    expect(readFileSync(join(dir, 'LOCK'), 'utf8'), "A's lock is back in place").toBe(aContent);
+    await a.release();
+    expect(existsSync(join(dir, 'LOCK'))).toBe(false);
+  });
+});

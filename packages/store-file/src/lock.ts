@@ -18,7 +18,10 @@ interface LockContent {
  * Takes `<directory>/LOCK`. The lock file is written and fsynced under a temporary name and then hard-linked
  * into place, so a LOCK never exists without its holder's pid. A lock whose pid is dead is taken over by
  * renaming it to a name of our own first and checking that what we moved is the stale lock we inspected;
- * of two processes taking over at once, only one can move it. A live holder gives `StoreLockedError`.
+ * of two processes taking over at once, only one can move it. One that moved a live lock (taken since it
+ * looked) puts it back; a writer that linked its own lock while a live one was moved aside finds the mover's
+ * claim naming a live holder and gives its lock up, so the put-back succeeds and there is never a second
+ * writer. A live holder gives `StoreLockedError`.
  */
 export async function acquireLock(fsl: FileSystem, directory: string): Promise<WriterLock> {
   const path = join(directory, 'LOCK');
@@ -31,9 +34,15 @@ export async function acquireLock(fsl: FileSystem, directory: string): Promise<W
       try {
         // No directory fsync: a LOCK name lost in a crash was held by a process that is gone anyway.
         await fsl.link(temp, path);
+        const displaced = await displacedLiveHolder(fsl, directory, token);
+        if (displaced !== undefined) {
+          await releaseLock(fsl, path, token);
+          throw new StoreLockedError(path, displaced);
+        }
         await removeDeadLockTemporaries(fsl, directory);
         return { path, release: () => releaseLock(fsl, path, token) };
       } catch (error) {
+        if (error instanceof StoreLockedError) throw error;
         if (errorCode(error) !== 'EEXIST') throw new StorageError(`Could not create ${path}.`, { cause: error });
       }
       const holder = await readLock(fsl, path);
@@ -52,8 +61,16 @@ export async function acquireLock(fsl: FileSystem, directory: string): Promise<W
         await unlinkIfPresent(fsl, claim);
         continue;
       }
-      // We moved a lock someone took in the meantime: put it back and step aside.
-      await fsl.link(claim, path).catch(() => undefined);
+      // We moved a lock someone took in the meantime: put it back and step aside. A writer that linked its own
+      // lock meanwhile sees our claim and gives its lock up: until then the name is taken, so try again.
+      for (let tries = 0; tries < PUT_BACK_TRIES; tries++) {
+        const back = await fsl.link(claim, path).then(
+          () => true,
+          (error: unknown) => errorCode(error) !== 'EEXIST',
+        );
+        if (back) break;
+        await new Promise((resolve) => setTimeout(resolve, PUT_BACK_WAIT_MS));
+      }
       await unlinkIfPresent(fsl, claim);
       throw new StoreLockedError(path, typeof moved === 'object' ? moved.pid : undefined);
     }
@@ -61,6 +78,20 @@ export async function acquireLock(fsl: FileSystem, directory: string): Promise<W
   } finally {
     await unlinkIfPresent(fsl, temp).catch(() => undefined);
   }
+}
+
+/** A put-back waits this many times this long for a lock linked while it was moved aside to be given up. */
+const PUT_BACK_TRIES = 200;
+const PUT_BACK_WAIT_MS = 5;
+
+/** The pid of a live holder whose lock another process has moved aside (`.LOCK.stale.*` holding it), if any. */
+async function displacedLiveHolder(fsl: FileSystem, directory: string, token: string): Promise<number | undefined> {
+  for (const name of await listDir(fsl, directory)) {
+    if (!name.startsWith('.LOCK.stale.')) continue;
+    const moved = await readLock(fsl, join(directory, name));
+    if (typeof moved === 'object' && moved.token !== token && isAlive(moved.pid)) return moved.pid;
+  }
+  return undefined;
 }
 
 /**
