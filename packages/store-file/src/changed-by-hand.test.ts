@@ -116,6 +116,28 @@ describe('a journal cut by hand while the store was closed', () => {
     expect(readFileSync(path)).toEqual(bytes);
   });
 
+  it('overwritten with NUL bytes in place, without the clean-close mark: the next writer refuses to open instead of cutting it as a torn tail', async () => {
+    const dir = freshDir();
+    const stream = randomStream();
+    await fourEvents(dir, stream);
+    const path = journalOf(dir, stream);
+    writeFileSync(path, Buffer.alloc(readFileSync(path).length));
+    withoutCleanClose(dir);
+    const failure = await fileStore({ directory: dir }).then(
+      async (store) => {
+        await store.close();
+        return undefined;
+      },
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(CorruptionError);
+    expect((failure as CorruptionError).message).toMatch(/whole records only up to byte 0 of the \d+ the manifest records/);
+    expect(
+      readFileSync(path).every((byte) => byte === 0),
+      'nothing was cut',
+    ).toBe(true);
+  });
+
   it('a journal deleted by hand is reported by verify', async () => {
     const dir = freshDir();
     const stream = randomStream();

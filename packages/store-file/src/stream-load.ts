@@ -126,6 +126,19 @@ async function fromRecord(load: StreamLoad, stream: StreamId, names: StreamFileN
     resumeJournal(fs, path, stream, snapshot?.revision ?? 0, load.repair, load.positions, info, load.manifestPosition),
   );
   if (journal === 'stale') throw new StaleManifestError(path);
+  if (journal === undefined && load.repair && isKnown(record.journal.stamp) && now.ino === record.journal.stamp.ino && !load.deletedSince(stream)) {
+    // The same file no longer continues what the manifest recorded: if its records now end before the length
+    // recorded and NUL bytes fill the rest of it, acknowledged bytes were zeroed, which a writer does not cut off
+    // as a torn write.
+    const whole = await readingFile(path, () => scanJournal(fs, path, stream, snapshot?.revision ?? 0, false, { claim: () => undefined }));
+    if (whole && whole.length < info.length && (await allZero(fs, path, whole.length, info.length))) {
+      throw new CorruptionError(
+        path,
+        whole.lines + 1,
+        `the journal holds whole records only up to byte ${whole.length} of the ${info.length} the manifest records of it: it was changed under the store`,
+      );
+    }
+  }
   return journal && { snapshot, journal, idsPending: true, stamps, unread: false };
 }
 
@@ -165,6 +178,23 @@ async function endsWithNewline(fsl: FileSystem, path: string, size: number): Pro
   try {
     const last = Buffer.alloc(1);
     return (await fsl.read(fd, last, 0, 1, size - 1)) === 1 && last[0] === 0x0a;
+  } finally {
+    await fsl.close(fd).catch(() => undefined);
+  }
+}
+
+/** Every byte of the file in `[from, to)` is NUL (and the file reaches `to`). */
+async function allZero(fsl: FileSystem, path: string, from: number, to: number): Promise<boolean> {
+  const fd = await fsl.open(path, 'r');
+  try {
+    const bytes = Buffer.alloc(to - from);
+    let got = 0;
+    while (got < bytes.length) {
+      const read = await fsl.read(fd, bytes, got, bytes.length - got, from + got);
+      if (read === 0) return false;
+      got += read;
+    }
+    return bytes.every((byte) => byte === 0);
   } finally {
     await fsl.close(fd).catch(() => undefined);
   }
