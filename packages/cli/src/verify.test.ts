@@ -72,6 +72,20 @@ describe('verify', () => {
     expect(fileDigests(store.dir)).toEqual(before);
   });
 
+  it('a line copied from another journal is one error, on the copy, naming the stream it belongs to', async () => {
+    const store = await populatedFileStore();
+    const streams = readdirSync(join(store.dir, 'streams')).filter((name) => name.endsWith('.jsonl'));
+    const from = streams.find((name) => name === `session-${store.sessionId}.jsonl`) as string;
+    const to = streams.find((name) => name !== from) as string;
+    const copied = readFileSync(join(store.dir, 'streams', from), 'utf8').split('\n')[0] as string;
+    appendFileSync(join(store.dir, 'streams', to), `${copied}\n`);
+    const { code, report } = await verify(store.url);
+    expect(code).toBe(1);
+    expect(report.problems.filter((problem) => problem.severity === 'error')).toEqual([
+      expect.objectContaining({ file: `streams/${to}`, message: expect.stringMatching(/^the line names stream "session-.*": it belongs to another journal$/) }),
+    ]);
+  });
+
   it('names the line of a moved line', async () => {
     const store = await populatedFileStore();
     const path = sessionJournal(store.dir, store.sessionId);

@@ -65,7 +65,7 @@ export async function scanFileStore(directory: string, findings: Findings, bar: 
   for (const file of streamFiles.filter((entry) => entry.endsWith('.jsonl'))) {
     const path = join(streamsDir, file);
     const stream = file.slice(0, -'.jsonl'.length);
-    await checkJournal(path, name(path), snapshotRevisions.get(stream) ?? 0, positions, findings);
+    await checkJournal(path, name(path), stream, snapshotRevisions.get(stream) ?? 0, positions, findings);
     bar.tick();
   }
 
@@ -179,15 +179,22 @@ async function framedLines(path: string, file: string, findings: Findings): Prom
  * Checks a journal's records: revisions gap-free after the snapshot's, positions increasing and used nowhere
  * else in the store, batches finished.
  */
-async function checkJournal(path: string, file: string, snapshotRevision: number, positions: PositionBits, findings: Findings): Promise<void> {
+async function checkJournal(path: string, file: string, stream: string, snapshotRevision: number, positions: PositionBits, findings: Findings): Promise<void> {
   let revision: number | undefined;
   let position = 0;
   let openBatch: number | undefined;
   let failed = false;
   const whole = await forEachFramedLine(path, file, findings, ({ line, payload }) => {
-    const event = payload as { revision?: unknown; position?: unknown; more?: unknown };
+    const event = payload as { stream?: unknown; revision?: unknown; position?: unknown; more?: unknown };
     if (typeof event.revision !== 'number' || typeof event.position !== 'number') {
       findings.error(file, line, 'an event without a revision or position');
+      failed = true;
+      return false;
+    }
+    // Checked before its position is claimed: a line copied from another journal is the copy's error, and leaves
+    // the original's position to it. (Lines of early releases carry no stream name.)
+    if (event.stream !== undefined && event.stream !== stream) {
+      findings.error(file, line, `the line names stream ${JSON.stringify(event.stream)}: it belongs to another journal`);
       failed = true;
       return false;
     }
