@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CorruptionError, StorageError, type EventStore, type StreamId } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
-import { eventsOf, freshDir, randomStream, withoutCleanClose } from './test-support.fixture.js';
+import { eventsOf, freshDir, openFailure, randomStream, withoutCleanClose } from './test-support.fixture.js';
 
 const journalOf = (dir: string, stream: StreamId) => join(dir, 'streams', `${stream}.jsonl`);
 
@@ -57,13 +57,7 @@ describe('a journal cut by hand while the store was closed', () => {
     truncateSync(journalOf(dir, stream), starts[3] as number);
     withoutCleanClose(dir);
 
-    const failure = await fileStore({ directory: dir }).then(
-      async (store) => {
-        await store.close();
-        return undefined;
-      },
-      (error: unknown) => error,
-    );
+    const failure = await openFailure({ directory: dir });
     expect(failure).toBeInstanceOf(CorruptionError);
     expect((failure as CorruptionError).file).toBe(journalOf(dir, stream));
     expect((failure as CorruptionError).message).toMatch(/short of the 7\d\d bytes the manifest records/);
@@ -123,13 +117,7 @@ describe('a journal cut by hand while the store was closed', () => {
     const path = journalOf(dir, stream);
     writeFileSync(path, Buffer.alloc(readFileSync(path).length));
     withoutCleanClose(dir);
-    const failure = await fileStore({ directory: dir }).then(
-      async (store) => {
-        await store.close();
-        return undefined;
-      },
-      (error: unknown) => error,
-    );
+    const failure = await openFailure({ directory: dir });
     expect(failure).toBeInstanceOf(CorruptionError);
     expect((failure as CorruptionError).message).toMatch(/whole records only up to byte 0 of the \d+ the manifest records/);
     expect(

@@ -48,8 +48,8 @@ import { BlankJournals } from './blank-journals.js';
 import {
   errorCode,
   inlineCreateIo,
-  readingFile,
   inlineIo,
+  readingFile,
   listDir,
   removeTemporariesOf,
   syncDir,
@@ -75,7 +75,7 @@ import { StoreReader } from './store-reader.js';
 import { PARSED, STORED } from './journal-events.js';
 import { BASE_FORMAT_VERSION, EVENT_VERSIONS_FORMAT_VERSION, readStoreFormat, writeStoreFormat } from './store-format.js';
 import { Tombstones } from './tombstones.js';
-import { verifyDirectory, type KnownJournal } from './verify.js';
+import { verifyDirectory, type KnownJournals } from './verify.js';
 
 /** Options of `fileStore`. */
 export interface FileStoreOptions {
@@ -712,15 +712,13 @@ class FileStore implements EventStore {
   async verify(options?: VerifyOptions): Promise<VerifyReport> {
     this.#assertOpen();
     // Files are also checked against what this store object knows of them: a journal cut by hand is consistent with itself.
-    const knownOf = (entry: StreamEntry | undefined) =>
-      entry && entry.revision > 0 && entry.journalExists ? { length: entry.journal.length, ino: entry.journal.ino } : undefined;
-    const known: KnownJournal = Object.assign((stream: string) => knownOf(this.#entries.get(stream)), {
-      all: () =>
-        [...this.#entries].flatMap(([stream, entry]) => {
-          const journal = knownOf(entry);
-          return journal ? [[stream, journal] as [string, { length: number; ino: number }]] : [];
-        }),
-    });
+    const known: KnownJournals = {
+      of: (stream) => {
+        const entry = this.#entries.get(stream);
+        return entry && entry.revision > 0 && entry.journalExists ? { length: entry.journal.length, ino: entry.journal.ino } : undefined;
+      },
+      streams: () => [...this.#entries.keys()],
+    };
     return verifyDirectory(this.#fs, this.#layout, options?.signal ?? undefined, known);
   }
 

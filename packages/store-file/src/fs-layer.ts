@@ -164,6 +164,17 @@ export function readAllSync(io: Required<Pick<FileSystem, 'readSync'>>, fd: numb
   return got;
 }
 
+/** `readAllSync` with the asynchronous call: reads `bytes.length` bytes at `position`; how many it got (fewer at the end of the file). */
+export async function readAll(fsl: FileSystem, fd: number, bytes: Uint8Array, position: number): Promise<number> {
+  let got = 0;
+  while (got < bytes.length) {
+    const n = await fsl.read(fd, bytes, got, bytes.length - got, position + got);
+    if (n === 0) break;
+    got += n;
+  }
+  return got;
+}
+
 /**
  * Fsyncs a directory so that names created, renamed or removed in it survive a crash: the atomic writer's
  * `syncDirectory` on this file system (so injected faults reach it), throwing the native error as the store's
@@ -214,9 +225,14 @@ export async function readingFile<T>(path: string, read: () => Promise<T>): Prom
     return await read();
   } catch (cause) {
     if (cause instanceof SessionfoldError) throw cause;
-    const reason = cause instanceof Error ? `: ${cause.message}` : '';
-    throw new StorageError(`@sessionfold/store-file: could not read ${path}${reason}.`, { cause });
+    throw unreadable(path, cause);
   }
+}
+
+/** The `StorageError` for a native failure to read the file at `path`, naming it and the failure. */
+export function unreadable(path: string, cause: unknown): StorageError {
+  const reason = cause instanceof Error ? `: ${cause.message}` : '';
+  return new StorageError(`@sessionfold/store-file: could not read ${path}${reason}.`, { cause });
 }
 
 /** Adapts the store's file system to the atomic writer's, so injected faults reach snapshots and blobs too. */

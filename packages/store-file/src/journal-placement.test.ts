@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { CorruptionError, type StreamId } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
 import { eventPayload, frameLine } from './journal-codec.js';
-import { collect, freshDir, randomStream, withoutCleanClose } from './test-support.fixture.js';
+import { collect, freshDir, openFailure, randomStream, withoutCleanClose } from './test-support.fixture.js';
 
 const journalOf = (dir: string, stream: StreamId) => join(dir, 'streams', `${stream}.jsonl`);
 const lineOf = (path: string, n: number) => `${readFileSync(path, 'utf8').split('\n')[n - 1]}\n`;
@@ -15,13 +15,7 @@ async function expectRefused(directory: string, file: string, line: number, reas
   // Opened as after a crash: after a clean close, open takes the files as the manifest records them.
   withoutCleanClose(directory);
   for (const readOnly of [false, true]) {
-    const error = await fileStore({ directory, readOnly }).then(
-      async (store) => {
-        await store.close();
-        return undefined;
-      },
-      (e: unknown) => e,
-    );
+    const error = await openFailure({ directory, readOnly });
     expect(error, readOnly ? 'read-only view' : 'writer').toBeInstanceOf(CorruptionError);
     expect(error).toMatchObject({ code: 'corruption', file, line });
     expect(String(error)).toMatch(reason);

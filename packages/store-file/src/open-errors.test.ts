@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { CorruptionError, StorageError, StoreLockedError } from '@sessionfold/core/kernel';
 import { nodeFileSystem, type FileSystem } from './fs-layer.js';
 import { fileStore } from './index.js';
-import { freshDir, randomStream } from './test-support.fixture.js';
+import { freshDir, openFailure, randomStream } from './test-support.fixture.js';
 
 /** A native permission error as node raises it. */
 const denied = (syscall: string, path: string) =>
@@ -28,16 +28,6 @@ function readOnlyFileSystem(dir: string): Partial<FileSystem> {
       return nodeFileSystem.mkdir(path, mode);
     },
   };
-}
-
-async function openFailure(options: Parameters<typeof fileStore>[0]): Promise<unknown> {
-  return fileStore(options).then(
-    async (store) => {
-      await store.close();
-      return undefined;
-    },
-    (error: unknown) => error,
-  );
 }
 
 describe('opening a store reports what is wrong and where', () => {

@@ -5,7 +5,7 @@ import { CorruptionError, type EventStore, type StreamId } from '@sessionfold/co
 import { nodeFileSystem, type FileSystem } from './fs-layer.js';
 import { fileStore } from './index.js';
 import { eventPayload, frameLine } from './journal-codec.js';
-import { collect, eventsOf, freshDir, randomStream, withoutCleanClose } from './test-support.fixture.js';
+import { collect, eventsOf, freshDir, openFailure, randomStream, withoutCleanClose } from './test-support.fixture.js';
 
 const journalOf = (dir: string, stream: StreamId) => join(dir, 'streams', `${stream}.jsonl`);
 
@@ -29,13 +29,7 @@ async function writtenStore(batches: number[]): Promise<{ dir: string; stream: S
 /** Files changed by hand stand for a crash or for damage: the store is opened as after a crash (see `withoutCleanClose`). */
 async function openFails(dir: string): Promise<CorruptionError> {
   withoutCleanClose(dir);
-  const error = await fileStore({ directory: dir }).then(
-    async (store) => {
-      await store.close();
-      return undefined;
-    },
-    (e: unknown) => e,
-  );
+  const error = await openFailure({ directory: dir });
   expect(error).toBeInstanceOf(CorruptionError);
   return error as CorruptionError;
 }

@@ -1,6 +1,6 @@
-import { CorruptionError, StorageError, type JsonValue, type Snapshot, type StreamId } from '@sessionfold/core/kernel';
+import { CorruptionError, type JsonValue, type Snapshot, type StreamId } from '@sessionfold/core/kernel';
 import { writeFileAtomic } from '@sessionfold/atomic-write';
-import { atomicWriteFs, errorCode, type FileSystem } from './fs-layer.js';
+import { atomicWriteFs, errorCode, unreadable, type FileSystem } from './fs-layer.js';
 import { decodeLine, frameLine, isPositiveInt } from './journal-codec.js';
 
 /** Names the kind of file, so a snapshot is never mistaken for some other JSON. */
@@ -59,7 +59,7 @@ export async function readSnapshotFile(fsl: FileSystem, path: string, stream: St
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return undefined;
     // A directory in its place, EIO: named, and typed like every other failure to read the store.
-    throw new StorageError(`@sessionfold/store-file: could not read ${path}: ${(error as Error).message}.`, { cause: error });
+    throw unreadable(path, error);
   }
   return decodeSnapshot(bytes, path, stream);
 }

@@ -11,7 +11,7 @@ import {
 } from '@sessionfold/core/kernel';
 import { ChangeIndex } from './change-index.js';
 import { mergeByPosition, type FeedSource } from './feed.js';
-import { errorCode, type FileSystem } from './fs-layer.js';
+import { errorCode, unreadable, type FileSystem } from './fs-layer.js';
 import { journalEvents, startPoint, type EventForm, type EventWindow, type JournalEvents, type StartPoint } from './journal-events.js';
 import type { JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
@@ -307,7 +307,7 @@ export class StoreReader {
         await fs.lstat(path);
         return true;
       } catch (error) {
-        if (errorCode(error) !== 'ENOENT') throw new StorageError(`@sessionfold/store-file: could not read ${path}.`, { cause: error });
+        if (errorCode(error) !== 'ENOENT') throw unreadable(path, error);
       }
     }
     return false;

@@ -13,7 +13,7 @@ import {
   type StreamId,
 } from '@sessionfold/core/kernel';
 import type { Blank, BlankJournals } from './blank-journals.js';
-import { errorCode, readAllSync, syncDir, writeAll, writeAllSync, type FileSystem, type InlineCreateIo, type InlineIo } from './fs-layer.js';
+import { errorCode, readAll, readAllSync, syncDir, writeAll, writeAllSync, type FileSystem, type InlineCreateIo, type InlineIo } from './fs-layer.js';
 import { decodeLine, eventPayloadJson, frameLine } from './journal-codec.js';
 import { CHECKPOINT_EVERY, emptyJournal, readEventIds, writableEventIds, type EventIdEntry, type JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
@@ -783,12 +783,7 @@ export class StreamEntry {
     const end = this.journal.length;
     for (let want = Math.min(end, 64 * 1024); ; want = Math.min(end, want * 4)) {
       const bytes = Buffer.alloc(want);
-      let got = 0;
-      while (got < want) {
-        const read = await this.#ctx.fs.read(fd, bytes, got, want - got, end - want + got);
-        if (read === 0) return 'the journal ends before its known length';
-        got += read;
-      }
+      if ((await readAll(this.#ctx.fs, fd, bytes, end - want)) < want) return 'the journal ends before its known length';
       if (bytes[want - 1] !== 0x0a) return 'the last line does not end with a newline';
       const start = bytes.lastIndexOf(0x0a, want - 2) + 1;
       if (start === 0 && want < end) continue;
@@ -808,13 +803,7 @@ export class StreamEntry {
     const extra = size - this.journal.length;
     if (extra > TORN_TAIL_LIMIT) return false;
     const bytes = Buffer.alloc(extra);
-    let got = 0;
-    while (got < extra) {
-      const read = await this.#ctx.fs.read(fd, bytes, got, extra - got, this.journal.length + got);
-      if (read === 0) return false;
-      got += read;
-    }
-    if (bytes.includes(0x0a)) return false;
+    if ((await readAll(this.#ctx.fs, fd, bytes, this.journal.length)) < extra || bytes.includes(0x0a)) return false;
     await this.#ctx.fs.ftruncate(fd, this.journal.length);
     await this.#ctx.fs.fdatasync(fd);
     return true;

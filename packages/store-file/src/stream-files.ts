@@ -1,6 +1,6 @@
 import type { StartPoint } from './journal-events.js';
-import { StorageError, type StreamId } from '@sessionfold/core/kernel';
-import { errorCode, type FileSystem } from './fs-layer.js';
+import type { StreamId } from '@sessionfold/core/kernel';
+import { errorCode, readAll, unreadable, type FileSystem } from './fs-layer.js';
 import type { JournalInfo } from './journal-scan.js';
 import { decodeSnapshot, type StoredSnapshot } from './snapshot-file.js';
 
@@ -206,8 +206,7 @@ export class StreamFiles {
       try {
         bytes = await fsl.readFile(path);
       } catch (error) {
-        if (errorCode(error) !== 'ENOENT')
-          throw new StorageError(`@sessionfold/store-file: could not read ${path}: ${(error as Error).message}.`, { cause: error });
+        if (errorCode(error) !== 'ENOENT') throw unreadable(path, error);
       }
       if (!this.#retired) return bytes && decodeSnapshot(bytes, path, stream);
     }
@@ -220,11 +219,6 @@ export class StreamFiles {
 async function readWhole(fsl: FileSystem, fd: number): Promise<Buffer> {
   const { size } = await fsl.fstat(fd);
   const bytes = Buffer.allocUnsafe(size);
-  let got = 0;
-  while (got < size) {
-    const n = await fsl.read(fd, bytes, got, size - got, got);
-    if (n === 0) break;
-    got += n;
-  }
+  const got = await readAll(fsl, fd, bytes, 0);
   return got === size ? bytes : bytes.subarray(0, got);
 }

@@ -1,5 +1,5 @@
 import { CorruptionError, type StreamId } from '@sessionfold/core/kernel';
-import { readingFile, type FileSystem } from './fs-layer.js';
+import { readAll, readingFile, type FileSystem } from './fs-layer.js';
 import { EVENT_IDS_NOT_READ, resumeJournal, scanJournal, type JournalInfo, type PositionClaims } from './journal-scan.js';
 import type { Layout } from './layout.js';
 import { stampOf, unchanged, type FileStamp, type ManifestStream } from './manifest.js';
@@ -105,11 +105,12 @@ async function fromRecord(load: StreamLoad, stream: StreamId, names: StreamFileN
   const path = layout.journal(stream);
   const now = await stampNow(load, path, record.journal.stamp);
   const recorded = record.journal.info.length;
-  // The manifest records only lengths that were fdatasynced: the same file grown shorter lost acknowledged events.
-  // One that ends inside a line reads as a write cut short (cut at its last whole line, as the format says); one
-  // that ends with whole lines has no such excuse, and a writer does not build on it.
-  const cutAtLine = load.repair && now && isKnown(record.journal.stamp) && now.ino === record.journal.stamp.ino && now.size < recorded;
-  if (cutAtLine && !load.deletedSince(stream) && (await endsWithNewline(load.fs, path, now.size))) {
+  // A writer's load (a view takes files as they are) of the very file the manifest recorded, which records only
+  // lengths that were fdatasynced: bytes of it that are gone or no longer records were acknowledged.
+  const recordedFile = load.repair && now !== undefined && isKnown(record.journal.stamp) && now.ino === record.journal.stamp.ino && !load.deletedSince(stream);
+  // Grown shorter: one that ends inside a line reads as a write cut short (cut at its last whole line, as the
+  // format says); one that ends with whole lines has no such excuse, and a writer does not build on it.
+  if (recordedFile && now.size < recorded && (await endsWithNewline(fs, path, now.size))) {
     throw new CorruptionError(
       path,
       undefined,
@@ -126,10 +127,9 @@ async function fromRecord(load: StreamLoad, stream: StreamId, names: StreamFileN
     resumeJournal(fs, path, stream, snapshot?.revision ?? 0, load.repair, load.positions, info, load.manifestPosition),
   );
   if (journal === 'stale') throw new StaleManifestError(path);
-  if (journal === undefined && load.repair && isKnown(record.journal.stamp) && now.ino === record.journal.stamp.ino && !load.deletedSince(stream)) {
-    // The same file no longer continues what the manifest recorded: if its records now end before the length
-    // recorded and NUL bytes fill the rest of it, acknowledged bytes were zeroed, which a writer does not cut off
-    // as a torn write.
+  if (journal === undefined && recordedFile) {
+    // No longer continuing what the manifest recorded: if its records now end before the length recorded and NUL
+    // bytes fill the rest of it, acknowledged bytes were zeroed, which a writer does not cut off as a torn write.
     const whole = await readingFile(path, () => scanJournal(fs, path, stream, snapshot?.revision ?? 0, false, { claim: () => undefined }));
     if (whole && whole.length < info.length && (await allZero(fs, path, whole.length, info.length))) {
       throw new CorruptionError(
@@ -171,31 +171,23 @@ export class StaleManifestError extends Error {
   }
 }
 
-/** The file's last byte is a newline (false for an empty file). */
-async function endsWithNewline(fsl: FileSystem, path: string, size: number): Promise<boolean> {
-  if (size === 0) return false;
+/** The bytes `[from, to)` of the file at `path`, or undefined when the file ends before `to`. */
+async function bytesOf(fsl: FileSystem, path: string, from: number, to: number): Promise<Buffer | undefined> {
   const fd = await fsl.open(path, 'r');
   try {
-    const last = Buffer.alloc(1);
-    return (await fsl.read(fd, last, 0, 1, size - 1)) === 1 && last[0] === 0x0a;
+    const bytes = Buffer.alloc(to - from);
+    return (await readAll(fsl, fd, bytes, from)) === bytes.length ? bytes : undefined;
   } finally {
     await fsl.close(fd).catch(() => undefined);
   }
 }
 
+/** The file's last byte is a newline (false for an empty file). */
+async function endsWithNewline(fsl: FileSystem, path: string, size: number): Promise<boolean> {
+  return size > 0 && (await bytesOf(fsl, path, size - 1, size))?.[0] === 0x0a;
+}
+
 /** Every byte of the file in `[from, to)` is NUL (and the file reaches `to`). */
 async function allZero(fsl: FileSystem, path: string, from: number, to: number): Promise<boolean> {
-  const fd = await fsl.open(path, 'r');
-  try {
-    const bytes = Buffer.alloc(to - from);
-    let got = 0;
-    while (got < bytes.length) {
-      const read = await fsl.read(fd, bytes, got, bytes.length - got, from + got);
-      if (read === 0) return false;
-      got += read;
-    }
-    return bytes.every((byte) => byte === 0);
-  } finally {
-    await fsl.close(fd).catch(() => undefined);
-  }
+  return (await bytesOf(fsl, path, from, to))?.every((byte) => byte === 0) ?? false;
 }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
 import type { EventStore, RecordedEvent, StreamId } from '@sessionfold/core/kernel';
+import { fileStore, type FileStoreOptions } from './index.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -122,6 +123,17 @@ export class ChildPool {
   async dispose(): Promise<void> {
     await Promise.all(this.#ready.splice(0).map((child) => child.kill()));
   }
+}
+
+/** What opening a store with `options` rejected with, or undefined when it opened (it is closed again). */
+export async function openFailure(options: FileStoreOptions): Promise<unknown> {
+  return fileStore(options).then(
+    async (store) => {
+      await store.close();
+      return undefined;
+    },
+    (error: unknown) => error,
+  );
 }
 
 /**

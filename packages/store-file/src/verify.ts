@@ -40,7 +40,7 @@ export async function verifyDirectory(
   fsl: FileSystem,
   layout: Layout,
   signal: AbortSignal | undefined,
-  knownJournal: KnownJournal = () => undefined,
+  known: KnownJournals = NOTHING_KNOWN,
 ): Promise<VerifyReport> {
   signal?.throwIfAborted();
   const problems: VerifyProblem[] = [];
@@ -127,7 +127,7 @@ export async function verifyDirectory(
     for (let attempt = 0; ; attempt++) {
       const mark = problems.length;
       // Taken before the scan: appends meanwhile only make the file longer than this.
-      const known = knownJournal(stream);
+      const knownHere = known.of(stream);
       const first = await checking(snapshotPath, 'damaged_snapshot', () => readSnapshotFile(fsl, snapshotPath, stream));
       const snapshotDamaged = problems.length > mark;
       const claims = new ClaimsOfOneJournal();
@@ -148,16 +148,9 @@ export async function verifyDirectory(
         claim(first.position, snapshotPath, 1);
       }
       // Bytes the store knows were acknowledged are missing: no write cut short explains that.
-      const short = journal && known && known.ino === journal.ino && journal.length + journal.tornBytes < known.length;
-      if (journal && short) {
-        add(
-          'error',
-          'damaged_record',
-          journalPath,
-          journal.lines + 1,
-          shortOfKnown(journalPath, journal.lines + 1, journal.length + journal.tornBytes, known.length),
-        );
-      }
+      const size = journal ? journal.length + journal.tornBytes : 0;
+      const short = journal !== undefined && knownHere !== undefined && knownHere.ino === journal.ino && size < knownHere.length;
+      if (short) add('error', 'damaged_record', journalPath, journal.lines + 1, shortOfKnown(journalPath, journal.lines + 1, size, knownHere.length));
       if (journal) {
         checked.records += journal.lines;
         claims.positions.forEach((position, index) => claim(position, journalPath, claims.lines[index]));
@@ -167,13 +160,14 @@ export async function verifyDirectory(
     }
   }
 
-  for (const [stream, known] of knownJournal.all?.() ?? []) {
-    if (streams.get(stream)?.journal || known.length === 0) continue;
+  for (const stream of known.streams()) {
+    const length = known.of(stream)?.length ?? 0;
+    if (streams.get(stream)?.journal || length === 0) continue;
     const path = layout.journal(stream);
     // Gone since the listing because the writer deleted or compacted the stream is no damage.
-    if (knownJournal(stream) === undefined || (await fsl.lstat(path).catch(() => undefined)) !== undefined) continue;
+    if (known.of(stream) === undefined || (await fsl.lstat(path).catch(() => undefined)) !== undefined) continue;
     checked.streams++;
-    add('error', 'damaged_record', path, 1, `${path}:1: the journal is missing, while the store knows it holds ${known.length} bytes of the stream's events`);
+    add('error', 'damaged_record', path, 1, `${path}:1: the journal is missing, while the store knows it holds ${length} bytes of the stream's events`);
   }
 
   for (const { path } of await listBlanks(fsl, layout)) {
@@ -217,11 +211,15 @@ function sameSnapshot(a: StoredSnapshot | undefined, b: StoredSnapshot | undefin
 
 type Add = (severity: VerifySeverity, code: VerifyCode, file: string, line: number | undefined, message: string) => void;
 
-/** What the store object knows of a stream's journal (its length and inode), and of every stream's, for `verify`. */
-export interface KnownJournal {
-  (stream: string): { length: number; ino: number } | undefined;
-  all?(): Iterable<[string, { length: number; ino: number }]>;
+/** What the store object knows of the journals (length and inode), to check the files against (`verify`). */
+export interface KnownJournals {
+  /** The journal of `stream` as known now; undefined when the store knows none. */
+  of(stream: string): { length: number; ino: number } | undefined;
+  /** The streams it may know a journal of. */
+  streams(): Iterable<string>;
 }
+
+const NOTHING_KNOWN: KnownJournals = { of: () => undefined, streams: () => [] };
 
 function shortOfKnown(path: string, line: number, size: number, known: number): string {
   return `${path}:${line}: the journal holds ${size} bytes, short of the ${known} bytes the store knows it holds: it was cut or changed under the store`;
