@@ -71,7 +71,7 @@ import { CompletionSteps } from './completion.js';
 import { SessionObjects } from './objects.js';
 import { refusingWrites } from './read-only.js';
 import { SessionStarts } from './starts.js';
-import { observerOf, type SessionHistoryObserver } from './observer.js';
+import { ingressStops, observerOf, storageFailureReporter, type SessionHistoryObserver } from './observer.js';
 import { BackOff, DEFAULT_RETRY_POLICY, StreamWriter, type WriterHooks } from './stream-writer.js';
 import { applyCatalogEvent, applySessionEvent, applyStartKeyEvent, catalogReducer, logEntry, sessionReducer, startKeyReducer } from './reducer.js';
 import { materialise, receiptRecord, type StoredObject } from './view.js';
@@ -244,11 +244,12 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       : undefined;
   let follower: ProjectionFollower | undefined;
   let closed = false;
+  const reportStorageFailure = storageFailureReporter(observe);
 
   const translate = (error: unknown): SessionHistoryError => {
-    if (error instanceof SessionHistoryError) return error;
+    if (error instanceof SessionHistoryError) return reportStorageFailure(error);
     if (error instanceof InvalidInputError) return SessionHistoryError.invalid(`Session History refused the input: ${error.message}`, error.field);
-    return SessionHistoryError.internal(error);
+    return reportStorageFailure(SessionHistoryError.internal(error));
   };
 
   const run = async <T>(operation: () => Promise<T>): Promise<T> => {
@@ -473,7 +474,11 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
 
     failIngress: (id, input) =>
       sync(() => parseInput(ingressFailureSchema, input, '')).then((parsed) =>
-        change(id, (state, at) => decideFailIngress(state, parsed, at, decisionOptions)),
+        run(async () => {
+          const result = await mutate(streamOf(id), (state, at) => decideFailIngress(state, parsed, at, decisionOptions));
+          for (const stopped of ingressStops(result.state.sessionId, result.events)) observe('ingressStopped', stopped);
+          return recordOf(result.state);
+        }),
       ),
 
     retryIngress: (id, input) =>
