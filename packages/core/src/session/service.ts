@@ -66,6 +66,7 @@ import { SessionProjection } from './projection.js';
 import { ProjectionCheckpoints, checkpointPolicy, type CheckpointPolicy } from './projection-checkpoints.js';
 import { ProjectionFollower } from './projection-follower.js';
 import { BackgroundCompaction, compactionPolicy, type CompactionPolicy } from './compaction.js';
+import { OpenCompactionSweep } from './open-compaction.js';
 import { ingressPolicy, type IngressPolicy } from './ingress-policy.js';
 import { CompletionSteps } from './completion.js';
 import { SessionObjects } from './objects.js';
@@ -365,6 +366,11 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     if (readOnly) return;
     for (const [stream] of projection.sessionsInPhase('complete')) await completions.finish(stream);
   });
+  const sweep =
+    compaction && compactor && !readOnly
+      ? new OpenCompactionSweep(store, compactor, compaction, (error, cause) => observe('storageFailed', { error, cause, source: 'open-compaction' }))
+      : undefined;
+  sweep?.start();
   const follow = store.follow;
   if ((options.follow ?? !readOnly) && typeof follow === 'function') {
     follower = new ProjectionFollower(
@@ -518,6 +524,8 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     close: async () => {
       if (closed) return;
       closed = true;
+      // Stopped first: the follower's close below may wait for a compaction the sweep asked for.
+      const sweeping = sweep?.close();
       if (follower !== undefined) {
         await follower.close();
         // The follow reads in gathered batches, so the last changes may not be applied yet; they are few, and the
@@ -527,7 +535,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       // Catch-ups asked for by calls still in flight end between two records: what they applied is consistent, and
       // the last checkpoint covers it.
       projection.stop();
-      await Promise.all([projection.idle(), compactor?.close()]);
+      await Promise.all([projection.idle(), sweeping, compactor?.close()]);
       await checkpoints?.close();
     },
   };
