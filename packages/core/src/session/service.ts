@@ -303,7 +303,10 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     hooks,
   });
   const completions = new CompletionSteps(store, { sessions, keys: startKeys, catalog });
-  const starts = new SessionStarts({ sessions, keys: startKeys }, backOff.attempts);
+  const starts = new SessionStarts({ sessions, keys: startKeys }, backOff.attempts, async (key) => {
+    await projection.catchUp();
+    return projection.liveSessionsCarrying(key);
+  });
   const objects = new SessionObjects(store, sessions);
 
   // Exact within this process: every enqueue decided here gets a number above every one decided or seen before.
