@@ -43,6 +43,7 @@ export interface SessionHistoryObserver {
 
 /** A terminal ingress failure, as `failIngress` recorded it. */
 export interface IngressStoppedObservation {
+  /** The session whose ingress stopped. */
   sessionId: string;
   /** The failed attempt (1-based), the one that reached the policy's limit unless the failure was not retryable. */
   attempt: number;

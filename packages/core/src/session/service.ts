@@ -139,7 +139,7 @@ export interface Created<T> {
  * kept as events in an `EventStore`. Every method rejects only with `SessionHistoryError`.
  */
 export interface SessionHistory {
-  /** Starts a session, or returns the one an earlier start with the same `idempotencyId` created. */
+  /** Starts a session, or returns the live one an earlier start with the same `idempotencyId` created or whose state carries that key. */
   start(input: StartSessionInput): Promise<Created<SessionRecord>>;
   /** Registers a session under a caller-chosen UUID; `state_conflict` if it is already registered. */
   register(input: RegisterSessionInput): Promise<SessionRecord>;
