@@ -3,17 +3,7 @@ import { memoryStore, type EventStore } from '../kernel/index.js';
 import type { CompactionObservation } from './compaction.js';
 import { sessionStream } from './ids.js';
 import type { SessionHistory } from './service.js';
-import { openTestHistory, startConversation } from './test-support.fixture.js';
-
-/** The revision of the stream's snapshot (0: none) and the revisions of the events after it. */
-async function layout(store: EventStore, stream: string): Promise<{ snapshot: number; events: number[] }> {
-  const read = await store.read(stream);
-  const events: number[] = [];
-  for await (const event of read.events) events.push(event.revision);
-  return { snapshot: read.snapshot?.revision ?? 0, events };
-}
-
-const upTo = (count: number, from = 1) => Array.from({ length: count }, (_, index) => index + from);
+import { layout, openTestHistory, startConversation, upTo } from './test-support.fixture.js';
 
 /** Starts a session and gives it `lines` transcript lines: a stream at revision `lines + 1`. */
 async function longSession(history: SessionHistory, key: string, lines: number): Promise<string> {
