@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { StorageError } from '../kernel/errors.js';
 import { memoryStore, type EventStore } from '../kernel/index.js';
 import type { CompactionObservation } from './compaction.js';
+import type { SessionHistoryError } from './errors.js';
 import { sessionStream } from './ids.js';
 import type { SessionHistory } from './service.js';
 import { layout, openTestHistory, startConversation, upTo } from './test-support.fixture.js';
@@ -90,6 +92,25 @@ describe('compaction at open', () => {
     expect((record.state['events'] as unknown[]).length).toBe(23);
     await history.close();
     await writer.close();
+  });
+
+  it('tells the observer when the streams cannot be listed, and leaves them as they are', async () => {
+    const inner = memoryStore();
+    const { history: writer } = await openTestHistory({ store: inner, compaction: false });
+    const id = await longSession(writer, 'long', 29);
+    await writer.close();
+    const store: EventStore = {
+      ...inner,
+      streams: () => {
+        throw new StorageError('listing failed');
+      },
+    };
+    let heard!: (failure: { error: SessionHistoryError; cause: unknown; source: string }) => void;
+    const failed = new Promise<{ error: SessionHistoryError; cause: unknown; source: string }>((resolve) => (heard = resolve));
+    const { history } = await openTestHistory({ store, compaction: { everyEvents: 10, keepEvents: 3 }, observer: { storageFailed: heard } });
+    expect(await failed).toEqual({ error: expect.objectContaining({ code: 'internal_error' }), cause: expect.any(StorageError), source: 'open-compaction' });
+    await history.close();
+    expect(await layout(inner, sessionStream(id))).toEqual({ snapshot: 0, events: upTo(30) });
   });
 
   it('closing while the open compacts waits for the stream being compacted and starts no other', async () => {
