@@ -71,7 +71,7 @@ export {
 export type { CheckpointIgnoredReason } from './session/projection-image.js';
 export type { CatchUpObservation } from './session/projection.js';
 export { DEFAULT_INGRESS_POLICY, type IngressPolicy } from './session/ingress-policy.js';
-export type { SessionHistoryObserver } from './session/observer.js';
+export type { IngressStoppedObservation, SessionHistoryObserver } from './session/observer.js';
 export type { StoredObject, TranscriptEntry } from './session/view.js';
 export type {
   AppendTranscriptInput,

@@ -4,17 +4,7 @@ import { compactStream } from '../kernel/fold.js';
 import { memoryStore, type EventStore, type JsonValue } from '../kernel/index.js';
 import { sessionStream } from './ids.js';
 import { sessionReducer } from './reducer.js';
-import { eventsOf, openTestHistory, startConversation } from './test-support.fixture.js';
-
-/** The revision of the stream's snapshot (0: none) and the revisions of the events after it. */
-async function layout(store: EventStore, stream: string): Promise<{ snapshot: number; events: number[] }> {
-  const read = await store.read(stream);
-  const events: number[] = [];
-  for await (const event of read.events) events.push(event.revision);
-  return { snapshot: read.snapshot?.revision ?? 0, events };
-}
-
-const upTo = (count: number, from = 1) => Array.from({ length: count }, (_, index) => index + from);
+import { eventsOf, layout, openTestHistory, startConversation, upTo } from './test-support.fixture.js';
 
 /** A memory store whose `compact` first runs `before` (another process's compaction, a failure, a delay). */
 function compactingStore(before: (store: EventStore, stream: string) => Promise<void>): {

@@ -88,15 +88,33 @@ export class BackgroundCompaction {
     this.#running.set(stream, run);
   }
 
+  /**
+   * Compacts session stream `stream` in the background if it holds more than `everyEvents` events beyond its
+   * snapshot as stored now, whoever wrote them (the open's sweep asks so of streams no write of this process made
+   * due). Resolves when that is done or found not needed; never rejects.
+   */
+  compactIfDue(stream: StreamId): Promise<void> {
+    const running = this.#running.get(stream);
+    if (this.#closed || running) return running ?? Promise.resolve();
+    const run = this.#sessions.exclusive(stream, () => this.#projection.exclusive(() => this.#compact(stream, 0))).finally(() => this.#running.delete(stream));
+    this.#running.set(stream, run);
+    return run;
+  }
+
   /** Stops starting compactions and resolves once those in flight have finished. */
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.all(this.#running.values());
   }
 
+  /** Compacts `stream`, which a write left at `revision`; with `revision` 0, only if the stream as stored is due. */
   async #compact(stream: StreamId, revision: number): Promise<void> {
     const started = performance.now();
     try {
+      if (revision === 0) {
+        revision = await this.#dueRevision(stream);
+        if (revision === 0) return;
+      }
       const done = await compactStreamKeeping(this.#store, stream, sessionReducer, this.#policy.keepEvents);
       if (done.revision === 0) this.#bases.delete(stream);
       else this.#bases.set(stream, done.revision);
@@ -108,6 +126,17 @@ export class BackgroundCompaction {
       const failure = error instanceof SessionHistoryError ? error : SessionHistoryError.internal(error);
       this.#report({ stream, revision, droppedEvents: 0, durationMs: performance.now() - started, error: failure });
     }
+  }
+
+  /** The stream's revision when it holds more than `everyEvents` events beyond its snapshot; 0 when it does not (or is gone). */
+  async #dueRevision(stream: StreamId): Promise<number> {
+    const read = await this.#store.read(stream);
+    // Only the snapshot's revision is wanted: stopping the events lets the store release what the read holds open.
+    for await (const _ of read.events) break;
+    const snapshot = read.snapshot?.revision ?? 0;
+    if (read.revision === 0) this.#bases.delete(stream);
+    else this.#bases.set(stream, snapshot);
+    return read.revision - snapshot > this.#policy.everyEvents ? read.revision : 0;
   }
 }
 

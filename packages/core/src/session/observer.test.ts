@@ -20,6 +20,8 @@ function recording(): { observer: Required<SessionHistoryObserver>; calls: [stri
       checkpointIgnored: record('checkpointIgnored'),
       checkpointSaved: record('checkpointSaved'),
       followFailed: record('followFailed'),
+      ingressStopped: record('ingressStopped'),
+      storageFailed: record('storageFailed'),
     },
   };
 }
@@ -99,6 +101,68 @@ describe('the service observer', () => {
         error: { code: 'internal_error', cause: expect.any(StorageError) },
       },
     ]);
+  });
+
+  it('hears of each ingress that stopped after a terminal failure: session, attempt, stage, code and reason', async () => {
+    const { observer, calls } = recording();
+    const { history } = await openTestHistory({ observer, ingressPolicy: { failureLimit: 2 } });
+    const failing = async (idempotencyId: string, failures: { stage: string; code?: string }[]) => {
+      const session = await startConversation(history, idempotencyId);
+      let record = await history.requestIngress(session.id, { expectedVersion: session.version, state: session.state });
+      for (const failure of failures) {
+        record = await history.startIngress(session.id, { expectedVersion: record.version, provenanceId: `session:${session.id}` });
+        record = await history.failIngress(session.id, { expectedVersion: record.version, message: 'failed', ...failure });
+      }
+      return record;
+    };
+    const limited = await failing('limited', [{ stage: 'model_loop' }, { stage: 'commit', code: 'timeout' }]);
+    expect(limited.phase).toBe('ingress_failed');
+    const tooLarge = await failing('too-large', [{ stage: 'prepare', code: 'input_too_large' }]);
+    // A failure that leaves the session pending for another attempt is not a stop.
+    const retrying = await failing('retrying', [{ stage: 'model_loop' }]);
+    expect(retrying.phase).toBe('ingress_pending');
+    expect(of(calls, 'ingressStopped')).toEqual([
+      { sessionId: limited.id, attempt: 2, stage: 'commit', code: 'timeout', terminalReason: 'retry_limit' },
+      { sessionId: tooLarge.id, attempt: 1, stage: 'prepare', code: 'input_too_large', terminalReason: 'non_retryable' },
+    ]);
+    const once = await failing('once', [{ stage: 'model_loop' }]);
+    await history.startIngress(once.id, { expectedVersion: once.version, provenanceId: `session:${once.id}` });
+    await history.failIngress(once.id, { expectedVersion: once.version + 1, stage: 'model_loop', message: 'no code' });
+    expect(of(calls, 'ingressStopped').at(-1)).toEqual({
+      sessionId: once.id,
+      attempt: 2,
+      stage: 'model_loop',
+      code: 'ingress_error',
+      terminalReason: 'retry_limit',
+    });
+    await history.close();
+  });
+
+  it('hears of each storage failure behind an internal_error, with the store error as its cause', async () => {
+    const { observer, calls } = recording();
+    const inner = memoryStore();
+    let failing = false;
+    const store: EventStore = {
+      ...inner,
+      append: async (stream, events, options) => {
+        if (failing) throw new StorageError('disk full');
+        return inner.append(stream, events, options);
+      },
+    };
+    const { history } = await openTestHistory({ store, observer });
+    const session = await startConversation(history, 'storage');
+    failing = true;
+    const refused = history.appendTranscript(session.id, { role: 'user-message', text: 'lost' });
+    await expect(refused).rejects.toMatchObject({ code: 'internal_error', message: 'An unexpected Session History storage error occurred.' });
+    const error = await refused.catch((reason: unknown) => reason);
+    expect(of(calls, 'storageFailed')).toEqual([{ error, cause: expect.any(StorageError), source: 'call' }]);
+    expect((of(calls, 'storageFailed')[0]?.cause as Error).message).toContain('disk full');
+    // Errors of the caller's making are not storage failures.
+    await expect(history.get('00000000-0000-4000-8000-000000000000')).rejects.toMatchObject({ code: 'not_found' });
+    await expect(history.appendTranscript('not-an-id', { role: 'user-message', text: 'x' })).rejects.toMatchObject({ code: 'invalid_request' });
+    expect(of(calls, 'storageFailed')).toHaveLength(1);
+    failing = false;
+    await history.close();
   });
 
   it('a throwing observer, or one whose promise rejects, never breaks a call', async () => {

@@ -4,6 +4,7 @@ import type { CompactionObservation } from './compaction.js';
 import type { CatchUpObservation } from './projection.js';
 import type { CheckpointIgnoredObservation, CheckpointLoadObservation, CheckpointSaveObservation } from './projection-checkpoints.js';
 import { SessionHistoryError } from './errors.js';
+import type { SessionEvent } from './events.js';
 
 /**
  * Hooks an application plugs its logger or metrics into (`openSessionHistory({ observer })`); every hook is
@@ -31,6 +32,27 @@ export interface SessionHistoryObserver {
   checkpointSaved?(save: CheckpointSaveObservation): void;
   /** Following the store's feed failed; it starts again from the projection's position a second later. */
   followFailed?(failure: { error: SessionHistoryError }): void;
+  /** A `failIngress` call made the session's ingress fail for good (`ingress_failed`): see `IngressStoppedObservation`. */
+  ingressStopped?(stopped: IngressStoppedObservation): void;
+  /**
+   * A call failed with `internal_error` (`source: 'call'`), or the open's sweep of streams due for compaction could
+   * not list them (`'open-compaction'`); `cause` is what the store threw, which the error's message never shows.
+   */
+  storageFailed?(failure: { error: SessionHistoryError; cause: unknown; source: 'call' | 'open-compaction' }): void;
+}
+
+/** A terminal ingress failure, as `failIngress` recorded it. */
+export interface IngressStoppedObservation {
+  /** The session whose ingress stopped. */
+  sessionId: string;
+  /** The failed attempt (1-based), the one that reached the policy's limit unless the failure was not retryable. */
+  attempt: number;
+  /** The stage the caller named (null only in sessions imported without one). */
+  stage: string | null;
+  /** The failure's code, `ingress_error` when the caller gave none. */
+  code: string;
+  /** `non_retryable`: coded `input_too_large`, terminal at once; `retry_limit`: the policy's `failureLimit` was reached. */
+  terminalReason: 'non_retryable' | 'retry_limit';
 }
 
 const HOOKS = [
@@ -42,6 +64,8 @@ const HOOKS = [
   'checkpointIgnored',
   'checkpointSaved',
   'followFailed',
+  'ingressStopped',
+  'storageFailed',
 ] as const;
 
 /** Checks the `observer` option and returns a caller of its hooks that never throws. */
@@ -51,4 +75,29 @@ export function observerOf(option: unknown): ObserverCall<SessionHistoryObserver
   } catch {
     throw SessionHistoryError.invalid(`observer: expected an object whose hooks (${HOOKS.join(', ')}) are functions`, 'observer');
   }
+}
+
+/** The terminal ingress failures among `events` (decided by one `failIngress` call on session `sessionId`). */
+export function ingressStops(sessionId: string, events: readonly SessionEvent[]): IngressStoppedObservation[] {
+  const stops: IngressStoppedObservation[] = [];
+  for (const event of events) {
+    if (event.type !== 'IngressFailed' || !event.data.terminal) continue;
+    const { attempt, stage, code } = event.data.failure;
+    stops.push({
+      sessionId,
+      attempt,
+      stage,
+      code: code ?? 'ingress_error',
+      terminalReason: code === 'input_too_large' ? 'non_retryable' : 'retry_limit',
+    });
+  }
+  return stops;
+}
+
+/** Returns a pass-through for the errors a call rejects with that tells the observer of each `internal_error`. */
+export function storageFailureReporter(observe: ObserverCall<SessionHistoryObserver>): (error: SessionHistoryError) => SessionHistoryError {
+  return (error) => {
+    if (error.code === 'internal_error') observe('storageFailed', { error, cause: error.cause, source: 'call' });
+    return error;
+  };
 }

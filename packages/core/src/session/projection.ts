@@ -9,6 +9,7 @@ import type { CatalogState, Phase, SessionCommand, SessionRecord, SessionStreamS
 import type { FeedMark, ProjectedStream, ProjectionImage } from './projection-image.js';
 import type { OwnAppend } from './stream-writer.js';
 import { catalogReducer, sessionSummaryReducer, withoutLog } from './reducer.js';
+import { StartKeyIndex } from './start-key-index.js';
 import { receiptRecord, summaryRecord } from './view.js';
 
 export type { ProjectedStream } from './projection-image.js';
@@ -36,6 +37,7 @@ export class SessionProjection {
   readonly #sessions = new Map<StreamId, ProjectedStream<SessionStreamState>>();
   #catalog: ProjectedStream<CatalogState> = { revision: 0, state: catalogReducer.initial(CATALOG_STREAM) };
   readonly #commandStreams = new Map<string, StreamId>();
+  readonly #startKeys = new StartKeyIndex();
   /** Commands noted since the last catch-up began: the catch-up indexes them (or their deletion). */
   readonly #noted = new Map<string, StreamId>();
   #highestEnqueueOrder = 0;
@@ -88,11 +90,13 @@ export class SessionProjection {
   restore(image: ProjectionImage): void {
     this.#sessions.clear();
     this.#commandStreams.clear();
+    this.#startKeys.clear();
     this.#lastApplied.clear();
     this.#highestEnqueueOrder = image.highestEnqueueOrder;
     for (const [stream, projected] of image.sessions) {
       this.#sessions.set(stream, projected);
       this.#index(stream, undefined, projected);
+      this.#startKeys.update(stream, projected.state);
     }
     this.#catalog = image.catalog;
     this.#lastPosition = image.position;
@@ -239,6 +243,7 @@ export class SessionProjection {
     if (next) this.#sessions.set(stream, next);
     else this.#sessions.delete(stream);
     this.#index(stream, previous, next);
+    this.#startKeys.update(stream, next?.state);
     if (next && lastEvent !== undefined) this.#lastApplied.set(stream, lastEvent);
     else this.#lastApplied.delete(stream);
   }
@@ -315,6 +320,11 @@ export class SessionProjection {
       if (head) heads.push(cloneJson(head));
     }
     return heads.sort((a, b) => compareText(a.createdAt, b.createdAt) || a.enqueueOrder - b.enqueueOrder || compareText(a.sessionId, b.sessionId));
+  }
+
+  /** The live session streams whose latest control state carries start key `key` (`startIdempotencyId`), in name order. */
+  liveSessionsCarrying(key: string): StreamId[] {
+    return this.#startKeys.streams(key);
   }
 
   /** The stream of the session holding command `commandId`, if known (from the feed, or noted by `noteCommand`). */

@@ -66,12 +66,13 @@ import { SessionProjection } from './projection.js';
 import { ProjectionCheckpoints, checkpointPolicy, type CheckpointPolicy } from './projection-checkpoints.js';
 import { ProjectionFollower } from './projection-follower.js';
 import { BackgroundCompaction, compactionPolicy, type CompactionPolicy } from './compaction.js';
+import { OpenCompactionSweep } from './open-compaction.js';
 import { ingressPolicy, type IngressPolicy } from './ingress-policy.js';
 import { CompletionSteps } from './completion.js';
 import { SessionObjects } from './objects.js';
 import { refusingWrites } from './read-only.js';
 import { SessionStarts } from './starts.js';
-import { observerOf, type SessionHistoryObserver } from './observer.js';
+import { ingressStops, observerOf, storageFailureReporter, type SessionHistoryObserver } from './observer.js';
 import { BackOff, DEFAULT_RETRY_POLICY, StreamWriter, type WriterHooks } from './stream-writer.js';
 import { applyCatalogEvent, applySessionEvent, applyStartKeyEvent, catalogReducer, logEntry, sessionReducer, startKeyReducer } from './reducer.js';
 import { materialise, receiptRecord, type StoredObject } from './view.js';
@@ -138,7 +139,7 @@ export interface Created<T> {
  * kept as events in an `EventStore`. Every method rejects only with `SessionHistoryError`.
  */
 export interface SessionHistory {
-  /** Starts a session, or returns the one an earlier start with the same `idempotencyId` created. */
+  /** Starts a session, or returns the live one an earlier start with the same `idempotencyId` created or whose state carries that key. */
   start(input: StartSessionInput): Promise<Created<SessionRecord>>;
   /** Registers a session under a caller-chosen UUID; `state_conflict` if it is already registered. */
   register(input: RegisterSessionInput): Promise<SessionRecord>;
@@ -244,11 +245,12 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       : undefined;
   let follower: ProjectionFollower | undefined;
   let closed = false;
+  const reportStorageFailure = storageFailureReporter(observe);
 
   const translate = (error: unknown): SessionHistoryError => {
-    if (error instanceof SessionHistoryError) return error;
+    if (error instanceof SessionHistoryError) return reportStorageFailure(error);
     if (error instanceof InvalidInputError) return SessionHistoryError.invalid(`Session History refused the input: ${error.message}`, error.field);
-    return SessionHistoryError.internal(error);
+    return reportStorageFailure(SessionHistoryError.internal(error));
   };
 
   const run = async <T>(operation: () => Promise<T>): Promise<T> => {
@@ -301,7 +303,10 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     hooks,
   });
   const completions = new CompletionSteps(store, { sessions, keys: startKeys, catalog });
-  const starts = new SessionStarts({ sessions, keys: startKeys }, backOff.attempts);
+  const starts = new SessionStarts({ sessions, keys: startKeys }, backOff.attempts, async (key) => {
+    await projection.catchUp();
+    return projection.liveSessionsCarrying(key);
+  });
   const objects = new SessionObjects(store, sessions);
 
   // Exact within this process: every enqueue decided here gets a number above every one decided or seen before.
@@ -364,6 +369,11 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     if (readOnly) return;
     for (const [stream] of projection.sessionsInPhase('complete')) await completions.finish(stream);
   });
+  const sweep =
+    compaction && compactor && !readOnly
+      ? new OpenCompactionSweep(store, compactor, compaction, (error, cause) => observe('storageFailed', { error, cause, source: 'open-compaction' }))
+      : undefined;
+  sweep?.start();
   const follow = store.follow;
   if ((options.follow ?? !readOnly) && typeof follow === 'function') {
     follower = new ProjectionFollower(
@@ -473,7 +483,11 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
 
     failIngress: (id, input) =>
       sync(() => parseInput(ingressFailureSchema, input, '')).then((parsed) =>
-        change(id, (state, at) => decideFailIngress(state, parsed, at, decisionOptions)),
+        run(async () => {
+          const result = await mutate(streamOf(id), (state, at) => decideFailIngress(state, parsed, at, decisionOptions));
+          for (const stopped of ingressStops(result.state.sessionId, result.events)) observe('ingressStopped', stopped);
+          return recordOf(result.state);
+        }),
       ),
 
     retryIngress: (id, input) =>
@@ -513,6 +527,8 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     close: async () => {
       if (closed) return;
       closed = true;
+      // Stopped first: the follower's close below may wait for a compaction the sweep asked for.
+      const sweeping = sweep?.close();
       if (follower !== undefined) {
         await follower.close();
         // The follow reads in gathered batches, so the last changes may not be applied yet; they are few, and the
@@ -522,7 +538,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       // Catch-ups asked for by calls still in flight end between two records: what they applied is consistent, and
       // the last checkpoint covers it.
       projection.stop();
-      await Promise.all([projection.idle(), compactor?.close()]);
+      await Promise.all([projection.idle(), sweeping, compactor?.close()]);
       await checkpoints?.close();
     },
   };

@@ -1,9 +1,11 @@
-import { decideReleaseStartKey, decideStart } from './decisions.js';
+import type { StreamId } from '../kernel/port.js';
+import { decideBindStartKey, decideReleaseStartKey, decideStart } from './decisions.js';
 import { SessionHistoryError, messages } from './errors.js';
 import type { SessionEvent, StartKeyEvent } from './events.js';
 import { legacySessionIdForStart, sessionIdForStart, sessionStream, startKeyStream } from './ids.js';
 import type { StartSession } from './inputs.js';
-import type { SessionStreamState, StartKeyState } from './model.js';
+import type { SessionStreamState, StartKeyBinding, StartKeyState } from './model.js';
+import { carriedStartKey } from './start-key-index.js';
 import { StreamGoneError, type StreamWriter, type Written } from './stream-writer.js';
 
 /** A session that a start may hand back: it exists and has not completed. */
@@ -24,17 +26,27 @@ function isLive(state: SessionStreamState): boolean {
  * starter reads the key stream again (which shows the release, written before the delete) and moves on.
  * A binding left unreleased (written by a start of an earlier release) is followed while its session lives. A
  * session of release 0.1.0 (id derived from the key alone, no key stream) is returned while it lives, and its
- * key starts at incarnation 1 after it.
+ * key starts at incarnation 1 after it. Before making an incarnation, a start looks for a live session whose
+ * latest control state carries the key (`startIdempotencyId`) though no start made it — registered or
+ * checkpointed with it — and returns that one instead, bound as the key's next incarnation, so the id that
+ * incarnation would have had is never made (nor is any id used twice).
  */
 export class SessionStarts {
   readonly #sessions: StreamWriter<SessionStreamState, SessionEvent>;
   readonly #keys: StreamWriter<StartKeyState, StartKeyEvent>;
   readonly #rounds: number;
+  readonly #carrying: (key: string) => Promise<StreamId[]>;
 
-  constructor(writers: { sessions: StreamWriter<SessionStreamState, SessionEvent>; keys: StreamWriter<StartKeyState, StartKeyEvent> }, rounds: number) {
+  /** `carrying(key)` lists the live session streams whose latest control state carries `key`, as of now. */
+  constructor(
+    writers: { sessions: StreamWriter<SessionStreamState, SessionEvent>; keys: StreamWriter<StartKeyState, StartKeyEvent> },
+    rounds: number,
+    carrying: (key: string) => Promise<StreamId[]> = async () => [],
+  ) {
     this.#sessions = writers.sessions;
     this.#keys = writers.keys;
     this.#rounds = rounds;
+    this.#carrying = carrying;
   }
 
   /** The live session of `input.idempotencyId`, created when there is none; `created` tells which. */
@@ -61,6 +73,13 @@ export class SessionStarts {
       const incarnation = bindings.length + 1;
       const id = sessionIdForStart(key, incarnation);
       const stream = sessionStream(id);
+      const carrier = await this.#carrier(key, stream, bindings);
+      if (carrier !== undefined) {
+        if (carrier.bound) return { state: carrier.state, created: false };
+        // Bound as the key's next incarnation, so no start makes that incarnation's own id: the next round finds it.
+        await this.#keys.mutate(keyStream, (state, at) => decideBindStartKey(state, key, incarnation, carrier.state.sessionId, at));
+        continue;
+      }
       let started: Written<SessionStreamState, SessionEvent>;
       try {
         started = await this.#sessions.create(stream, (state, at) => decideStart(state, input, at));
@@ -75,5 +94,23 @@ export class SessionStarts {
       await release(id);
     }
     throw SessionHistoryError.conflict(messages.tooManyConflicts);
+  }
+
+  /**
+   * A live session, other than the key's next incarnation `next`, whose latest control state carries `key` (one
+   * registered with it, say), and whether the key stream binds it already; undefined when there is none, or when
+   * `next` itself is one (the start then finds it as usual).
+   */
+  async #carrier(key: string, next: StreamId, bindings: readonly StartKeyBinding[]): Promise<{ state: SessionStreamState; bound: boolean } | undefined> {
+    const streams = await this.#carrying(key);
+    if (streams.includes(next)) return undefined;
+    for (const stream of streams) {
+      // The cross-session view may lag a write made since: the stream as stored decides.
+      const { state } = await this.#sessions.load(stream);
+      // A session whose life under this key has ended is not taken back (a completed id registered again, say).
+      if (carriedStartKey(state) !== key || bindings.some((binding) => binding.sessionId === state.sessionId && binding.released)) continue;
+      return { state, bound: bindings.some((binding) => binding.sessionId === state.sessionId && !binding.released) };
+    }
+    return undefined;
   }
 }

@@ -86,3 +86,16 @@ export async function feedLength(store: EventStore): Promise<number> {
   for await (const _ of store.readAll()) count++;
   return count;
 }
+
+/** The revision of the stream's snapshot (0: none) and the revisions of the events after it. */
+export async function layout(store: EventStore, stream: string): Promise<{ snapshot: number; events: number[] }> {
+  const read = await store.read(stream);
+  const events: number[] = [];
+  for await (const event of read.events) events.push(event.revision);
+  return { snapshot: read.snapshot?.revision ?? 0, events };
+}
+
+/** The whole numbers `from`, `from + 1`, … (`count` of them): the revisions a layout lists. */
+export function upTo(count: number, from = 1): number[] {
+  return Array.from({ length: count }, (_, index) => index + from);
+}
