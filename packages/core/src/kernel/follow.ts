@@ -100,9 +100,9 @@ export interface FollowSource {
 }
 
 /** The first pause after a transient failure; each failure in a row doubles it, up to `FOLLOW_RETRY_MAX_MS`. */
-export const FOLLOW_RETRY_MIN_MS = 100;
+const FOLLOW_RETRY_MIN_MS = 100;
 /** The longest pause between two attempts of a follower in an outage. */
-export const FOLLOW_RETRY_MAX_MS = 5000;
+const FOLLOW_RETRY_MAX_MS = 5000;
 
 /** Checks `follow`'s options once: `fromPosition` as for `readAll`, `signal` an `AbortSignal` when given. */
 export function validateFollowOptions(options: unknown): { fromPosition: number; signal: AbortSignal | undefined } {
