@@ -1,4 +1,6 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FeedRecord, StoreObserver } from '@sessionfold/core/kernel';
 import { postgresStore, type PostgresEventStore } from './index.js';
@@ -61,6 +63,34 @@ async function appendSurely(store: PostgresEventStore, stream: string, eventId: 
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
+}
+
+/** The built `sessionfold` command. */
+const CLI = fileURLToPath(new URL('../../cli/bin/sessionfold.mjs', import.meta.url));
+
+/** Runs `sessionfold tail --follow` on `url` in a child process, collecting the positions it prints. */
+function tailFollow(url: string) {
+  const child: ChildProcess = spawn(process.execPath, [CLI, 'tail', '--follow', '-s', url], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const positions: number[] = [];
+  let pending = '';
+  let stderr = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    pending += chunk.toString('utf8');
+    const lines = pending.split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) if (line.trim() !== '') positions.push((JSON.parse(line) as { position: number }).position);
+  });
+  child.stderr?.on('data', (chunk: Buffer) => void (stderr += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const until = async (count: number) => {
+    for (let tries = 0; positions.length < count; tries++) {
+      if (child.exitCode !== null) throw new Error(`sessionfold tail --follow exited (${child.exitCode}) after ${positions.length} changes: ${stderr}`);
+      if (tries > 1500) throw new Error(`sessionfold tail --follow printed ${positions.length} changes, expected ${count}: ${stderr}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return positions;
+  };
+  return { child, positions, until, exited, stderr: () => stderr };
 }
 
 /** A URL on which the store's connections carry `name`, so they can be found in `pg_stat_activity`. */
@@ -147,6 +177,7 @@ describe('postgresStore: a follower across a server restart', () => {
     const writer = await postgresStore({ connectionString: server.url, schema });
     const { store: reader, interrupted, resumed } = await observedStore(server.url, schema);
     const follower = follow(reader);
+    let tail: ReturnType<typeof tailFollow> | undefined;
     try {
       /** Waits until the follower has told the observer of more failed attempts than `count`. */
       const interruptedPast = async (count: number) => {
@@ -157,6 +188,8 @@ describe('postgresStore: a follower across a server restart', () => {
       };
       for (let index = 1; index <= 5; index++) await appendSurely(writer, 's', `e${index}`);
       expect(await follower.until(5)).toEqual(upTo(5));
+      tail = tailFollow(`${server.url}?schema=${schema}`);
+      expect(await tail.until(5)).toEqual(upTo(5));
       // Restarted while a writer goes on appending and the follower reading.
       const writing = (async () => {
         for (let index = 6; index <= 40; index++) await appendSurely(writer, 's', `e${index}`);
@@ -174,12 +207,20 @@ describe('postgresStore: a follower across a server restart', () => {
       expect(resumed.length).toBeGreaterThan(0);
       expect(resumed[resumed.length - 1]?.attempts).toBeGreaterThanOrEqual(1);
 
-      // Down for good: the follower keeps trying until it is told to stop, and then just ends.
+      expect(await tail.until(45)).toEqual(upTo(45));
+
+      // Down for good: the follower keeps trying until it is told to stop, and then just ends; the command
+      // goes on until interrupted.
       await server.stop();
+      await interruptedPast(interrupted.length);
       await interruptedPast(interrupted.length);
       expect(await follower.stop()).toBe('ended');
       expect(follower.records.map((r) => r.position)).toEqual(upTo(45));
+      expect(tail.child.exitCode, tail.stderr()).toBeNull();
+      tail.child.kill('SIGINT');
+      expect(await tail.exited).toBe(0);
     } finally {
+      if (tail?.child.exitCode === null) tail.child.kill('SIGKILL');
       await follower.stop();
       await reader.close().catch(() => undefined);
       await writer.close().catch(() => undefined);
