@@ -1,13 +1,22 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { access } from 'node:fs/promises';
+import { existsSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-/** The PostgreSQL major version whose Debian wrappers make the tests' own clusters. */
-const VERSION = '15';
+/** The newest PostgreSQL major version installed the Debian way (its server under /usr/lib/postgresql), if any. */
+function installedVersion(): string | undefined {
+  try {
+    return readdirSync('/usr/lib/postgresql')
+      .filter((name) => /^\d+$/.test(name) && existsSync(`/usr/lib/postgresql/${name}/bin/postgres`))
+      .sort((a, b) => Number(b) - Number(a))[0];
+  } catch {
+    return undefined;
+  }
+}
+const VERSION = installedVersion() ?? '15';
 
 /** Why a cluster of the tests' own cannot be made here, or undefined when it can. */
 export async function clusterUnavailable(): Promise<string | undefined> {
@@ -16,11 +25,7 @@ export async function clusterUnavailable(): Promise<string | undefined> {
   } catch {
     return "Debian's PostgreSQL wrappers (pg_createcluster, pg_ctlcluster) are not installed";
   }
-  try {
-    await access(`/usr/lib/postgresql/${VERSION}/bin/postgres`);
-  } catch {
-    return `PostgreSQL ${VERSION}'s server binaries are not installed`;
-  }
+  if (installedVersion() === undefined) return 'no PostgreSQL server is installed under /usr/lib/postgresql';
   if (process.getuid?.() !== 0) return 'making a cluster with the wrappers needs root';
   return undefined;
 }
