@@ -46,7 +46,7 @@ export class ChangeSignal {
 
   /**
    * Resolves after `ms`, on abort or on close, whichever comes first; commits do not end it. Its timer does not
-   * keep the process alive: it spaces out retries, and whatever the caller waits for holds the process if it must.
+   * keep the process alive: it only spaces out retries, which must not pin a process that has nothing else to do.
    */
   pause(ms: number, signal?: AbortSignal): Promise<WakeReason> {
     return this.#sleep(ms, signal, false, false);
