@@ -32,9 +32,21 @@ export async function lastChanges(store: EventStore, fromPosition: number, count
 /**
  * Every change from `fromPosition` on, then each later one as it commits, until `signal` fires: the store's own
  * `follow()`, or, for a store that has none (one written outside this project), its `readAll` read again every
- * 200 ms from the position after the last change printed.
+ * 200 ms from the position after the last change printed. Holds the process open while it runs.
  */
-export function followChanges(store: EventStore, fromPosition: number, signal: AbortSignal): AsyncIterable<FeedRecord> {
-  if (store.follow) return store.follow({ fromPosition, signal });
-  return followFeed({ readAll: (from) => store.readAll({ fromPosition: from }), changes: new ChangeSignal(), pollMs: POLL_INTERVAL_MS }, fromPosition, signal);
+export async function* followChanges(store: EventStore, fromPosition: number, signal: AbortSignal): AsyncGenerator<FeedRecord> {
+  // The command lives until interrupted, also while the store is unreachable: a follower's pauses between
+  // attempts then do not keep a process alive by themselves.
+  const holdOpen = setInterval(() => undefined, 60_000);
+  try {
+    if (store.follow) yield* store.follow({ fromPosition, signal });
+    else
+      yield* followFeed(
+        { readAll: (from) => store.readAll({ fromPosition: from }), changes: new ChangeSignal(), pollMs: POLL_INTERVAL_MS },
+        fromPosition,
+        signal,
+      );
+  } finally {
+    clearInterval(holdOpen);
+  }
 }

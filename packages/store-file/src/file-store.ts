@@ -43,7 +43,7 @@ import { AtomicWriteDirectorySyncError } from '@sessionfold/atomic-write';
 import { BlobStore } from './blob-store.js';
 import { CaseCollisions, isCaseInsensitive } from './case-collisions.js';
 import { createCheckpointSlot, ensureStoreId, readStoreId } from './checkpoint-slot.js';
-import { followDirectory } from './follow-view.js';
+import { followDirectory, transientFailure } from './follow-view.js';
 import { BlankJournals } from './blank-journals.js';
 import {
   errorCode,
@@ -732,9 +732,23 @@ class FileStore implements EventStore {
     this.#assertOpen();
     const { fromPosition, signal } = validateFollowOptions(options);
     if (this.#readOnly) {
-      return followDirectory({ fs: this.#fs, layout: this.#layout, openView: this.#openView, changes: this.#changes }, fromPosition, signal);
+      return followDirectory(
+        { fs: this.#fs, layout: this.#layout, openView: this.#openView, changes: this.#changes, observe: this.#observe },
+        fromPosition,
+        signal,
+      );
     }
-    return followFeed({ readAll: (from) => this.readAll({ fromPosition: from }), changes: this.#changes, pollMs: WRITER_FOLLOW_POLL_MS }, fromPosition, signal);
+    return followFeed(
+      {
+        readAll: (from) => this.readAll({ fromPosition: from }),
+        changes: this.#changes,
+        pollMs: WRITER_FOLLOW_POLL_MS,
+        transient: transientFailure,
+        observe: this.#observe,
+      },
+      fromPosition,
+      signal,
+    );
   }
 
   /**

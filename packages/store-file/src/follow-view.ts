@@ -1,5 +1,13 @@
 import { basename, join } from 'node:path';
-import { followFeed, StorageError, type ChangeSignal, type EventStore, type RecordedEvent } from '@sessionfold/core/kernel';
+import {
+  followFeed,
+  StorageError,
+  type ChangeSignal,
+  type EventStore,
+  type ObserverCall,
+  type RecordedEvent,
+  type StoreObserver,
+} from '@sessionfold/core/kernel';
 import { errorCode, listDir, type FileSystem } from './fs-layer.js';
 import { Layout } from './layout.js';
 import type { Manifest } from './manifest.js';
@@ -19,6 +27,23 @@ const OPEN_ATTEMPTS = 3;
 /** Views in a row whose read the writer cut short (by replacing a file under it) before the failure is passed on. */
 const INTERRUPTED_READS = 20;
 
+/** Error codes of failures that pass by themselves: out of file descriptors, a resource busy or interrupted for now. */
+const PASSING_CODES = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EBUSY', 'EINTR', 'ETIMEDOUT']);
+
+/**
+ * Whether a follower's failed read may pass when tried again: a `StorageError` that poisons nothing, caused (at
+ * any depth) by a system error such as too many open files. A missing, unreadable or damaged file is not.
+ */
+export function transientFailure(error: unknown): error is StorageError {
+  if (!(error instanceof StorageError) || error.poisoned) return false;
+  for (let cause: unknown = error.cause, depth = 0; cause !== undefined && depth < 8; cause = (cause as { cause?: unknown }).cause, depth++) {
+    const code = errorCode(cause);
+    if (code !== undefined && PASSING_CODES.has(code)) return true;
+    if (typeof cause !== 'object' || cause === null) break;
+  }
+  return false;
+}
+
 /**
  * What following a directory needs: its files, a way to open a fresh read-only view of it (starting from what
  * the previous view knew, if any), the view's close signal.
@@ -28,6 +53,8 @@ export interface DirectoryFollow {
   readonly layout: Layout;
   openView(known: Manifest | undefined): Promise<{ store: EventStore; known(): Manifest }>;
   readonly changes: ChangeSignal;
+  /** The store's observer, told of a follow's outage and its end. */
+  readonly observe?: ObserverCall<StoreObserver>;
 }
 
 /**
@@ -143,6 +170,8 @@ export function followDirectory(ctx: DirectoryFollow, fromPosition: number, sign
       readAll: readOnce,
       changes: ctx.changes,
       pollMs: VIEW_POLL_MS,
+      transient: transientFailure,
+      ...(ctx.observe ? { observe: ctx.observe } : {}),
       changedElsewhere: async () => {
         // Records seen but not yet yielded are read again once they have settled, changed files or not; until
         // then a read would only open a view to yield nothing more.

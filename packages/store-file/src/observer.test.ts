@@ -9,7 +9,7 @@ type Calls = { [K in keyof StoreObserver]-?: Parameters<NonNullable<StoreObserve
 
 /** An observer that records every call. */
 function recording(): { observer: StoreObserver; calls: Calls } {
-  const calls: Calls = { appendCommitted: [], flushed: [], compacted: [], corruptionFound: [] };
+  const calls: Calls = { appendCommitted: [], flushed: [], compacted: [], corruptionFound: [], followInterrupted: [], followResumed: [] };
   return {
     calls,
     observer: {

@@ -39,3 +39,23 @@ export function translateError(error: unknown, schema: string): Error {
   }
   return new StorageError(`${prefix}: ${detail} (SQLSTATE ${state})`, { cause: error });
 }
+
+/** SQLSTATE classes and codes of failures that pass by themselves: connection exceptions, the server shutting down or starting, too little of a resource, a cancelled statement, a serialization failure or deadlock. */
+const PASSING_STATES = /^(08...|57P..|53...|57014|40001|40P01)$/;
+
+/**
+ * Whether `error` (as `translateError` made it) is a failure that may pass when the same read is tried again: a
+ * lost or refused connection, a server restarting or starting up, a resource short for now. Damage, a closed
+ * store, and errors of the store's own code are not.
+ */
+export function transientFailure(error: unknown): error is StorageError {
+  if (!(error instanceof StorageError) || error.poisoned) return false;
+  const cause: unknown = error.cause;
+  const state = sqlState(cause);
+  if (state !== undefined) return PASSING_STATES.test(state);
+  // No SQLSTATE: the driver's own connection failures (refused, reset, terminated, timed out) are plain `Error`s
+  // or carry an errno code; a `TypeError` and its kind are a fault of the code, which no retry mends.
+  return (
+    cause instanceof Error && !(cause instanceof TypeError || cause instanceof RangeError || cause instanceof ReferenceError || cause instanceof SyntaxError)
+  );
+}

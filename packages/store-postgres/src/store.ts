@@ -44,7 +44,7 @@ import {
 } from '@sessionfold/core/kernel';
 import type { QueryArrayConfig, QueryConfig } from 'pg';
 import { createCheckpointSlot } from './checkpoint-slot.js';
-import { translateError } from './errors.js';
+import { transientFailure, translateError } from './errors.js';
 import { FeedListener } from './feed-listener.js';
 import { GroupCommit, type AppendJob, type JobAnswer } from './group-commit.js';
 import { readOptions, type PostgresStoreOptions } from './options.js';
@@ -460,6 +460,9 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
           get pollMs() {
             return listener.listening ? POLL_MS : POLL_UNHEARD_MS;
           },
+          // A restart or a killed connection passes: the pool connects anew on the next read.
+          transient: transientFailure,
+          observe,
         },
         fromPosition,
         signal,

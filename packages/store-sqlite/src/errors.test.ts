@@ -1,6 +1,6 @@
 import { CorruptionError, InvalidInputError, StorageError } from '@sessionfold/core/kernel';
 import { describe, expect, it } from 'vitest';
-import { translateError } from './errors.js';
+import { transientFailure, translateError } from './errors.js';
 
 const driverError = (code: string, message: string) => Object.assign(new Error(message), { code });
 
@@ -39,5 +39,12 @@ describe('translateError', () => {
     expect(translateError(own, '/data/store.db', 5000)).toBe(own);
     const other = new TypeError('boom');
     expect(translateError(other, '/data/store.db', 5000)).toMatchObject({ code: 'storage_error', cause: other });
+  });
+
+  it('a follower waits out a lock held past the timeout, but not damage, a disk error or a full disk', () => {
+    const of = (code: string) => transientFailure(translateError(driverError(code, code), '/data/store.db', 5000));
+    expect(['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_LOCKED'].map(of)).toEqual([true, true, true]);
+    expect(['SQLITE_CORRUPT', 'SQLITE_IOERR_READ', 'SQLITE_FULL', 'SQLITE_MISUSE'].map(of)).toEqual([false, false, false, false]);
+    expect(transientFailure(new StorageError('no cause'))).toBe(false);
   });
 });

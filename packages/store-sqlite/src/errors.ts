@@ -49,3 +49,13 @@ export function guarded<T>(translate: (error: unknown) => Error, work: () => T):
     throw translate(error);
   }
 }
+
+/**
+ * Whether `error` (as `translateError` made it) may pass when the same read is tried again: the database locked
+ * by another connection past the busy timeout. Damage, a disk error (which poisons) and a closed store are not.
+ */
+export function transientFailure(error: unknown): error is StorageError {
+  if (!(error instanceof StorageError) || error.poisoned) return false;
+  const code = sqliteCode(error.cause);
+  return code !== undefined && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
+}

@@ -26,7 +26,7 @@ import {
 } from '@sessionfold/core/kernel';
 import { createCheckpointSlot, ensureStoreId } from './checkpoint-slot.js';
 import { openConnection } from './connection.js';
-import { guarded, translateError } from './errors.js';
+import { guarded, transientFailure, translateError } from './errors.js';
 import { GroupCommit, type JobOptions } from './group-commit.js';
 import { readOptions, type SqliteStoreOptions } from './options.js';
 import { PAGE_SIZE, createReads } from './reads.js';
@@ -305,6 +305,9 @@ export async function sqliteStore(options: SqliteStoreOptions): Promise<SqliteEv
             seenDataVersion = version;
             return true;
           },
+          // Another connection holding the database past the busy timeout passes; the follow reads again after it.
+          transient: transientFailure,
+          observe,
         },
         fromPosition,
         signal,

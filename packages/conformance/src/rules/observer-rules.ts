@@ -6,7 +6,7 @@ type Calls = { [K in keyof Required<StoreObserver>]: Array<Parameters<Required<S
 
 /** An observer that records every call, by hook. */
 function recordingObserver(): { observer: Required<StoreObserver>; calls: Calls } {
-  const calls: Calls = { appendCommitted: [], flushed: [], compacted: [], corruptionFound: [] };
+  const calls: Calls = { appendCommitted: [], flushed: [], compacted: [], corruptionFound: [], followInterrupted: [], followResumed: [] };
   return {
     calls,
     observer: {
@@ -14,6 +14,8 @@ function recordingObserver(): { observer: Required<StoreObserver>; calls: Calls 
       flushed: (value) => void calls.flushed.push(value),
       compacted: (value) => void calls.compacted.push(value),
       corruptionFound: (value) => void calls.corruptionFound.push(value),
+      followInterrupted: (value) => void calls.followInterrupted.push(value),
+      followResumed: (value) => void calls.followResumed.push(value),
     },
   };
 }

@@ -1,4 +1,4 @@
-import { type CorruptionError, InvalidInputError } from './errors.js';
+import { type CorruptionError, InvalidInputError, type StorageError } from './errors.js';
 import type { StreamId } from './port.js';
 import type { ValidatedEvent } from './validate.js';
 
@@ -20,9 +20,16 @@ export interface StoreObserver {
   compacted?(compaction: { stream: StreamId; revision: number; droppedEvents: number; durationMs: number }): void;
   /** A read or an open found damage; the store also throws `error` to the caller it concerns. */
   corruptionFound?(corruption: { error: CorruptionError }): void;
+  /**
+   * A `follow` met a failure that may pass (a lost connection, a server restarting, a busy lock) and tries again
+   * after a pause: `attempts` failed in a row so far, the first `sinceMs` ago. The iteration goes on.
+   */
+  followInterrupted?(outage: { error: StorageError; attempts: number; sinceMs: number }): void;
+  /** A `follow` read again after `attempts` failed attempts over `outageMs`, from where it was. */
+  followResumed?(resumed: { attempts: number; outageMs: number }): void;
 }
 
-const STORE_HOOKS = ['appendCommitted', 'flushed', 'compacted', 'corruptionFound'] as const;
+const STORE_HOOKS = ['appendCommitted', 'flushed', 'compacted', 'corruptionFound', 'followInterrupted', 'followResumed'] as const;
 
 /** Calls an observer's hook, if it has one, never letting it throw or reject into the caller. */
 export type ObserverCall<O> = <K extends keyof O>(hook: K, value: O[K] extends ((value: infer V) => unknown) | undefined ? V : never) => void;
