@@ -1,7 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { once } from 'node:events';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -245,6 +247,30 @@ describe('a storage failure', () => {
     });
     expect(seen).toHaveLength(1);
     expect((seen[0] as Error).cause).toBeInstanceOf(Error);
+  });
+});
+
+describe('a client that disconnects mid-request', () => {
+  it('is not an internal error: nothing is reported, and the server goes on answering', async () => {
+    const store = await fileStore({ directory: tempDir() });
+    const history = await openSessionHistory({ store });
+    const seen: unknown[] = [];
+    const api = await listen(history, { onInternalError: (error) => seen.push(error) });
+    cleanups.push(async () => {
+      await api.close();
+      await history.close();
+      await store.close();
+    });
+    const { port } = new URL(api.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    await once(socket, 'connect');
+    // Half of the body its header announces, then the connection is cut.
+    socket.write('POST /sessions HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"idempotencyId":');
+    while (api.inFlight() === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    socket.destroy();
+    while (api.inFlight() > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(seen).toEqual([]);
+    expect((await call(`${api.url}/sessions`, 'POST', startBody())).status).toBe(201);
   });
 });
 

@@ -32,15 +32,23 @@ export interface Ran {
   stderr: string;
 }
 
-/** Runs the built CLI with `args` to its end, with SESSIONFOLD_STORE unset unless `env` sets it. */
-export function run(args: readonly string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<Ran> {
+/**
+ * Runs the built CLI with `args` to its end, with SESSIONFOLD_STORE unset unless `env` sets it; with `timeoutMs`, a
+ * run that has not ended by then is killed (SIGKILL), so a command that hangs fails its test instead of outliving it.
+ */
+export function run(args: readonly string[], options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {}): Promise<Ran> {
   const env = { ...process.env, ...options.env };
   if (!options.env?.['SESSIONFOLD_STORE']) delete env['SESSIONFOLD_STORE'];
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env, cwd: options.cwd, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error && typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : error ? 1 : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { env, cwd: options.cwd, maxBuffer: 64 * 1024 * 1024, timeout: options.timeoutMs ?? 0, killSignal: 'SIGKILL' },
+      (error, stdout, stderr) => {
+        const code = error && typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : error ? 1 : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 

@@ -15,6 +15,8 @@ export class Findings {
   files = 0;
   records = 0;
   blobs = 0;
+  /** Entries found that are not regular files (a FIFO, a device, a link): the store is not opened over them. */
+  notRegular = 0;
 
   /** Records damage: verify exits 1. */
   error(file: string, line: number | undefined, message: string): void {
