@@ -3,7 +3,7 @@ import { SessionfoldError, type CorruptionError, type EventStore } from '@sessio
 import { isAbsolute, relative } from 'node:path';
 import { z } from 'zod';
 import { contextOf } from '../context.js';
-import { ExitCode } from '../exit-codes.js';
+import { ExitCode, noteStoreKind } from '../exit-codes.js';
 import { examples } from '../help.js';
 import { openStore, type VerifyProblem } from '../open-store.js';
 import type { Progress } from '../progress.js';
@@ -65,6 +65,9 @@ export function registerVerify(program: Command): void {
             await opened.store.close();
           }
         }
+      } catch (error) {
+        noteStoreKind(error, location.kind);
+        throw error;
       } finally {
         bar.stop();
       }
@@ -79,7 +82,7 @@ export function registerVerify(program: Command): void {
           errors,
           warnings,
           problems,
-          checked: { files: findings.files, records: findings.records, blobs: findings.blobs },
+          checked: { files: findings.files, streams: findings.streams, records: findings.records, blobs: findings.blobs },
         });
       } else {
         for (const problem of problems) {
@@ -109,7 +112,12 @@ async function addStoreFindings(store: EventStore, directory: string, findings: 
 /** The store's own `verify()`, its problems named by file or table and key; without one, everything read through the port. */
 async function checkThroughStore(store: EventStore, where: string, findings: Findings, bar: Progress): Promise<void> {
   if (!store.verify) return scanThroughPort(store, where, findings, bar);
-  for (const problem of (await store.verify()).problems) {
+  const report = await store.verify();
+  // What the store's own check went through: a store with events and blobs never reports that nothing was checked.
+  findings.streams += report.checked.streams;
+  findings.records += report.checked.records;
+  findings.blobs += report.checked.blobs;
+  for (const problem of report.problems) {
     const place = [problem.table && `table ${problem.table}`, problem.key].filter(Boolean).join(' ');
     const message = place ? `${place}: ${problem.message}` : problem.message;
     findings.problems.push({ severity: problem.severity, file: problem.file ?? problem.table ?? where, line: problem.line, message });

@@ -67,6 +67,7 @@ export async function scanFileStore(directory: string, findings: Findings, bar: 
   for (const file of streamFiles.filter((entry) => entry.endsWith('.jsonl'))) {
     const path = join(streamsDir, file);
     const stream = file.slice(0, -'.jsonl'.length);
+    findings.streams++;
     await checkJournal(path, name(path), stream, snapshotRevisions.get(stream) ?? 0, positions, findings);
     bar.tick();
   }

@@ -13,6 +13,7 @@ export function withoutPlace(message: string, file: string): string {
 export class Findings {
   readonly problems: VerifyProblem[] = [];
   files = 0;
+  streams = 0;
   records = 0;
   blobs = 0;
   /** Entries found that are not regular files (a FIFO, a device, a link): the store is not opened over them. */
