@@ -211,6 +211,67 @@ describe('import-legacy', () => {
     }
   });
 
+  it("renames legacy keys only in the service's own fields, never inside the caller's data", async () => {
+    const root = freshDir();
+    const sessions = join(root, 'sessions');
+    mkdirSync(sessions);
+    const state = {
+      sessionType: 'conversation',
+      rustLibSessionId: 'lib-1',
+      channel: { chatendText: 'the caller’s own', kwebPlan: 'kept' },
+      historyIngress: { kwebPlan: { creates: [{ rustLibSessionId: 'inner' }] } },
+    };
+    writeFileSync(join(sessions, `${A}.session-control`), frame(lifecycle(A, { state })));
+    const url = `file:${join(freshDir(), 'data')}`;
+    expect((await run(['import-legacy', sessions, '-s', url])).code).toBe(0);
+    const a = JSON.parse((await run(['show', A, '--json', '-s', url])).stdout) as { state: Record<string, unknown> };
+    const record = a.state;
+    expect(record['libSessionId']).toBe('lib-1');
+    expect(record['channel']).toEqual({ chatendText: 'the caller’s own', kwebPlan: 'kept' });
+    expect(record['historyIngress']).toEqual({ archivePlan: { creates: [{ rustLibSessionId: 'inner' }] } });
+  });
+
+  it('skips a command record of the wrong shape with a warning naming its file and line, and imports the rest', async () => {
+    const root = freshDir();
+    const sessions = join(root, 'sessions');
+    mkdirSync(sessions);
+    writeFileSync(
+      join(sessions, `${A}.session-control`),
+      frame(lifecycle(A, {})) +
+        frame(command(A, {})) +
+        frame(command(A, { id: 'command-2', sequence: 'two', idempotencyId: 'message-2' })) +
+        frame({ kind: 'session_command', recordedAt: '2026-07-24T00:00:01Z', value: { note: 'no id' } }) +
+        frame(command(A, { id: 'command-3', sequence: 2, idempotencyId: 'message-3' })),
+    );
+    const url = `file:${join(freshDir(), 'data')}`;
+    const ran = await run(['import-legacy', sessions, '--json', '-s', url]);
+    expect(ran.code, ran.stderr).toBe(0);
+    const summary = JSON.parse(ran.stdout) as Summary;
+    expect(summary).toMatchObject({ sessionsImported: 1, commandsImported: 2 });
+    const file = `${A}.session-control`;
+    expect(summary.problems).toEqual([
+      expect.objectContaining({ severity: 'warning', file, line: 3, message: expect.stringMatching(/session_command record .*skipped/) }),
+      expect.objectContaining({ severity: 'warning', file, line: 4, message: expect.stringMatching(/session_command record .*skipped/) }),
+    ]);
+  });
+
+  it('without --completed-list says how many completed sessions were left out and how to include them', async () => {
+    const { sessions, completed } = writeLegacyData();
+    const url = `file:${join(freshDir(), 'data')}`;
+    const ran = await run(['import-legacy', sessions, '--json', '-s', url]);
+    const summary = JSON.parse(ran.stdout) as Summary & { completedLeftOut?: number; completedNote?: string };
+    expect(summary.receiptsImported).toBe(0);
+    expect(summary.completedLeftOut).toBe(2);
+    expect(summary.completedNote).toBe(`2 completed session(s) listed in ${completed} were left out; add --completed-list ${completed} to import them`);
+    const human = await run(['import-legacy', sessions, '-s', `file:${join(freshDir(), 'data')}`]);
+    expect(human.stdout).toContain(`add --completed-list ${completed} to import them`);
+
+    const alone = join(freshDir(), 'sessions');
+    mkdirSync(alone);
+    const nothing = await run(['import-legacy', alone, '-s', `file:${join(freshDir(), 'data')}`]);
+    expect(nothing.stdout).toMatch(/completed sessions were not imported: .*add --completed-list FILE to import them/);
+  });
+
   it('exits 3 for a directory or completed list that is not there', async () => {
     const url = `file:${join(freshDir(), 'data')}`;
     expect((await run(['import-legacy', join(freshDir(), 'nope'), '-s', url])).code).toBe(3);

@@ -13,18 +13,8 @@ import {
   type StreamId,
 } from '@sessionfold/core/kernel';
 import type { Blank, BlankJournals } from './blank-journals.js';
-import {
-  errorCode,
-  fullDiskReason,
-  readAll,
-  readAllSync,
-  syncDir,
-  writeAll,
-  writeAllSync,
-  type FileSystem,
-  type InlineCreateIo,
-  type InlineIo,
-} from './fs-layer.js';
+import { errorCode, readAll, readAllSync, syncDir, writeAll, writeAllSync, type FileSystem, type InlineCreateIo, type InlineIo } from './fs-layer.js';
+import { fullDiskReason } from './fs-layer.js';
 import { decodeLine, eventPayloadJson, frameLine } from './journal-codec.js';
 import { CHECKPOINT_EVERY, emptyJournal, readEventIds, writableEventIds, type EventIdEntry, type JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
