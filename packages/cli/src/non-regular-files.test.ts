@@ -132,10 +132,12 @@ describe('signals', () => {
     const path = join(freshDir(), 'sessions.db');
     const store = await sqliteStore({ path });
     try {
-      const text = 'x'.repeat(500);
-      for (let stream = 0; stream < 100; stream++) {
-        const events = Array.from({ length: 10 }, (_, index) => ({ type: 'Noted', data: { index, text } }));
-        await store.append(`notes-${stream}`, events, { expectedRevision: 'no_stream' });
+      // One stream of megabytes: far more than the pipe and both processes' buffers hold, so the export is stuck
+      // writing it, and never reaches the end of the stream, where it would stop of its own accord.
+      const text = 'x'.repeat(10_000);
+      for (let batch = 0; batch < 10; batch++) {
+        const events = Array.from({ length: 100 }, (_, index) => ({ type: 'Noted', data: { index, text } }));
+        await store.append('notes-1', events, { expectedRevision: batch === 0 ? 'no_stream' : batch * 100 });
       }
     } finally {
       await store.close();
