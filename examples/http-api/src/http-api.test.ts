@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { type EventStore, openSessionHistory, type SessionHistory } from '@sessionfold/core';
 import { fileStore } from '@sessionfold/store-file';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type HttpApi, listen } from './http-api.js';
+import { type HttpApi, type HttpApiOptions, listen } from './http-api.js';
 import { openStore } from './open-store.js';
 
 const EXAMPLE_DIR = fileURLToPath(new URL('..', import.meta.url));
@@ -28,10 +28,10 @@ function tempDir(): string {
 /** A real server on 127.0.0.1 and an ephemeral port, over a file store in a fresh directory. */
 type Call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<Answer>;
 
-async function serve(): Promise<{ api: HttpApi; call: Call }> {
+async function serve(options: HttpApiOptions = {}): Promise<{ api: HttpApi; call: Call }> {
   const store = await fileStore({ directory: tempDir() });
   const history = await openSessionHistory({ store });
-  const api = await listen(history);
+  const api = await listen(history, options);
   cleanups.push(async () => {
     await api.close();
     await history.close();
@@ -252,15 +252,8 @@ describe('a storage failure', () => {
 
 describe('a client that disconnects mid-request', () => {
   it('is not an internal error: nothing is reported, and the server goes on answering', async () => {
-    const store = await fileStore({ directory: tempDir() });
-    const history = await openSessionHistory({ store });
     const seen: unknown[] = [];
-    const api = await listen(history, { onInternalError: (error) => seen.push(error) });
-    cleanups.push(async () => {
-      await api.close();
-      await history.close();
-      await store.close();
-    });
+    const { api, call } = await serve({ onInternalError: (error) => seen.push(error) });
     const { port } = new URL(api.url);
     const socket = connect(Number(port), '127.0.0.1');
     await once(socket, 'connect');
@@ -270,7 +263,7 @@ describe('a client that disconnects mid-request', () => {
     socket.destroy();
     while (api.inFlight() > 0) await new Promise((resolve) => setTimeout(resolve, 5));
     expect(seen).toEqual([]);
-    expect((await call(`${api.url}/sessions`, 'POST', startBody())).status).toBe(201);
+    expect((await call('POST', '/sessions', startBody())).status).toBe(201);
   });
 });
 

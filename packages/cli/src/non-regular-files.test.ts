@@ -1,88 +1,9 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, lstatSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { sqliteStore } from '@sessionfold/store-sqlite';
 import { describe, expect, it } from 'vitest';
-import { BIN, freshDir, populatedFileStore, run } from './test-support.fixture.js';
-
-// Files that are not what they seem: a FIFO read waits for a writer forever, /dev/zero never ends, a link may lead
-// anywhere. Each run is killed after a while, so a command that hangs fails here instead of hanging the suite.
-const HANG = { timeoutMs: 20_000 };
-
-const ID = '9078bb6e-0931-4477-9ce9-b1430d0335a2';
-
-function mkfifo(path: string): void {
-  execFileSync('mkfifo', [path]);
-}
-
-function frame(record: unknown): string {
-  const payload = JSON.stringify(record);
-  return `${createHash('sha256').update(payload).digest('hex')} ${payload}\n`;
-}
-
-/** A legacy sessions directory with one good journal. */
-function legacyDirectory(): string {
-  const sessions = join(freshDir(), 'sessions');
-  mkdirSync(sessions);
-  const value = {
-    id: ID,
-    phase: 'active',
-    started_at: '2026-07-24T00:00:00Z',
-    updated_at: '2026-07-24T00:00:00Z',
-    state: {},
-    provenance_id: null,
-    version: 1,
-    last_user_message_at: null,
-    ended_at: null,
-  };
-  writeFileSync(join(sessions, `${ID}.session-control`), frame({ kind: 'session_lifecycle', recordedAt: '2026-07-24T00:00:00Z', value }));
-  return sessions;
-}
-
-interface LegacySummary {
-  sessionsImported: number;
-  problems: { severity: string; file: string; message: string }[];
-}
-
-describe('import-legacy and files that are not regular files', () => {
-  it('names a FIFO, a link to /dev/zero and a directory among the journals, and imports the others', async () => {
-    const sessions = legacyDirectory();
-    const fifo = '1c3f5a7e-2b4d-4c6e-8f01-23456789abcd.session-control';
-    const zero = '5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9.session-control';
-    const directory = '6e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9.session-control';
-    mkfifo(join(sessions, fifo));
-    symlinkSync('/dev/zero', join(sessions, zero));
-    mkdirSync(join(sessions, directory));
-    const url = `file:${join(freshDir(), 'data')}`;
-    const ran = await run(['import-legacy', sessions, '--json', '-s', url], HANG);
-    expect(ran.code, ran.stderr).toBe(1);
-    const summary = JSON.parse(ran.stdout) as LegacySummary;
-    expect(summary.sessionsImported).toBe(1);
-    const problemOf = (file: string) => summary.problems.find((problem) => problem.file === file);
-    expect(problemOf(fifo)).toMatchObject({ severity: 'error', message: expect.stringMatching(/FIFO.*not a regular file.*not imported/) });
-    expect(problemOf(zero)).toMatchObject({ severity: 'error', message: expect.stringMatching(/symbolic link, which is not followed/) });
-    expect(problemOf(directory)).toMatchObject({ severity: 'error', message: expect.stringMatching(/is a directory, not a control journal/) });
-    expect(ran.stderr).not.toMatch(/EISDIR/);
-  });
-
-  it('refuses a FIFO or a link to /dev/zero as the completed list (exit 2, named), and imports nothing', async () => {
-    const sessions = legacyDirectory();
-    const dir = freshDir();
-    const fifo = join(dir, 'fifo.txt');
-    mkfifo(fifo);
-    const zero = join(dir, 'zero.txt');
-    symlinkSync('/dev/zero', zero);
-    const target = join(dir, 'data');
-    const fromFifo = await run(['import-legacy', sessions, '--completed-list', fifo, '-s', `file:${target}`], HANG);
-    expect(fromFifo.code).toBe(2);
-    expect(fromFifo.stderr).toContain(`${fifo} is a FIFO (named pipe): not a regular file`);
-    const fromZero = await run(['import-legacy', sessions, '--completed-list', zero, '-s', `file:${target}`], HANG);
-    expect(fromZero.code).toBe(2);
-    expect(fromZero.stderr).toContain(`${zero} is a character device`);
-    expect(existsSync(target)).toBe(false);
-  });
-});
+import { BIN, freshDir, HANG, mkfifo, populatedFileStore, run } from './test-support.fixture.js';
 
 describe('import and export with files that are not regular files', () => {
   it('import refuses a FIFO (exit 2) without waiting for a writer', async () => {

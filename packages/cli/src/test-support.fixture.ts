@@ -1,4 +1,4 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -50,6 +50,17 @@ export function run(args: readonly string[], options: { env?: Record<string, str
       },
     );
   });
+}
+
+/**
+ * For a run that meets files that are not what they seem (a FIFO read waits for a writer forever, /dev/zero never
+ * ends): killed after a while, so a command that hangs fails its test instead of hanging the suite.
+ */
+export const HANG = { timeoutMs: 20_000 };
+
+/** Makes a FIFO (named pipe) at `path`. */
+export function mkfifo(path: string): void {
+  execFileSync('mkfifo', [path]);
 }
 
 /** Starts the CLI and leaves it running (for --follow). */
