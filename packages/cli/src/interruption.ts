@@ -17,9 +17,11 @@ export class Interruption {
   #requested = false;
   readonly #cleanups: (() => void)[] = [];
   #deadline: NodeJS.Timeout | undefined;
+  readonly #abort = new AbortController();
   readonly #onSignal = () => {
     this.#requested = true;
     this.#release();
+    this.#abort.abort();
     // Unref'd: a command that stops in time ends the process as usual, not at the deadline.
     this.#deadline = setTimeout(() => this.#end(), STOP_GRACE_MS).unref();
   };
@@ -27,6 +29,11 @@ export class Interruption {
   constructor() {
     process.once('SIGINT', this.#onSignal);
     process.once('SIGTERM', this.#onSignal);
+  }
+
+  /** Fires when a stop is asked for, for work that waits (a follow) rather than loops. */
+  get signal(): AbortSignal {
+    return this.#abort.signal;
   }
 
   /** Whether a stop was asked for. */

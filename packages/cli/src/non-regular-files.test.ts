@@ -48,34 +48,49 @@ describe('verify and files that are not regular files', () => {
   });
 });
 
-describe('signals', () => {
-  it('a SIGTERM ends an export whose reader stopped reading (exit 130)', async () => {
-    const path = join(freshDir(), 'sessions.db');
-    const store = await sqliteStore({ path });
-    try {
-      // One stream of megabytes: far more than the pipe and both processes' buffers hold, so the export is stuck
-      // writing it, and never reaches the end of the stream, where it would stop of its own accord.
-      const text = 'x'.repeat(10_000);
-      for (let batch = 0; batch < 10; batch++) {
-        const events = Array.from({ length: 100 }, (_, index) => ({ type: 'Noted', data: { index, text } }));
-        await store.append('notes-1', events, { expectedRevision: batch === 0 ? 'no_stream' : batch * 100 });
-      }
-    } finally {
-      await store.close();
+/** A SQLite store of one stream of megabytes: far more than a pipe and both processes' buffers hold. */
+async function oneLongStream(): Promise<string> {
+  const path = join(freshDir(), 'sessions.db');
+  const store = await sqliteStore({ path });
+  try {
+    const text = 'x'.repeat(10_000);
+    for (let batch = 0; batch < 10; batch++) {
+      const events = Array.from({ length: 100 }, (_, index) => ({ type: 'Noted', data: { index, text } }));
+      await store.append('notes-1', events, { expectedRevision: batch === 0 ? 'no_stream' : batch * 100 });
     }
-    const child = spawn(process.execPath, [BIN, 'export', '-s', `sqlite:${path}`], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString('utf8');
-    });
-    // The export fills the pipe and then waits for a reader that never reads again.
-    await new Promise<void>((resolve) => child.stdout.once('data', () => (child.stdout.pause(), resolve())));
-    const killer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.kill('SIGTERM');
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (...args) => resolve(args)));
-    clearTimeout(killer);
-    expect(signal, stderr).toBeNull();
-    expect(code, stderr).toBe(130);
-    expect(stderr).toMatch(/interrupted/);
+  } finally {
+    await store.close();
+  }
+  return `sqlite:${path}`;
+}
+
+/**
+ * Starts the CLI with stdout into a pipe that is read once and never again, so the command is stuck writing (and,
+ * on one long stream, never reaches a point where it would stop of its own accord); then sends SIGTERM and resolves
+ * with how the process ended. A process still there after 20 s is killed, which fails the test.
+ */
+async function terminateWhileStuck(args: readonly string[]): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> {
+  const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+  });
+  await new Promise<void>((resolve) => child.stdout.once('data', () => (child.stdout.pause(), resolve())));
+  const killer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  child.kill('SIGTERM');
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (...args) => resolve(args)));
+  clearTimeout(killer);
+  return { code, signal, stderr };
+}
+
+describe('signals', () => {
+  it.each([
+    ['export', ['export']],
+    ['tail', ['tail']],
+  ])('a SIGTERM ends %s while its reader has stopped reading (exit 130)', async (_, args) => {
+    const ended = await terminateWhileStuck([...args, '-s', await oneLongStream()]);
+    expect(ended.signal, ended.stderr).toBeNull();
+    expect(ended.code, ended.stderr).toBe(130);
+    expect(ended.stderr).toMatch(/interrupted/);
   });
 });
