@@ -156,6 +156,28 @@ describe('blobs', () => {
     await expect(stat(join(dir, 'blobs', sha256(bytes)))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
+  it('a blob that does not fit on a full disk says the disk is full', async () => {
+    const dir = freshDir();
+    const blobFds = new Set<number>();
+    const fs: Partial<FileSystem> = {
+      open: async (path, flags, mode) => {
+        const fd = await nodeFileSystem.open(path, flags, mode);
+        if (path.startsWith(join(dir, 'blobs'))) blobFds.add(fd);
+        return fd;
+      },
+      write: async (fd, buffer, offset, length, position) => {
+        if (blobFds.has(fd)) throw errno('ENOSPC');
+        return nodeFileSystem.write(fd, buffer, offset, length, position);
+      },
+    };
+    const store = await fileStore({ directory: dir, fs });
+    const bytes = new Uint8Array([1, 6, 1, 8]);
+    const failed = await store.putBlob(randomStream(), bytes).catch((error: unknown) => error);
+    await store.close();
+    expect(failed).toBeInstanceOf(StorageError);
+    expect((failed as StorageError).message).toMatch(/^Could not write blob .*: the disk is full \(ENOSPC\)\.$/);
+  });
+
   it('when the blob cannot be written after its owner record, the record is taken back', async () => {
     const dir = freshDir();
     const [s, t] = [randomStream('s'), randomStream('t')];
