@@ -156,13 +156,16 @@ describe('blobs', () => {
     await expect(stat(join(dir, 'blobs', sha256(bytes)))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
-  it('a blob that does not fit on a full disk says the disk is full', async () => {
+  it.each([
+    ['a blob', 'blobs', /^Could not write blob .*: the disk is full \(ENOSPC\)\.$/],
+    ["a blob's owner record", 'owners', /^Could not write .*owners.*: the disk is full \(ENOSPC\)\.$/],
+  ])('%s that does not fit on a full disk says the disk is full', async (_, folder, message) => {
     const dir = freshDir();
     const blobFds = new Set<number>();
     const fs: Partial<FileSystem> = {
       open: async (path, flags, mode) => {
         const fd = await nodeFileSystem.open(path, flags, mode);
-        if (path.startsWith(join(dir, 'blobs'))) blobFds.add(fd);
+        if (path.startsWith(join(dir, folder))) blobFds.add(fd);
         return fd;
       },
       write: async (fd, buffer, offset, length, position) => {
@@ -175,7 +178,7 @@ describe('blobs', () => {
     const failed = await store.putBlob(randomStream(), bytes).catch((error: unknown) => error);
     await store.close();
     expect(failed).toBeInstanceOf(StorageError);
-    expect((failed as StorageError).message).toMatch(/^Could not write blob .*: the disk is full \(ENOSPC\)\.$/);
+    expect((failed as StorageError).message).toMatch(message);
   });
 
   it('when the blob cannot be written after its owner record, the record is taken back', async () => {
