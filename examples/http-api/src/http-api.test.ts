@@ -1,14 +1,16 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { once } from 'node:events';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type EventStore, openSessionHistory, type SessionHistory } from '@sessionfold/core';
 import { fileStore } from '@sessionfold/store-file';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type HttpApi, listen } from './http-api.js';
+import { type HttpApi, type HttpApiOptions, listen } from './http-api.js';
 import { openStore } from './open-store.js';
 
 const EXAMPLE_DIR = fileURLToPath(new URL('..', import.meta.url));
@@ -26,10 +28,10 @@ function tempDir(): string {
 /** A real server on 127.0.0.1 and an ephemeral port, over a file store in a fresh directory. */
 type Call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<Answer>;
 
-async function serve(): Promise<{ api: HttpApi; call: Call }> {
+async function serve(options: HttpApiOptions = {}): Promise<{ api: HttpApi; call: Call }> {
   const store = await fileStore({ directory: tempDir() });
   const history = await openSessionHistory({ store });
-  const api = await listen(history);
+  const api = await listen(history, options);
   cleanups.push(async () => {
     await api.close();
     await history.close();
@@ -245,6 +247,23 @@ describe('a storage failure', () => {
     });
     expect(seen).toHaveLength(1);
     expect((seen[0] as Error).cause).toBeInstanceOf(Error);
+  });
+});
+
+describe('a client that disconnects mid-request', () => {
+  it('is not an internal error: nothing is reported, and the server goes on answering', async () => {
+    const seen: unknown[] = [];
+    const { api, call } = await serve({ onInternalError: (error) => seen.push(error) });
+    const { port } = new URL(api.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    await once(socket, 'connect');
+    // Half of the body its header announces, then the connection is cut.
+    socket.write('POST /sessions HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"idempotencyId":');
+    while (api.inFlight() === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    socket.destroy();
+    while (api.inFlight() > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(seen).toEqual([]);
+    expect((await call('POST', '/sessions', startBody())).status).toBe(201);
   });
 });
 

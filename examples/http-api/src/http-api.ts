@@ -46,6 +46,9 @@ class RequestError extends Error {
   }
 }
 
+/** The client hung up before its request was read: nobody is left to answer, and nothing went wrong here. */
+class ClientGone extends Error {}
+
 /** Serves `history` over HTTP on `options.host`:`options.port`; resolves once the server is listening. */
 export async function listen(history: SessionHistory, options: HttpApiOptions = {}): Promise<HttpApi> {
   const maxJsonBytes = options.maxJsonBytes ?? 1024 * 1024;
@@ -69,6 +72,8 @@ export async function listen(history: SessionHistory, options: HttpApiOptions = 
     try {
       reply = await route(req);
     } catch (error) {
+      // Not an internal error: a client's disconnection is the client's business, and there is no one to answer.
+      if (error instanceof ClientGone) return;
       reply = errorReply(error);
     }
     // Decided when the answer goes out: a request that arrived before the shutdown still ends its connection.
@@ -180,12 +185,12 @@ function readBody(req: IncomingMessage, limit: number): Promise<Uint8Array> {
       stop();
       resolve(Buffer.concat(chunks));
     };
-    const onError = (error: Error) => {
+    // A client that hangs up mid-body ends the read (an "aborted" error, then a close); nobody is left to answer.
+    const onError = () => {
       stop();
-      reject(error);
+      reject(new ClientGone('the client disconnected before its request body ended'));
     };
-    // A client that hangs up mid-body ends the read; nobody is left to answer.
-    const onClose = () => onError(new RequestError(400, 'invalid_request', 'The body ended early.'));
+    const onClose = onError;
     req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
   });
 }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
+import { noteStoreKind } from './exit-codes.js';
 import { openStore, type OpenedStore, type StoreAccess } from './open-store.js';
 import { Output } from './output.js';
 import { parseArg } from './parse.js';
@@ -29,12 +30,17 @@ export async function withStore<T>(context: CommandContext, access: StoreAccess,
   return withStoreAt(parseStoreUrl(context.storeUrl), access, work);
 }
 
-/** Opens the store at `location`, runs `work`, and closes the store. */
+/** Opens the store at `location`, runs `work`, and closes the store; an error is noted as this kind of store's. */
 export async function withStoreAt<T>(location: StoreLocation, access: StoreAccess, work: (opened: OpenedStore) => Promise<T>): Promise<T> {
-  const opened = await openStore(location, access);
   try {
-    return await work(opened);
-  } finally {
-    await opened.store.close();
+    const opened = await openStore(location, access);
+    try {
+      return await work(opened);
+    } finally {
+      await opened.store.close();
+    }
+  } catch (error) {
+    noteStoreKind(error, location.kind);
+    throw error;
   }
 }

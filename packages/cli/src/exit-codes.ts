@@ -15,6 +15,9 @@ import {
  */
 const SESSION_CODES: ReadonlySet<string> = new Set(['invalid_request', 'not_found', 'state_conflict', 'internal_error']);
 
+/** A store's words for a full disk: the file store's, SQLite's (SQLITE_FULL) and PostgreSQL's (SQLSTATE 53100). */
+const FULL_DISK = /disk is full|disk or database is full|\bENOSPC\b|SQLITE_FULL|SQLSTATE 53100|disk quota/i;
+
 /** The exit codes of every command; `--help` and the README list them. */
 export const ExitCode = {
   ok: 0,
@@ -59,6 +62,17 @@ export const notFound = (message: string, hint?: string) => new CliError(ExitCod
 /** The command refuses to act: exit 1. */
 export const refused = (message: string, hint?: string) => new CliError(ExitCode.problems, message, hint === undefined ? undefined : { hint });
 
+/** The kind of store an error came from (`file`, `sqlite`, `postgres`), noted where the store was used. */
+const storeKinds = new WeakMap<object, string>();
+
+/**
+ * Notes that `error` came from a store of `kind`, so its hint is about that kind of store (a server's address, not
+ * a path); the first note stands, as it was made nearest to where the error arose.
+ */
+export function noteStoreKind(error: unknown, kind: string): void {
+  if (typeof error === 'object' && error !== null && !storeKinds.has(error)) storeKinds.set(error, kind);
+}
+
 /** What a failed command reports: the exit code, the message and a hint. */
 export interface Failure {
   exitCode: ExitCode;
@@ -92,6 +106,7 @@ export function describeFailure(error: unknown): Failure {
 }
 
 function hintFor(error: SessionfoldError): string {
+  if (error instanceof StorageError && FULL_DISK.test(error.message)) return 'Try: free disk space where the store lives, then run the command again';
   if (error instanceof StoreLockedError) return 'Try: stop the other writer, or run a read-only command (info, list, show, tail, verify, export)';
   if (error instanceof CorruptionError) return 'Try: sessionfold verify, then restore the damaged file from a backup';
   if (error instanceof UnsupportedFormatError) return 'Try: a newer release of sessionfold';
@@ -100,6 +115,8 @@ function hintFor(error: SessionfoldError): string {
   if (error instanceof StorageError && /reopen it/.test(error.message))
     return 'Try: run the command again (the writer changed the store while it was being read)';
   if (error instanceof StorageError && /opened read-only/.test(error.message)) return 'Try: a command that only reads, or open the store for writing';
+  if (storeKinds.get(error) === 'postgres')
+    return 'Try: check that PostgreSQL runs at the URL’s host and port, and the user’s rights on the schema, then run the command again';
   return 'Try: check the store path, its permissions and free disk space, then sessionfold verify';
 }
 

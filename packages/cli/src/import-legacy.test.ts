@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openSessionHistory } from '@sessionfold/core';
 import { fileStore } from '@sessionfold/store-file';
 import { describe, expect, it } from 'vitest';
-import { freshDir, jsonLines, run } from './test-support.fixture.js';
+import { freshDir, HANG, jsonLines, mkfifo, run } from './test-support.fixture.js';
 
 // An independent writer of the legacy service's files: the framing and field names as that service wrote
 // them (`sha256hex SP json`; control records {kind, recordedAt, value}; lifecycle values in snake_case;
@@ -211,10 +211,118 @@ describe('import-legacy', () => {
     }
   });
 
+  it("renames legacy keys only in the service's own fields, never inside the caller's data", async () => {
+    const root = freshDir();
+    const sessions = join(root, 'sessions');
+    mkdirSync(sessions);
+    const state = {
+      sessionType: 'conversation',
+      rustLibSessionId: 'lib-1',
+      channel: { chatendText: 'the caller’s own', kwebPlan: 'kept' },
+      historyIngress: { kwebPlan: { creates: [{ rustLibSessionId: 'inner' }] } },
+    };
+    writeFileSync(join(sessions, `${A}.session-control`), frame(lifecycle(A, { state })));
+    const url = `file:${join(freshDir(), 'data')}`;
+    expect((await run(['import-legacy', sessions, '-s', url])).code).toBe(0);
+    const a = JSON.parse((await run(['show', A, '--json', '-s', url])).stdout) as { state: Record<string, unknown> };
+    const record = a.state;
+    expect(record['libSessionId']).toBe('lib-1');
+    expect(record['channel']).toEqual({ chatendText: 'the caller’s own', kwebPlan: 'kept' });
+    expect(record['historyIngress']).toEqual({ archivePlan: { creates: [{ rustLibSessionId: 'inner' }] } });
+  });
+
+  it('skips a command record of the wrong shape with a warning naming its file and line, and imports the rest', async () => {
+    const root = freshDir();
+    const sessions = join(root, 'sessions');
+    mkdirSync(sessions);
+    writeFileSync(
+      join(sessions, `${A}.session-control`),
+      frame(lifecycle(A, {})) +
+        frame(command(A, {})) +
+        frame(command(A, { id: 'command-2', sequence: 'two', idempotencyId: 'message-2' })) +
+        frame({ kind: 'session_command', recordedAt: '2026-07-24T00:00:01Z', value: { note: 'no id' } }) +
+        frame(command(A, { id: 'command-3', sequence: 2, idempotencyId: 'message-3' })),
+    );
+    const url = `file:${join(freshDir(), 'data')}`;
+    const ran = await run(['import-legacy', sessions, '--json', '-s', url]);
+    expect(ran.code, ran.stderr).toBe(0);
+    const summary = JSON.parse(ran.stdout) as Summary;
+    expect(summary).toMatchObject({ sessionsImported: 1, commandsImported: 2 });
+    const file = `${A}.session-control`;
+    expect(summary.problems).toEqual([
+      expect.objectContaining({ severity: 'warning', file, line: 3, message: expect.stringMatching(/session_command record .*skipped/) }),
+      expect.objectContaining({ severity: 'warning', file, line: 4, message: expect.stringMatching(/session_command record .*skipped/) }),
+    ]);
+  });
+
+  it('without --completed-list says how many completed sessions were left out and how to include them', async () => {
+    const { sessions, completed } = writeLegacyData();
+    const url = `file:${join(freshDir(), 'data')}`;
+    const ran = await run(['import-legacy', sessions, '--json', '-s', url]);
+    const summary = JSON.parse(ran.stdout) as Summary & { completedLeftOut?: number; completedNote?: string };
+    expect(summary.receiptsImported).toBe(0);
+    expect(summary.completedLeftOut).toBe(2);
+    expect(summary.completedNote).toBe(`2 completed session(s) listed in ${completed} were left out; add --completed-list ${completed} to import them`);
+    const human = await run(['import-legacy', sessions, '-s', `file:${join(freshDir(), 'data')}`]);
+    expect(human.stdout).toContain(`add --completed-list ${completed} to import them`);
+
+    const alone = join(freshDir(), 'sessions');
+    mkdirSync(alone);
+    const nothing = await run(['import-legacy', alone, '-s', `file:${join(freshDir(), 'data')}`]);
+    expect(nothing.stdout).toMatch(/completed sessions were not imported: .*add --completed-list FILE to import them/);
+  });
+
   it('exits 3 for a directory or completed list that is not there', async () => {
     const url = `file:${join(freshDir(), 'data')}`;
     expect((await run(['import-legacy', join(freshDir(), 'nope'), '-s', url])).code).toBe(3);
     const { sessions } = writeLegacyData();
     expect((await run(['import-legacy', sessions, '--completed-list', join(freshDir(), 'nope.txt'), '-s', url])).code).toBe(3);
+  });
+});
+
+/** A legacy sessions directory with one good journal, of session A. */
+function legacyDirectory(): string {
+  const sessions = join(freshDir(), 'sessions');
+  mkdirSync(sessions);
+  writeFileSync(join(sessions, `${A}.session-control`), frame(lifecycle(A, {})));
+  return sessions;
+}
+
+describe('import-legacy and files that are not regular files', () => {
+  it('names a FIFO, a link to /dev/zero and a directory among the journals, and imports the others', async () => {
+    const sessions = legacyDirectory();
+    const fifo = '1c3f5a7e-2b4d-4c6e-8f01-23456789abcd.session-control';
+    const zero = '5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9.session-control';
+    const directory = '6e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9.session-control';
+    mkfifo(join(sessions, fifo));
+    symlinkSync('/dev/zero', join(sessions, zero));
+    mkdirSync(join(sessions, directory));
+    const url = `file:${join(freshDir(), 'data')}`;
+    const ran = await run(['import-legacy', sessions, '--json', '-s', url], HANG);
+    expect(ran.code, ran.stderr).toBe(1);
+    const summary = JSON.parse(ran.stdout) as Summary;
+    expect(summary.sessionsImported).toBe(1);
+    const problemOf = (file: string) => summary.problems.find((problem) => problem.file === file);
+    expect(problemOf(fifo)).toMatchObject({ severity: 'error', message: expect.stringMatching(/FIFO.*not a regular file.*not imported/) });
+    expect(problemOf(zero)).toMatchObject({ severity: 'error', message: expect.stringMatching(/symbolic link, which is not followed/) });
+    expect(problemOf(directory)).toMatchObject({ severity: 'error', message: expect.stringMatching(/is a directory, not a control journal/) });
+    expect(ran.stderr).not.toMatch(/EISDIR/);
+  });
+
+  it('refuses a FIFO or a link to /dev/zero as the completed list (exit 2, named), and imports nothing', async () => {
+    const sessions = legacyDirectory();
+    const dir = freshDir();
+    const fifo = join(dir, 'fifo.txt');
+    mkfifo(fifo);
+    const zero = join(dir, 'zero.txt');
+    symlinkSync('/dev/zero', zero);
+    const target = join(dir, 'data');
+    const fromFifo = await run(['import-legacy', sessions, '--completed-list', fifo, '-s', `file:${target}`], HANG);
+    expect(fromFifo.code).toBe(2);
+    expect(fromFifo.stderr).toContain(`${fifo} is a FIFO (named pipe): not a regular file`);
+    const fromZero = await run(['import-legacy', sessions, '--completed-list', zero, '-s', `file:${target}`], HANG);
+    expect(fromZero.code).toBe(2);
+    expect(fromZero.stderr).toContain(`${zero} is a character device`);
+    expect(existsSync(target)).toBe(false);
   });
 });

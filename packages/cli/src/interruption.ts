@@ -2,19 +2,38 @@ import type { EventStore } from '@sessionfold/core/kernel';
 import { CliError, ExitCode } from './exit-codes.js';
 
 /**
+ * How long a command has, after Ctrl-C or SIGTERM, to reach its next stopping point before the process ends
+ * anyway: a command waiting on a reader that never reads, or on a read that never returns, reaches none.
+ */
+export const STOP_GRACE_MS = 3000;
+
+/**
  * Ctrl-C (SIGINT) or SIGTERM while a command that moves many streams runs: the command finishes the stream it
- * is on and stops before the next, so whatever it wrote is whole. A second Ctrl-C ends the process at once.
+ * is on and stops before the next, so whatever it wrote is whole. A command that does not get there within
+ * `STOP_GRACE_MS` (it waits on a full pipe, or on a file that never answers) is ended then, after its cleanups;
+ * a second Ctrl-C ends the process at once.
  */
 export class Interruption {
   #requested = false;
+  readonly #cleanups: (() => void)[] = [];
+  #deadline: NodeJS.Timeout | undefined;
+  readonly #abort = new AbortController();
   readonly #onSignal = () => {
     this.#requested = true;
     this.#release();
+    this.#abort.abort();
+    // Unref'd: a command that stops in time ends the process as usual, not at the deadline.
+    this.#deadline = setTimeout(() => this.#end(), STOP_GRACE_MS).unref();
   };
 
   constructor() {
     process.once('SIGINT', this.#onSignal);
     process.once('SIGTERM', this.#onSignal);
+  }
+
+  /** Fires when a stop is asked for, for work that waits (a follow) rather than loops. */
+  get signal(): AbortSignal {
+    return this.#abort.signal;
   }
 
   /** Whether a stop was asked for. */
@@ -37,9 +56,27 @@ export class Interruption {
     throw new CliError(ExitCode.interrupted, `interrupted: stopped after ${done}`, hint === undefined ? undefined : { hint });
   }
 
+  /** Runs `cleanup` (synchronous: the event loop may be stuck) if the process has to be ended at the deadline. */
+  onForcedEnd(cleanup: () => void): void {
+    this.#cleanups.push(cleanup);
+  }
+
   /** Gives Ctrl-C back its default: ending the process. */
   dispose(): void {
     this.#release();
+    if (this.#deadline) clearTimeout(this.#deadline);
+  }
+
+  #end(): never {
+    for (const cleanup of this.#cleanups.splice(0)) {
+      try {
+        cleanup();
+      } catch {
+        // Ending is what was asked for; a cleanup that fails must not keep the process alive.
+      }
+    }
+    process.stderr.write(`error: interrupted: the command did not reach a point to stop at within ${STOP_GRACE_MS / 1000} s of the signal, and was ended\n`);
+    process.exit(ExitCode.interrupted);
   }
 
   #release(): void {

@@ -136,15 +136,34 @@ async function openPostgres(
       const what = message.replace(/^@sessionfold\/store-postgres: /, '').replace(/; a read-only store never migrates.*$/, '');
       throw new CliError(ExitCode.notFound, `no store at ${where}: ${what}`, { hint: 'Try: check the database and ?schema= in the URL', cause: error });
     }
-    if (code !== undefined && ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', '28P01', '28000'].includes(code)) {
-      throw new CliError(ExitCode.storage, `cannot connect to ${where}: ${message}`, {
+    // Nothing was appended while opening: the store's words for a connection lost mid-append do not apply here.
+    const said = message.replace(/; an append in flight may or may not have committed$/, '');
+    if (code !== undefined && (CONNECT_FAILURES.has(code) || /^(08|57P)/.test(code))) {
+      throw new CliError(ExitCode.storage, `cannot connect to ${where}: ${said}`, {
         hint: 'Try: check that PostgreSQL runs at the URL’s host and port, and the user and password',
         cause: error,
       });
     }
+    if (said !== message) throw new CliError(ExitCode.storage, `cannot open ${where}: ${said}`, { hint: POSTGRES_HINT, cause: error });
     throw error;
   }
 }
+
+/** System and server codes that mean the server could not be reached or would not let the user in. */
+const CONNECT_FAILURES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  '28P01',
+  '28000',
+]);
+
+const POSTGRES_HINT = 'Try: check that PostgreSQL runs and accepts connections at the URL’s host and port, then run the command again';
 
 /** The error code of a driver or system error, looked for along its causes. */
 function pgCode(error: unknown): string | undefined {

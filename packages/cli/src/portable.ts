@@ -16,7 +16,8 @@ const stream = streamIdText;
  * gives its own.
  */
 export const portableLineSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('header'), format: z.literal(PORTABLE_FORMAT), version: z.literal(PORTABLE_VERSION), exportedAt: z.string() }),
+  // `exportedAt` is written by export and only informs: a header without it is as good.
+  z.object({ kind: z.literal('header'), format: z.literal(PORTABLE_FORMAT), version: z.literal(PORTABLE_VERSION), exportedAt: z.string().optional() }),
   z.object({ kind: z.literal('stream'), stream, revision: z.number().int().min(1) }),
   z.object({
     kind: z.literal('snapshot'),

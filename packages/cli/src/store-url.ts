@@ -26,6 +26,9 @@ export function parseStoreUrl(url: string | undefined): StoreLocation {
     } catch {
       throw usageError(`not a valid PostgreSQL URL: ${redact(url)}`);
     }
+    // Given twice, either one could be meant: a guess would read or write the wrong schema.
+    if (parsed.searchParams.getAll('schema').length > 1)
+      throw usageError(`?schema= is given more than once in ${redact(url)}`, 'Try: one ?schema=name in the URL');
     const schema = parsed.searchParams.get('schema') ?? undefined;
     parsed.searchParams.delete('schema');
     return { kind: 'postgres', connectionString: parsed.toString(), schema };

@@ -1,4 +1,4 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,16 +32,35 @@ export interface Ran {
   stderr: string;
 }
 
-/** Runs the built CLI with `args` to its end, with SESSIONFOLD_STORE unset unless `env` sets it. */
-export function run(args: readonly string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<Ran> {
+/**
+ * Runs the built CLI with `args` to its end, with SESSIONFOLD_STORE unset unless `env` sets it; with `timeoutMs`, a
+ * run that has not ended by then is killed (SIGKILL), so a command that hangs fails its test instead of outliving it.
+ */
+export function run(args: readonly string[], options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {}): Promise<Ran> {
   const env = { ...process.env, ...options.env };
   if (!options.env?.['SESSIONFOLD_STORE']) delete env['SESSIONFOLD_STORE'];
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env, cwd: options.cwd, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error && typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : error ? 1 : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { env, cwd: options.cwd, maxBuffer: 64 * 1024 * 1024, timeout: options.timeoutMs ?? 0, killSignal: 'SIGKILL' },
+      (error, stdout, stderr) => {
+        const code = error && typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : error ? 1 : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
+}
+
+/**
+ * For a run that meets files that are not what they seem (a FIFO read waits for a writer forever, /dev/zero never
+ * ends): killed after a while, so a command that hangs fails its test instead of hanging the suite.
+ */
+export const HANG = { timeoutMs: 20_000 };
+
+/** Makes a FIFO (named pipe) at `path`. */
+export function mkfifo(path: string): void {
+  execFileSync('mkfifo', [path]);
 }
 
 /** Starts the CLI and leaves it running (for --follow). */

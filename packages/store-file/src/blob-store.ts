@@ -1,6 +1,6 @@
 import { CorruptionError, StorageError, type StreamId } from '@sessionfold/core/kernel';
 import { AtomicWriteDirectorySyncError, writeFileAtomic } from '@sessionfold/atomic-write';
-import { atomicWriteFs, errorCode, listDir, syncDir, unlinkIfPresent, type FileSystem } from './fs-layer.js';
+import { atomicWriteFs, errorCode, fullDiskReason, listDir, syncDir, unlinkIfPresent, type FileSystem } from './fs-layer.js';
 import { frameLine, sha256Hex } from './journal-codec.js';
 import { Layout } from './layout.js';
 import { readRecordLog, RecordLog } from './record-log.js';
@@ -161,7 +161,7 @@ export class BlobStore {
     try {
       await writeFileAtomic(path, bytes, { mode: 0o600, fs: atomicWriteFs(this.#fs) });
     } catch (cause) {
-      throw new StorageError(`Could not write blob ${path}.`, { cause, poisoned: cause instanceof AtomicWriteDirectorySyncError });
+      throw new StorageError(`Could not write blob ${path}${fullDiskReason(cause)}.`, { cause, poisoned: cause instanceof AtomicWriteDirectorySyncError });
     }
   }
 

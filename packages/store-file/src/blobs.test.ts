@@ -156,6 +156,31 @@ describe('blobs', () => {
     await expect(stat(join(dir, 'blobs', sha256(bytes)))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
+  it.each([
+    ['a blob', 'blobs', /^Could not write blob .*: the disk is full \(ENOSPC\)\.$/],
+    ["a blob's owner record", 'owners', /^Could not write .*owners.*: the disk is full \(ENOSPC\)\.$/],
+  ])('%s that does not fit on a full disk says the disk is full', async (_, folder, message) => {
+    const dir = freshDir();
+    const blobFds = new Set<number>();
+    const fs: Partial<FileSystem> = {
+      open: async (path, flags, mode) => {
+        const fd = await nodeFileSystem.open(path, flags, mode);
+        if (path.startsWith(join(dir, folder))) blobFds.add(fd);
+        return fd;
+      },
+      write: async (fd, buffer, offset, length, position) => {
+        if (blobFds.has(fd)) throw errno('ENOSPC');
+        return nodeFileSystem.write(fd, buffer, offset, length, position);
+      },
+    };
+    const store = await fileStore({ directory: dir, fs });
+    const bytes = new Uint8Array([1, 6, 1, 8]);
+    const failed = await store.putBlob(randomStream(), bytes).catch((error: unknown) => error);
+    await store.close();
+    expect(failed).toBeInstanceOf(StorageError);
+    expect((failed as StorageError).message).toMatch(message);
+  });
+
   it('when the blob cannot be written after its owner record, the record is taken back', async () => {
     const dir = freshDir();
     const [s, t] = [randomStream('s'), randomStream('t')];

@@ -87,6 +87,7 @@ describe('a full disk part-way through a record', () => {
     expect(failed).toBeInstanceOf(StorageError);
     expect((failed as StorageError).poisoned).toBe(false);
     expect(((failed as StorageError).cause as { code?: string }).code).toBe('ENOSPC');
+    expect((failed as StorageError).message).toBe(`Could not write to ${journalOf(dir, stream)}: the disk is full (ENOSPC).`);
     expect((await readFile(journalOf(dir, stream))).length, 'the half record is cut back').toBe(before);
     // The store still accepts writes: the failed batch is simply not there.
     const next = await store.append(stream, [{ type: 'B', data: 4 }], { expectedRevision: 2 });

@@ -6,6 +6,19 @@ import { SessionFileIoError, errorCode, isTemporaryName, syncDirectory, type Ato
 export { errorCode };
 
 /**
+ * What a failed write's cause says that a person can act on, as the end of a message: ": the disk is full
+ * (ENOSPC)" when the disk or the user's quota is full (found along the causes), otherwise nothing.
+ */
+export function fullDiskReason(cause: unknown): string {
+  for (let at = cause, depth = 0; at instanceof Error && depth < 5; at = at.cause, depth++) {
+    const code = errorCode(at);
+    if (code === 'ENOSPC') return ': the disk is full (ENOSPC)';
+    if (code === 'EDQUOT') return ': the disk quota is used up (EDQUOT)';
+  }
+  return '';
+}
+
+/**
  * The file-system calls the file store makes, by file descriptor so that one write and one fdatasync
  * serve a whole flush. `fileStore({ fs })` replaces any of them, which is how tests inject a full disk
  * (ENOSPC part-way through a write) or a failing fdatasync (EIO).

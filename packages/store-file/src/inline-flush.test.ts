@@ -197,6 +197,7 @@ describe('an inline flush that fails', () => {
     expect(failed).toBeInstanceOf(StorageError);
     expect((failed as StorageError).poisoned).toBe(false);
     expect(((failed as StorageError).cause as { code?: string }).code).toBe('ENOSPC');
+    expect((failed as StorageError).message).toBe(`Could not write to ${journalOf(dir, stream)}: the disk is full (ENOSPC).`);
     expect(state.inlineSyncs, 'nothing is fdatasynced after a failed write').toBe(0);
     expect((await readFile(journalOf(dir, stream))).length, 'the half record is cut back').toBe(before);
     expect((await store.append(stream, [{ type: 'B', data: 2 }], { expectedRevision: 1 })).revision).toBe(2);

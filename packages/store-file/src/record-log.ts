@@ -1,6 +1,6 @@
 import { CorruptionError, StorageError } from '@sessionfold/core/kernel';
 import { dirname } from 'node:path';
-import { errorCode, readingFile, syncDir, writeAll, type FileSystem } from './fs-layer.js';
+import { errorCode, fullDiskReason, readingFile, syncDir, writeAll, type FileSystem } from './fs-layer.js';
 import { frameLine, isLineMissingItsNewline } from './journal-codec.js';
 import { LineReader } from './journal-reader.js';
 
@@ -128,7 +128,7 @@ export class RecordLog {
           () => (this.#dirty = false),
           () => undefined,
         );
-        throw new StorageError(`Could not write ${this.path}.`, { cause });
+        throw new StorageError(`Could not write ${this.path}${fullDiskReason(cause)}.`, { cause });
       }
       try {
         await this.#fs.fdatasync(fd);

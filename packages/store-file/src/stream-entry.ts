@@ -14,6 +14,7 @@ import {
 } from '@sessionfold/core/kernel';
 import type { Blank, BlankJournals } from './blank-journals.js';
 import { errorCode, readAll, readAllSync, syncDir, writeAll, writeAllSync, type FileSystem, type InlineCreateIo, type InlineIo } from './fs-layer.js';
+import { fullDiskReason } from './fs-layer.js';
 import { decodeLine, eventPayloadJson, frameLine } from './journal-codec.js';
 import { CHECKPOINT_EVERY, emptyJournal, readEventIds, writableEventIds, type EventIdEntry, type JournalInfo } from './journal-scan.js';
 import type { Layout } from './layout.js';
@@ -649,7 +650,7 @@ export class StreamEntry {
     } catch (cause) {
       if (cause instanceof SessionfoldError) throw cause;
       await this.#cutBack();
-      throw new StorageError(`Could not write to ${layout.journal(this.name)}.`, { cause });
+      throw new StorageError(`Could not write to ${layout.journal(this.name)}${fullDiskReason(cause)}.`, { cause });
     }
     const syncStart = this.#ctx.observing ? performance.now() : 0;
     try {

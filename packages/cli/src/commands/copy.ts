@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { copyStore, foldStream, InvalidInputError, type EventStore } from '@sessionfold/core/kernel';
+import { copyStore, foldStream, InvalidInputError, type EventStore, type RecordedEvent, type StreamRead } from '@sessionfold/core/kernel';
 import { contextOf, withStoreAt } from '../context.js';
 import { refused } from '../exit-codes.js';
 import { examples } from '../help.js';
@@ -55,7 +55,10 @@ export function registerCopy(program: Command): void {
               });
             } catch (error) {
               if (error instanceof InvalidInputError && error.field === 'to')
-                throw refused(`the destination diverged: ${error.message}`, 'Try: copy into an empty store');
+                throw refused(
+                  `the destination diverged: ${await describeDivergence(source.store, destination.store, error.message)}`,
+                  'Try: copy into an empty store',
+                );
               throw error;
             } finally {
               bar.stop();
@@ -75,6 +78,46 @@ export function registerCopy(program: Command): void {
         ),
       );
     });
+}
+
+/**
+ * Where a stream that diverged differs, and both heads: "stream X differs from the source from revision 5 on (the
+ * source's head is revision 9, the destination's revision 8)". Reads the stream from both stores side by side.
+ */
+async function describeDivergence(source: EventStore, destination: EventStore, message: string): Promise<string> {
+  const stream = /\bstream (\S+) differs from the source\b/.exec(message)?.[1];
+  if (stream === undefined) return message;
+  const [a, b] = await Promise.all([source.read(stream), destination.read(stream)]);
+  const heads = `the source's head is revision ${a.revision}, the destination's revision ${b.revision}`;
+  const first = await firstDifference(a, b);
+  const where = first === undefined ? 'somewhere before the revisions both stores keep' : `from revision ${first} on`;
+  return `stream ${stream} differs from the source ${where} (${heads})`;
+}
+
+/** The first revision whose event (or snapshot) is not the same in the two reads; undefined when none both keep differs. */
+async function firstDifference(a: StreamRead, b: StreamRead): Promise<number | undefined> {
+  const snapshots = [a.snapshot, b.snapshot];
+  if (a.snapshot && b.snapshot && a.snapshot.revision === b.snapshot.revision && canonicalJson(a.snapshot.state) !== canonicalJson(b.snapshot.state))
+    return a.snapshot.revision;
+  // Events a snapshot of the other read covers cannot be compared: compare from past both snapshots.
+  const from = Math.max(...snapshots.map((snapshot) => snapshot?.revision ?? 0)) + 1;
+  const left = a.events[Symbol.asyncIterator]();
+  const right = b.events[Symbol.asyncIterator]();
+  try {
+    const next = async (events: AsyncIterator<RecordedEvent>) => {
+      for (;;) {
+        const step = await events.next();
+        if (step.done || step.value.revision >= from) return step.done ? undefined : step.value;
+      }
+    };
+    for (;;) {
+      const [x, y] = await Promise.all([next(left), next(right)]);
+      if (x === undefined || y === undefined) return undefined;
+      if (x.type !== y.type || x.eventId !== y.eventId || canonicalJson(x.data) !== canonicalJson(y.data)) return x.revision;
+    }
+  } finally {
+    await Promise.all([left.return?.(), right.return?.()]);
+  }
 }
 
 /** The streams the service writes that fold to different state in the two stores. */

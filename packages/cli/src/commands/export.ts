@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { forEachItem, type EventStore, type StoredEvent } from '@sessionfold/core/kernel';
@@ -45,6 +46,8 @@ export function registerExport(program: Command): void {
           const counts = { streams: 0, events: 0, blobs: 0 };
           const strings = new JsonStrings();
           let complete = false;
+          // Ended at the deadline, the export is as unfinished as one stopped between streams.
+          if (file !== undefined) interruption.onForcedEnd(() => complete || rmSync(file, { force: true }));
           // The next stream's read and blob list are asked for while this one is written.
           const streams = lookahead(store.streams(), async ({ stream }) => {
             const [read, blobs] = await Promise.all([readStored(store, stream, {}), blobsOf(store, stream)]);

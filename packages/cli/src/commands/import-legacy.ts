@@ -1,8 +1,8 @@
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, statSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
-import type { CompletionReceipt } from '@sessionfold/core';
+import type { CompletionReceipt, SessionCommand } from '@sessionfold/core';
 import {
   CATALOG_STREAM,
   RECEIPT_ID_NAMESPACE,
@@ -16,8 +16,7 @@ import {
 import { ConcurrencyError, foldStream, type EventStore, type NewEvent } from '@sessionfold/core/kernel';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
-import { ExitCode, notFound } from '../exit-codes.js';
-import { assertInputFile } from '../files.js';
+import { CliError, ExitCode, notFound } from '../exit-codes.js';
 import { examples } from '../help.js';
 import { readCompletedList } from '../legacy/completed-list.js';
 import { LegacyJournalError, readControlJournal } from '../legacy/control-journal.js';
@@ -27,6 +26,8 @@ import { progress } from '../progress.js';
 
 const CONTROL_EXTENSION = '.session-control';
 const LOG_EXTENSION = '.session-log';
+/** The completed list's name where the legacy service keeps it by default: beside its sessions directory. */
+const COMPLETED_LIST_NAME = 'session-history.txt';
 /** The `source` of every SessionImported event this command writes. */
 const SOURCE = 'legacy-session-history';
 
@@ -66,7 +67,6 @@ export function registerImportLegacy(program: Command): void {
       const directory = parseArg(z.string().min(1), rawDir, '<dir>');
       const { completedList } = parseArg(optionsSchema, rawOptions, 'options');
       if (!existsSync(directory) || !statSync(directory).isDirectory()) throw notFound(`no directory ${directory}`);
-      if (completedList !== undefined) assertInputFile(completedList, 'completed list');
       const { out } = context;
       const names = (await readdir(directory)).sort();
       const controls = names.filter((name) => name.endsWith(CONTROL_EXTENSION));
@@ -75,7 +75,8 @@ export function registerImportLegacy(program: Command): void {
       const counts = { sessionsImported: 0, sessionsPresent: 0, commandsImported: 0, receiptsImported: 0, receiptsPresent: 0, startKeysBound: 0 };
 
       // Read before anything is imported: a list that cannot be read leaves the store as it was.
-      const completed = completedList === undefined ? undefined : await readCompletedList(completedList);
+      const completed = completedList === undefined ? undefined : await readCompletedList(completedList, { follow: true });
+      const leftOut = completedList === undefined ? await completedLeftOut(directory) : undefined;
       await withStore(context, 'create', async ({ store }) => {
         const bar = progress(out, 'import-legacy', controls.length);
         try {
@@ -94,8 +95,17 @@ export function registerImportLegacy(program: Command): void {
 
       const failedFiles = problems.filter((problem) => problem.severity === 'error').length;
       const note = `${logs.length} *.session-log file(s) not imported: the session log is an external format, out of scope for this import`;
+      const completedNote = leftOut && describeLeftOut(leftOut);
       if (out.json) {
-        await out.document({ ok: failedFiles === 0, ...counts, journals: controls.length, sessionLogsSkipped: logs.length, note, problems });
+        await out.document({
+          ok: failedFiles === 0,
+          ...counts,
+          journals: controls.length,
+          sessionLogsSkipped: logs.length,
+          note,
+          ...(leftOut ? { completedLeftOut: leftOut.count, completedNote } : {}),
+          problems,
+        });
       } else {
         for (const problem of problems)
           await out.text(`${problem.severity}: ${problem.file}${problem.line === undefined ? '' : `:${problem.line}`}: ${problem.message}`);
@@ -104,9 +114,42 @@ export function registerImportLegacy(program: Command): void {
             `${counts.receiptsImported} receipt(s) (${counts.receiptsPresent} already present) from ${controls.length} journal(s)`,
         );
         await out.text(note);
+        if (completedNote) await out.text(completedNote);
       }
       if (failedFiles > 0) process.exitCode = ExitCode.problems;
     });
+}
+
+/** The legacy completed list found beside `<dir>` when none was given, and how many completed sessions it lists. */
+interface LeftOut {
+  path: string | undefined;
+  count: number | undefined;
+}
+
+/**
+ * Looks for the legacy service's completed list where it keeps it by default (beside `<dir>`, or inside it) and
+ * counts the completed sessions it lists; an entry that is not a regular file is not read.
+ */
+async function completedLeftOut(directory: string): Promise<LeftOut> {
+  for (const path of [join(dirname(directory), COMPLETED_LIST_NAME), join(directory, COMPLETED_LIST_NAME)]) {
+    if (!lstatSync(path, { throwIfNoEntry: false })) continue;
+    try {
+      return { path, count: (await readCompletedList(path, { follow: false })).receipts.length };
+    } catch (error) {
+      if (error instanceof CliError) return { path, count: undefined };
+      throw error;
+    }
+  }
+  return { path: undefined, count: undefined };
+}
+
+function describeLeftOut({ path, count }: LeftOut): string {
+  if (path === undefined)
+    return `completed sessions were not imported: they are in the legacy completed list (${COMPLETED_LIST_NAME}); add --completed-list FILE to import them`;
+  const how = `add --completed-list ${path} to import them`;
+  return count === undefined
+    ? `the completed sessions listed in ${path} were left out; ${how}`
+    : `${count} completed session(s) listed in ${path} were left out; ${how}`;
 }
 
 type Counts = Record<'sessionsImported' | 'sessionsPresent' | 'commandsImported' | 'receiptsImported' | 'receiptsPresent' | 'startKeysBound', number>;
@@ -121,6 +164,11 @@ async function importJournal(store: EventStore, path: string, name: string, prob
       problems.push({ severity: 'error', file: error.file, line: error.line, message: `${error.reason}; this file was not imported` });
       return;
     }
+    // Not a regular file (a FIFO, a device, a link, a directory) or unreadable: named, and the others go on.
+    if (error instanceof CliError) {
+      problems.push({ severity: 'error', file: name, message: `${error.message}; this file was not imported` });
+      return;
+    }
     throw error;
   }
   if (journal.tornTail !== undefined)
@@ -130,15 +178,33 @@ async function importJournal(store: EventStore, path: string, name: string, prob
     return;
   }
   let record;
-  let commands;
   try {
     record = lifecycleFromLegacy(journal.lifecycle);
-    const sessionId = record.id;
-    commands = journal.commands.map((value) => commandFromLegacy(value, sessionId));
   } catch (error) {
-    problems.push({ severity: 'error', file: name, message: `a record does not have the legacy shape (${describe(error)}); this file was not imported` });
+    problems.push({
+      severity: 'error',
+      file: name,
+      message: `the session_lifecycle record does not have the legacy shape (${describe(error)}); this file was not imported`,
+    });
     return;
   }
+  // As the legacy reader took them: a command record it cannot read is passed over, and the latest record of each
+  // id that reads wins, kept in the order the id first appeared.
+  const byId = new Map<string, SessionCommand>();
+  for (const { line, value } of journal.commands) {
+    try {
+      const command = commandFromLegacy(value, record.id);
+      byId.set(command.id, command);
+    } catch (error) {
+      problems.push({
+        severity: 'warning',
+        file: name,
+        line,
+        message: `a session_command record does not have the legacy shape (${describe(error)}); it was skipped`,
+      });
+    }
+  }
+  const commands = [...byId.values()];
   const stem = name.slice(0, -CONTROL_EXTENSION.length).toLowerCase();
   if (!isUuid(record.id) || record.id !== stem) {
     problems.push({ severity: 'error', file: name, message: `session id ${JSON.stringify(record.id)} is not this file's UUID; this file was not imported` });

@@ -1,4 +1,4 @@
-import { createReadStream, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { createHash } from 'node:crypto';
 import type { Command } from 'commander';
@@ -6,7 +6,7 @@ import type { EventStore, NewEvent } from '@sessionfold/core/kernel';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
 import { CliError, ExitCode, refused } from '../exit-codes.js';
-import { assertInputFile } from '../files.js';
+import { assertInputFile, openRegularFile } from '../files.js';
 import { holdsFileStore } from '../open-store.js';
 import { examples } from '../help.js';
 import { interruptible } from '../interruption.js';
@@ -41,7 +41,7 @@ export function registerImport(program: Command): void {
       const context = contextOf(command);
       const file = parseArg(z.string().min(1), rawFile, '<file>');
       const options = parseArg(optionsSchema, rawOptions, 'options');
-      assertInputFile(file, 'file', { regular: true });
+      await assertInputFile(file, 'file');
       const { out } = context;
       const plan = await checkFile(file);
       const location = parseStoreUrl(context.storeUrl);
@@ -116,19 +116,33 @@ interface Plan {
 
 async function* lines(file: string): AsyncGenerator<{ line: number; value: PortableLine }> {
   let line = 0;
-  for await (const text of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
-    line++;
-    if (text.trim() === '') continue;
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch {
-      throw damaged(file, line, 'not JSON');
+  // Opened again, and checked again: what was checked first may have been replaced by a pipe since.
+  const handle = await openRegularFile(file, 'file', { follow: true });
+  const input = handle.createReadStream();
+  try {
+    for await (const text of createInterface({ input, crlfDelay: Infinity })) {
+      line++;
+      if (text.trim() === '') continue;
+      let raw: unknown;
+      try {
+        raw = JSON.parse(text);
+      } catch {
+        throw damaged(file, line, 'not JSON');
+      }
+      const parsed = portableLineSchema.safeParse(raw);
+      if (!parsed.success) throw damaged(file, line, `not a line of an export file (${describeIssue(parsed.error.issues[0])})`);
+      yield { line, value: parsed.data };
     }
-    const parsed = portableLineSchema.safeParse(raw);
-    if (!parsed.success) throw damaged(file, line, `not a line of an export file (${parsed.error.issues[0]?.message ?? 'invalid'})`);
-    yield { line, value: parsed.data };
+  } finally {
+    input.destroy();
   }
+}
+
+/** A schema issue with the field it is about: `version: expected 1`. */
+function describeIssue(issue: z.core.$ZodIssue | undefined): string {
+  if (!issue) return 'invalid';
+  const field = issue.path.map(String).join('.');
+  return field === '' ? issue.message : `field ${field}: ${issue.message}`;
 }
 
 function damaged(file: string, line: number, why: string): CliError {

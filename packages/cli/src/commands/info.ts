@@ -32,8 +32,44 @@ export function registerInfo(program: Command): void {
           ['head position', String(counts.headPosition)],
           ['size on disk', bytes === undefined ? 'n/a' : formatBytes(bytes)],
         ];
-        if (status !== undefined) rows.push(['status', JSON.stringify(status)]);
         for (const [name, value] of rows) await context.out.text(`${name.padEnd(14)} ${value}`);
+        if (status !== undefined) {
+          await context.out.text('status');
+          for (const [name, value] of statusRows(status)) await context.out.text(`  ${name.padEnd(20)} ${value}`);
+        }
       });
     });
+}
+
+/** A value of a store's status, for people: text as it is, nothing as "-", a list or object as compact JSON. */
+function shown(value: unknown): string {
+  if (value === null || value === undefined) return '-';
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return JSON.stringify(value);
+}
+
+/** `lastPosition` as "last position". */
+const words = (key: string) => key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase();
+
+/**
+ * The rows `info` shows of a store's status, one fact a line: the feed's last position, each transaction holding
+ * writers back, then the store's own details; a file store's writer as its process id and whether it runs.
+ */
+function statusRows(status: object): [string, string][] {
+  const rows: [string, string][] = [];
+  for (const [key, value] of Object.entries(status)) {
+    if (key === 'kind') continue;
+    if (key === 'holdingBack' && Array.isArray(value)) {
+      if (value.length === 0) rows.push(['holding back', 'none']);
+      for (const held of value as { pid?: unknown; ageMs?: unknown; state?: unknown; waiting?: unknown }[])
+        rows.push(['holding back', `pid ${shown(held.pid)}: ${shown(held.state)} for ${shown(held.ageMs)} ms, ${shown(held.waiting)} waiting`]);
+    } else if (key === 'writer') {
+      const writer = value as { pid?: unknown; running?: unknown } | null;
+      rows.push(['writer', writer === null ? 'none' : `pid ${shown(writer.pid)}${writer.running === false ? ' (not running: a stale lock)' : ''}`]);
+    } else if (key === 'details' && value !== null && typeof value === 'object') {
+      for (const [name, detail] of Object.entries(value)) rows.push([words(name), shown(detail)]);
+    } else rows.push([words(key), shown(value)]);
+  }
+  return rows;
 }

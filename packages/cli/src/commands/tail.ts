@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
+import { interruptible } from '../interruption.js';
 import { examples } from '../help.js';
 import { printChanges, printStoredChanges } from '../format-change.js';
 import { integerText, parseArg } from '../parse.js';
@@ -33,26 +34,20 @@ export function registerTail(program: Command): void {
       const context = contextOf(command);
       const { out } = context;
       const options = parseArg(optionsSchema, rawOptions, 'options');
-      const abort = new AbortController();
-      const onSignal = () => abort.abort();
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
-      try {
-        await withStore(context, 'read', async ({ store }) => {
+      // A stop ends the feed with exit 0; one stuck writing to a reader that stopped reading ends at the deadline.
+      await interruptible(({ signal }) =>
+        withStore(context, 'read', async ({ store }) => {
           const from = options.from === undefined || options.from === 'start' ? 1 : options.from === 'end' ? await endOfFeed(store) : options.from;
           if (options.lines === undefined) {
             // One read from `from` on: with --follow, the store's follow() yields what is there, then what comes.
-            if (options.follow) await printChanges(out, followChanges(store, from, abort.signal), abort.signal);
-            else await printStoredChanges(out, readAllStored(store, { fromPosition: from }), abort.signal);
+            if (options.follow) await printChanges(out, followChanges(store, from, signal), signal);
+            else await printStoredChanges(out, readAllStored(store, { fromPosition: from }), signal);
             return;
           }
           const last = await lastChanges(store, from, options.lines);
           for (const change of last.changes) if (out.appendLine(change)) await out.flush();
-          if (options.follow) await printChanges(out, followChanges(store, last.next, abort.signal), abort.signal);
-        });
-      } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-      }
+          if (options.follow) await printChanges(out, followChanges(store, last.next, signal), signal);
+        }),
+      );
     });
 }

@@ -1,6 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import type { CompletionReceipt } from '@sessionfold/core';
 import { completionReceiptSchema } from '@sessionfold/core/session';
+import { readRegularFile } from '../files.js';
 
 /** A completed list line that could not be read. */
 export interface ListProblem {
@@ -10,10 +10,12 @@ export interface ListProblem {
 
 /**
  * Reads the legacy completed list: each non-empty line is a bare session object id or a JSON receipt. A
- * session object id listed again is the same receipt (the first one wins), as the legacy service read it.
+ * session object id listed again is the same receipt (the first one wins), as the legacy service read it. Only a
+ * regular file is read (a link to one is followed when `follow`, for a path the user named); anything else is a
+ * `CliError` naming it.
  */
-export async function readCompletedList(path: string): Promise<{ receipts: CompletionReceipt[]; problems: ListProblem[] }> {
-  const text = await readFile(path, 'utf8');
+export async function readCompletedList(path: string, options: { follow: boolean }): Promise<{ receipts: CompletionReceipt[]; problems: ListProblem[] }> {
+  const text = (await readRegularFile(path, 'completed list', options)).toString('utf8');
   const receipts: CompletionReceipt[] = [];
   const problems: ListProblem[] = [];
   const seen = new Set<string>();

@@ -1,15 +1,21 @@
 import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
+import { readRegularFile } from '../files.js';
 
 /** One record of a legacy control journal: `sha256hex SP {"kind","recordedAt","value"}`. */
 const controlRecordSchema = z.object({ kind: z.string(), recordedAt: z.string(), value: z.unknown() });
 
-/** What a legacy control journal holds once read: the latest lifecycle record and the latest record of each command. */
+/** A `session_command` record's value and its 1-based line. */
+export interface CommandRecord {
+  line: number;
+  value: unknown;
+}
+
+/** What a legacy control journal holds once read: the latest lifecycle record and every command record. */
 export interface ControlJournal {
   lifecycle: unknown;
-  /** The latest record of each command id, in the order each id first appeared. */
-  commands: unknown[];
+  /** Every command record in file order: the latest one of an id that reads wins, as the legacy reader took them. */
+  commands: CommandRecord[];
   /** The 1-based line of an unfinished last line that was dropped; undefined when the file ends whole. */
   tornTail: number | undefined;
 }
@@ -31,12 +37,13 @@ export class LegacyJournalError extends Error {
 /**
  * Reads a legacy control journal as its service read it: an unfinished last line is a torn write and is
  * dropped; a complete line with a bad checksum or bad JSON stops the file (`LegacyJournalError`); the latest
- * `session_lifecycle` record and the latest `session_command` record of each command id win.
+ * `session_lifecycle` record wins. Only a regular file is read: a FIFO, a device or a symbolic link in the directory
+ * is refused (a `CliError` naming it), never opened to hang or read without end.
  */
 export async function readControlJournal(path: string, file: string): Promise<ControlJournal> {
-  const bytes = await readFile(path);
+  const bytes = await readRegularFile(path, 'control journal');
   let lifecycle: unknown;
-  const commands = new Map<string, unknown>();
+  const commands: CommandRecord[] = [];
   let start = 0;
   let line = 0;
   let tornTail: number | undefined;
@@ -65,11 +72,7 @@ export async function readControlJournal(path: string, file: string): Promise<Co
     if (!parsed.success) throw new LegacyJournalError(file, line, 'not a control record ({kind, recordedAt, value})');
     const record = parsed.data;
     if (record.kind === 'session_lifecycle') lifecycle = record.value;
-    else if (record.kind === 'session_command') {
-      const id = (record.value as { id?: unknown } | null)?.id;
-      if (typeof id !== 'string') throw new LegacyJournalError(file, line, 'a command record without an id');
-      commands.set(id, record.value);
-    }
+    else if (record.kind === 'session_command') commands.push({ line, value: record.value });
   }
-  return { lifecycle, commands: [...commands.values()], tornTail };
+  return { lifecycle, commands, tornTail };
 }

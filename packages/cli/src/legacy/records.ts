@@ -3,21 +3,30 @@ import { controlState, ingressFailureEntrySchema, lifecycleRecordSchema, session
 import type { JsonValue } from '@sessionfold/core/kernel';
 import { z } from 'zod';
 
-/** Control-state key names of the legacy service and this project's names for them, renamed at every level. */
+/**
+ * Control-state key names of the legacy service and this project's names for them. Only the service's own fields
+ * are renamed: the top level of the state and of its `historyIngress`, the two levels its control state is made of.
+ */
 export const LEGACY_KEY_NAMES: Readonly<Record<string, string>> = Object.freeze({
   kwebPlan: 'archivePlan',
   rustLibSessionId: 'libSessionId',
   chatendText: 'transcriptText',
 });
 
-/** `value` with every legacy key renamed, in every nested object and array. */
-export function renameLegacyKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(renameLegacyKeys);
-  if (value === null || typeof value !== 'object') return value;
+/**
+ * `state` with the legacy names of the service's own keys replaced, at its top level and inside `historyIngress`.
+ * Values are the caller's data and left as they are: a `channel` holding a `chatendText` keeps it.
+ */
+export function renameLegacyKeys(state: Record<string, unknown>): Record<string, unknown> {
   const output: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value)) output[LEGACY_KEY_NAMES[key] ?? key] = renameLegacyKeys(item);
+  for (const [key, item] of Object.entries(state)) {
+    const name = LEGACY_KEY_NAMES[key] ?? key;
+    output[name] = name === 'historyIngress' && isObject(item) ? renameLegacyKeys(item) : item;
+  }
   return output;
 }
+
+const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 const nullableString = z.string().nullable().default(null);
 
@@ -70,17 +79,17 @@ function failureEntry(value: unknown) {
 }
 
 /**
- * The lifecycle record a legacy lifecycle value becomes: keys renamed, then the control-state whitelist
+ * The lifecycle record a legacy lifecycle value becomes: the state's own keys renamed, then the control-state whitelist
  * applied to the state (as the service applies it on every write), every other field carried as it was.
  */
 export function lifecycleFromLegacy(value: unknown, controlStateKeys?: readonly string[]): LifecycleRecord {
-  const legacy = legacyLifecycleSchema.parse(renameLegacyKeys(value));
+  const legacy = legacyLifecycleSchema.parse(value);
   return lifecycleRecordSchema.parse({
     id: legacy.id.toLowerCase(),
     phase: legacy.phase,
     startedAt: legacy.started_at,
     updatedAt: legacy.updated_at,
-    state: controlState(legacy.state as JsonValue, controlStateKeys),
+    state: controlState(renameLegacyKeys(legacy.state) as JsonValue, controlStateKeys),
     provenanceId: legacy.provenance_id,
     version: legacy.version,
     lastUserMessageAt: legacy.last_user_message_at,

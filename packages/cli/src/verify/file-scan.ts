@@ -1,7 +1,9 @@
 import * as crypto from 'node:crypto';
-import { closeSync, createReadStream, existsSync, openSync, readSync } from 'node:fs';
+import { closeSync, lstatSync, readSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join, relative } from 'node:path';
+import { CliError } from '../exit-codes.js';
+import { kindOf, openRegularFile, openRegularFileSync } from '../files.js';
 import type { Progress } from '../progress.js';
 import type { Findings } from './problems.js';
 import { PositionBits } from './position-bits.js';
@@ -37,15 +39,15 @@ export async function scanFileStore(directory: string, findings: Findings, bar: 
   const streamsDir = join(directory, 'streams');
   const ownersDir = join(directory, 'owners');
   const blobsDir = join(directory, 'blobs');
-  const streamFiles = await listFiles(streamsDir);
-  const ownerFiles = await listFiles(ownersDir);
-  const blobFiles = await listFiles(blobsDir);
+  const streamFiles = await listFiles(streamsDir, name, findings);
+  const ownerFiles = await listFiles(ownersDir, name, findings);
+  const blobFiles = await listFiles(blobsDir, name, findings);
   bar.total(streamFiles.length + ownerFiles.length + blobFiles.length + 2);
 
   const formatPath = join(directory, 'format.json');
-  if (existsSync(formatPath)) await framedLines(formatPath, name(formatPath), findings);
+  if (present(formatPath)) await framedLines(formatPath, name(formatPath), findings);
   const tombstones = join(directory, 'tombstones.jsonl');
-  if (existsSync(tombstones)) await framedLines(tombstones, name(tombstones), findings);
+  if (present(tombstones)) await framedLines(tombstones, name(tombstones), findings);
   bar.tick(2);
 
   const positions = new PositionBits();
@@ -65,6 +67,7 @@ export async function scanFileStore(directory: string, findings: Findings, bar: 
   for (const file of streamFiles.filter((entry) => entry.endsWith('.jsonl'))) {
     const path = join(streamsDir, file);
     const stream = file.slice(0, -'.jsonl'.length);
+    findings.streams++;
     await checkJournal(path, name(path), stream, snapshotRevisions.get(stream) ?? 0, positions, findings);
     bar.tick();
   }
@@ -81,22 +84,45 @@ export async function scanFileStore(directory: string, findings: Findings, bar: 
   }
   for (const sha of blobNames) {
     const path = join(blobsDir, sha);
-    const actual = await hashFile(path);
+    const actual = await hashFile(path, name(path), findings);
     findings.blobs++;
-    if (actual !== sha) findings.error(name(path), undefined, `the blob's bytes hash to ${actual}, not to its name`);
+    if (actual !== undefined && actual !== sha) findings.error(name(path), undefined, `the blob's bytes hash to ${actual}, not to its name`);
     bar.tick();
   }
 }
 
-async function listFiles(directory: string): Promise<string[]> {
-  try {
-    return (await readdir(directory, { withFileTypes: true }))
-      .filter((entry) => entry.isFile())
-      .map((entry) => entry.name)
-      .sort();
-  } catch {
+/** Whether anything (a dangling link too) is at `path`: it is then read, or refused by name. */
+const present = (path: string) => lstatSync(path, { throwIfNoEntry: false }) !== undefined;
+
+/**
+ * The regular files of one of the store's directories. A store writes only regular files there: a link (which
+ * could lead out of the store), a FIFO, a socket or a device is an error naming it, and is never opened.
+ */
+async function listFiles(directory: string, name: (path: string) => string, findings: Findings): Promise<string[]> {
+  const stats = lstatSync(directory, { throwIfNoEntry: false });
+  if (!stats) return [];
+  if (!stats.isDirectory()) {
+    findings.error(name(directory), undefined, `${kindOf(stats)}, not a directory: a store keeps only its own directories here; it was not read`);
+    findings.notRegular++;
     return [];
   }
+  const files: string[] = [];
+  for (const entry of await readdir(directory, { withFileTypes: true })) {
+    if (entry.isFile()) files.push(entry.name);
+    else if (!entry.isDirectory()) {
+      const kind = kindOf(lstatSync(join(directory, entry.name)));
+      findings.error(name(join(directory, entry.name)), undefined, `${kind}, not a regular file: a store writes only regular files; it was not read`);
+      findings.notRegular++;
+    }
+  }
+  return files.sort();
+}
+
+/** A file that may not be read (not a regular file, or unreadable) becomes an error on it, and the scan goes on. */
+function refusedFile(error: unknown, file: string, findings: Findings): void {
+  if (!(error instanceof CliError)) throw error;
+  findings.error(file, undefined, error.message);
+  findings.notRegular++;
 }
 
 /**
@@ -110,7 +136,13 @@ async function forEachFramedLine(path: string, file: string, findings: Findings,
   findings.files++;
   // Synchronous reads: verify does nothing else meanwhile, and a read that waits for the thread pool left the
   // process idle for a tenth of a scan of many small journals.
-  const fd = openSync(path, 'r');
+  let fd: number;
+  try {
+    fd = openRegularFileSync(path, 'store file');
+  } catch (error) {
+    refusedFile(error, file, findings);
+    return false;
+  }
   try {
     if (shared.length < READ_BYTES) shared = Buffer.allocUnsafe(READ_BYTES);
     let buffer = shared;
@@ -229,12 +261,16 @@ async function checkJournal(path: string, file: string, stream: string, snapshot
     findings.warning(file, openBatch, 'a batch whose last record never made it (a torn tail; a writer drops it on open)');
 }
 
-function hashFile(path: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const hash = crypto.createHash('sha256');
-    createReadStream(path)
-      .on('data', (chunk) => hash.update(chunk))
-      .on('error', reject)
-      .on('end', () => resolve(hash.digest('hex')));
-  });
+/** The sha256 of a blob file's bytes; undefined (an error recorded) when it is not a regular file. */
+async function hashFile(path: string, file: string, findings: Findings): Promise<string | undefined> {
+  let handle;
+  try {
+    handle = await openRegularFile(path, 'blob');
+  } catch (error) {
+    refusedFile(error, file, findings);
+    return undefined;
+  }
+  const hash = crypto.createHash('sha256');
+  for await (const chunk of handle.createReadStream()) hash.update(chunk as Buffer);
+  return hash.digest('hex');
 }

@@ -13,6 +13,7 @@ export async function scanThroughPort(store: EventStore, where: string, findings
     for await (const { stream } of store.streams()) streams.push(stream);
   });
   bar.total(streams.length + 1);
+  findings.streams += streams.length;
   for (const stream of streams) {
     await attempt(findings, where, `the events of stream ${stream}`, async () => {
       const read = await store.read(stream);

@@ -13,8 +13,11 @@ export function withoutPlace(message: string, file: string): string {
 export class Findings {
   readonly problems: VerifyProblem[] = [];
   files = 0;
+  streams = 0;
   records = 0;
   blobs = 0;
+  /** Entries found that are not regular files (a FIFO, a device, a link): the store is not opened over them. */
+  notRegular = 0;
 
   /** Records damage: verify exits 1. */
   error(file: string, line: number | undefined, message: string): void {
