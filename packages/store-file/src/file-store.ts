@@ -11,6 +11,7 @@ import {
   StorageError,
   StoreClosedError,
   validateAppend,
+  validateNewStreamId,
   validateReadAllOptions,
   validateReadOptions,
   validateSha256,
@@ -609,6 +610,7 @@ class FileStore implements EventStore {
   restoreStream(stream: StreamId, snapshot: Snapshot): Promise<AppendResult> {
     return this.#track(async () => {
       this.#assertOpen();
+      validateNewStreamId(stream);
       const kept = validateSnapshot(stream, snapshot);
       this.#assertWritable();
       this.#cases?.claim(stream);
