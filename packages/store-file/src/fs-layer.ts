@@ -150,6 +150,10 @@ function openCheckedSync(path: string, flags: string, mode: number | undefined):
 async function readRegularFile(path: string): Promise<Buffer> {
   const fd = await openChecked(path, 'r', undefined);
   try {
+    // Read through a descriptor, a directory reads as empty instead of failing: refuse it as a path read would.
+    if (fs.fstatSync(fd).isDirectory()) {
+      throw Object.assign(new Error(`EISDIR: illegal operation on a directory, read '${path}'`), { code: 'EISDIR', path });
+    }
     return await call<[number], Buffer>(fs.readFile as never)(fd);
   } finally {
     fs.closeSync(fd);
