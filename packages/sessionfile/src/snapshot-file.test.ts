@@ -73,6 +73,17 @@ describe('saveSnapshot and loadSnapshot', () => {
     expect(/^[\x0a\x20-\x7e]*$/.test(text)).toBe(true);
   });
 
+  it('always writes the current version, whatever version key the argument carries', async () => {
+    const path = join(dir, 'run.json');
+    for (const version of [1, 3, 'two', null]) {
+      await saveSnapshot(path, { ...fullSnapshot(), version } as SessionSnapshot);
+      const parsed = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
+      expect(parsed['version']).toBe(2);
+      expect(Object.keys(parsed)).toEqual(['version', 'identity', 'turns', 'transcript', 'loop', 'compactions']);
+      expect(await loadSnapshot(path)).toEqual(fullSnapshot());
+    }
+  });
+
   it('saves and loads a fresh snapshot with empty records as [] and {}', async () => {
     const path = join(dir, 'run.json');
     await saveSnapshot(path, newSnapshot(IDENTITY));

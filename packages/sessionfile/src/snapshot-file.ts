@@ -18,12 +18,24 @@ export interface SaveSnapshotOptions {
 
 /**
  * Validates `snapshot` and atomically replaces `path` with it as schema version 2, in Python's
- * `json.dumps(indent=2)` bytes. A snapshot `loadSnapshot` would refuse is never written.
+ * `json.dumps(indent=2)` bytes, whatever `version` key the argument carries. A snapshot `loadSnapshot` would
+ * refuse is never written.
  */
 export async function saveSnapshot(path: string, snapshot: SessionSnapshot, options: SaveSnapshotOptions = {}): Promise<void> {
   // Something that is not an object cannot be taken apart below: validation refuses it as it is, naming the path.
   if (typeof snapshot !== 'object' || snapshot === null) validatePayload(snapshot, path);
-  const { identity, turns, transcript, loop, compactions, ...rest } = snapshot;
+  // A `version` key (a loaded file spread back with its own) is dropped: the writer always writes the current one.
+  const {
+    version: _version,
+    identity,
+    turns,
+    transcript,
+    loop,
+    compactions,
+    ...rest
+  } = snapshot as SessionSnapshot & {
+    version?: unknown;
+  };
   // The envelope is built by hand so its key order is fixed; anything extra is kept so validation refuses it.
   const payload = { version: SCHEMA_VERSION, identity, turns, transcript, loop, compactions, ...rest };
   validatePayload(payload, path);

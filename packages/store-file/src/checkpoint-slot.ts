@@ -5,6 +5,7 @@ import {
   StorageError,
   validateCheckpointData,
   validateCheckpointName,
+  validateNewCheckpointName,
   type CheckpointData,
   type CheckpointSlot,
 } from '@sessionfold/core/kernel';
@@ -108,7 +109,7 @@ export function createCheckpointSlot(ctx: SlotContext): CheckpointSlot {
     save(name, data) {
       return ctx.track(async () => {
         ctx.assertWritable();
-        validateCheckpointName(name);
+        validateNewCheckpointName(name);
         validateCheckpointData(data);
         const path = layout.checkpoint(name);
         const body = typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data);

@@ -11,6 +11,7 @@ import {
   StorageError,
   StoreClosedError,
   validateAppend,
+  validateNewStreamId,
   validateReadAllOptions,
   validateReadOptions,
   validateSha256,
@@ -56,6 +57,7 @@ import {
   unlinkIfPresent,
   withOverrides,
   type FileSystem,
+  realDirectory,
 } from './fs-layer.js';
 import { compactJournal, liveFrom, locateRevision } from './journal-compact.js';
 import type { JournalInfo } from './journal-scan.js';
@@ -140,7 +142,7 @@ async function openFileStore(options: FileStoreOptions, known: Manifest | undefi
   const readOnly = options.readOnly === true;
   const observe = storeObserverOf(options.observer);
   const fsl = withOverrides(options.fs);
-  const layout = new Layout(options.directory);
+  const layout = new Layout(realDirectory(options.directory));
   let lock: WriterLock | undefined;
   if (!readOnly) {
     await createDirectory(fsl, layout.directory);
@@ -165,6 +167,7 @@ async function openFileStore(options: FileStoreOptions, known: Manifest | undefi
   try {
     // Read before anything is created or repaired: a layout of a newer release is not this one's to touch.
     const format = await readStoreFormat(fsl, layout.format);
+    await refuseLinkedDirectories(fsl, layout);
     if (!readOnly) for (const dir of [layout.streams, layout.blobs, layout.owners]) await createDirectory(fsl, dir);
     const openView = (knownBefore: Manifest | undefined) =>
       openFileStore(
@@ -609,6 +612,7 @@ class FileStore implements EventStore {
   restoreStream(stream: StreamId, snapshot: Snapshot): Promise<AppendResult> {
     return this.#track(async () => {
       this.#assertOpen();
+      validateNewStreamId(stream);
       const kept = validateSnapshot(stream, snapshot);
       this.#assertWritable();
       this.#cases?.claim(stream);
@@ -1013,6 +1017,27 @@ function filesOf(journal: boolean, snapshot: boolean): StreamFileNames {
 /** True when row `row` of a trusted manifest's table records exactly the files listed (`files`), each with a known stamp. */
 function vouches(table: ManifestTable, row: number, files: StreamFileNames): boolean {
   return files.journal === table.hasJournal(row) && files.snapshot === (table.snapshotMark(row) !== undefined) && table.stampsKnown(row);
+}
+
+/**
+ * Refuses a store whose own directories are links or not directories: files are created and opened inside them by
+ * name, and O_NOFOLLOW guards only the last part of a path, so a linked `streams/` would make writes land outside.
+ */
+async function refuseLinkedDirectories(fsl: FileSystem, layout: Layout): Promise<void> {
+  for (const dir of [layout.streams, layout.blobs, layout.owners, layout.checkpoints, ...layout.blankDirs]) {
+    let stats: Awaited<ReturnType<FileSystem['lstat']>>;
+    try {
+      stats = await fsl.lstat(dir);
+    } catch (cause) {
+      if (errorCode(cause) === 'ENOENT') continue;
+      throw new StorageError(`@sessionfold/store-file: could not read ${dir}.`, { cause });
+    }
+    if (!stats.isDirectory()) {
+      throw new StorageError(
+        `@sessionfold/store-file: ${dir} is not a directory (a symbolic link or another kind of file); the store follows no link inside its directory. Nothing was changed.`,
+      );
+    }
+  }
 }
 
 /** Creates `path` (0700) if missing; a failure names the directory. */

@@ -75,9 +75,112 @@ const call =
   (...args: A): Promise<R> =>
     new Promise<R>((resolve, reject) => fn(...args, (error, result) => (error ? reject(error) : resolve(result))));
 
-/** The real file system (node's callback API, which is cheaper per call than `FileHandle`). */
+const { O_RDONLY, O_RDWR, O_WRONLY, O_CREAT, O_EXCL, O_TRUNC, O_APPEND } = fs.constants;
+// Absent on Windows, where neither a FIFO nor a symlink can stand where the store expects a file in the same way.
+const O_NOFOLLOW = fs.constants.O_NOFOLLOW ?? 0;
+const O_NONBLOCK = fs.constants.O_NONBLOCK ?? 0;
+const OPEN_FLAGS: Readonly<Record<string, number>> = {
+  r: O_RDONLY,
+  'r+': O_RDWR,
+  w: O_WRONLY | O_CREAT | O_TRUNC,
+  wx: O_WRONLY | O_CREAT | O_TRUNC | O_EXCL,
+  'w+': O_RDWR | O_CREAT | O_TRUNC,
+  'wx+': O_RDWR | O_CREAT | O_TRUNC | O_EXCL,
+  a: O_WRONLY | O_CREAT | O_APPEND,
+  'a+': O_RDWR | O_CREAT | O_APPEND,
+};
+
+/**
+ * `flags` as open(2) flags that never follow a symlink in the last component and never wait: a FIFO opens at
+ * once (its reader end) or fails (its writer end), so the `fstat` that follows can refuse it instead of hanging.
+ */
+function safeFlags(flags: string): number {
+  const base = OPEN_FLAGS[flags];
+  if (base === undefined) throw new TypeError(`@sessionfold/store-file: unsupported open flags ${flags}`);
+  return base | O_NOFOLLOW | O_NONBLOCK;
+}
+
+/** What a non-regular file at `path` is, for the error that refuses it. */
+function kindOf(stats: fs.Stats): string {
+  if (stats.isFIFO()) return 'a FIFO';
+  if (stats.isSocket()) return 'a socket';
+  if (stats.isCharacterDevice()) return 'a character device';
+  if (stats.isBlockDevice()) return 'a block device';
+  if (stats.isSymbolicLink()) return 'a symbolic link';
+  return 'not a regular file';
+}
+
+/**
+ * The error for a file that is not what the store expects at `path`: native-shaped (a `code`, the path in the
+ * message), so every caller names the file as it names any other failure to open it.
+ */
+function notAFile(path: string, what: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`${path} is ${what}, not a regular file; the store opens no other kind of file`), { code: 'EFTYPE', path });
+}
+
+/** Names a symlink that O_NOFOLLOW refused as such; ELOOP alone says "too many symbolic links". */
+function openFailure(path: string, error: unknown): unknown {
+  return errorCode(error) === 'ELOOP' ? Object.assign(notAFile(path, 'a symbolic link'), { cause: error }) : error;
+}
+
+/** Keeps `fd` only if it is a regular file (or a directory, opened to be synced); closes it and throws otherwise. */
+function checkedFd(path: string, fd: number): number {
+  let stats: fs.Stats;
+  try {
+    stats = fs.fstatSync(fd);
+  } catch (error) {
+    fs.closeSync(fd);
+    throw error;
+  }
+  if (stats.isFile() || stats.isDirectory()) return fd;
+  fs.closeSync(fd);
+  throw notAFile(path, kindOf(stats));
+}
+
+/** Opens `path` safely (see `safeFlags`), refusing anything but a regular file or a directory. */
+async function openChecked(path: string, flags: string, mode: number | undefined): Promise<number> {
+  let fd: number;
+  try {
+    fd = await call<[string, number, number | undefined], number>(fs.open)(path, safeFlags(flags), mode);
+  } catch (error) {
+    throw openFailure(path, error);
+  }
+  return checkedFd(path, fd);
+}
+
+/** The synchronous twin of `openChecked`. */
+function openCheckedSync(path: string, flags: string, mode: number | undefined): number {
+  let fd: number;
+  try {
+    fd = fs.openSync(path, safeFlags(flags), mode);
+  } catch (error) {
+    throw openFailure(path, error);
+  }
+  return checkedFd(path, fd);
+}
+
+/** Reads the whole regular file at `path` through `openChecked`: a FIFO, a device or a symlink is refused, never read. */
+async function readRegularFile(path: string): Promise<Buffer> {
+  const fd = await openChecked(path, 'r', undefined);
+  try {
+    // Read through a descriptor, a directory reads as empty instead of failing: refuse it as a path read would.
+    if (fs.fstatSync(fd).isDirectory()) {
+      throw Object.assign(new Error(`EISDIR: illegal operation on a directory, read '${path}'`), { code: 'EISDIR', path });
+    }
+    return await call<[number], Buffer>(fs.readFile as never)(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * The real file system (node's callback API, which is cheaper per call than `FileHandle`). It is the one place
+ * the store opens files: nothing is opened through a symlink and nothing but a regular file (or a directory, to
+ * sync it) is kept open, so a FIFO or a link put in the directory is refused naming it instead of hanging or
+ * writing elsewhere.
+ */
 export const nodeFileSystem: FileSystem = {
-  open: (path, flags, mode) => call<[string, string, number | undefined], number>(fs.open)(path, flags, mode),
+  open: (path, flags, mode) => openChecked(path, flags, mode),
   close: (fd) => call<[number], void>(fs.close)(fd),
   read: (fd, buffer, offset, length, position) =>
     call<[number, Uint8Array, number, number, number], number>(fs.read as never)(fd, buffer, offset, length, position),
@@ -87,7 +190,7 @@ export const nodeFileSystem: FileSystem = {
   fdatasync: (fd) => call<[number], void>(fs.fdatasync)(fd),
   writeSync: (fd, buffer, offset, length, position) => fs.writeSync(fd, buffer, offset, length, position),
   fdatasyncSync: (fd) => fs.fdatasyncSync(fd),
-  openSync: (path, flags, mode) => fs.openSync(path, flags, mode),
+  openSync: (path, flags, mode) => openCheckedSync(path, flags, mode),
   closeSync: (fd) => fs.closeSync(fd),
   renameSync: (from, to) => fs.renameSync(from, to),
   readSync: (fd, buffer, offset, length, position) => fs.readSync(fd, buffer, offset, length, position),
@@ -104,8 +207,20 @@ export const nodeFileSystem: FileSystem = {
   },
   lstat: (path) => call<[string], fs.Stats>(fs.lstat)(path),
   lstatSync: (path) => fs.lstatSync(path, { throwIfNoEntry: false }),
-  readFile: (path) => call<[string], Buffer>(fs.readFile)(path),
+  readFile: (path) => readRegularFile(path),
 };
+
+/**
+ * The store directory with the symlinks in its path resolved: the caller chose it, so it may be reached through a
+ * link, while nothing inside it is followed. A directory not there yet is taken as given.
+ */
+export function realDirectory(path: string): string {
+  try {
+    return fs.realpathSync.native(path);
+  } catch {
+    return path;
+  }
+}
 
 /** The default file system with the caller's replacements applied. */
 export function withOverrides(overrides: Partial<FileSystem> | undefined): FileSystem {

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { CorruptionError, type VerifyCode, type VerifyProblem, type VerifyReport, type VerifySeverity } from '@sessionfold/core/kernel';
+import { CorruptionError, isReservedName, type VerifyCode, type VerifyProblem, type VerifyReport, type VerifySeverity } from '@sessionfold/core/kernel';
 import { listBlanks, readBlank } from './blank-journals.js';
 import { decodeCheckpoint, readStoreId } from './checkpoint-slot.js';
 import { errorCode, listDir, type FileSystem } from './fs-layer.js';
@@ -124,6 +124,10 @@ export async function verifyDirectory(
   for (const stream of [...streams.keys()].sort()) {
     signal?.throwIfAborted();
     const [snapshotPath, journalPath] = [layout.snapshot(stream), layout.journal(stream)];
+    if (isReservedName(stream)) {
+      const file = streams.get(stream)?.journal ? journalPath : snapshotPath;
+      add('warning', 'reserved_name', file, undefined, reservedWarning(file, `stream ${stream}`));
+    }
     for (let attempt = 0; ; attempt++) {
       const mark = problems.length;
       // Taken before the scan: appends meanwhile only make the file longer than this.
@@ -189,9 +193,15 @@ export async function verifyDirectory(
     if (Layout.isTemporary(name)) continue;
     const path = join(layout.checkpoints, name);
     await checking(path, 'damaged_record', async () => decodeCheckpoint(await fsl.readFile(path), path));
+    if (isReservedName(name)) add('warning', 'reserved_name', path, undefined, reservedWarning(path, `checkpoint ${name}`));
   }
   signal?.throwIfAborted();
   return { ok: !problems.some((p) => p.severity === 'error'), problems, checked };
+}
+
+/** A name stored before such names were refused: it still reads, but Windows cannot hold the file. */
+function reservedWarning(file: string, what: string): string {
+  return `${file}: ${what} has a name Windows reserves; it still reads, deletes and exports, but no store creates such a name any more and the directory cannot be copied to Windows (copy it to another name)`;
 }
 
 /**

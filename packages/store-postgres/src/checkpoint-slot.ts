@@ -1,6 +1,13 @@
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
-import { CorruptionError, validateCheckpointData, validateCheckpointName, type CheckpointData, type CheckpointSlot } from '@sessionfold/core/kernel';
+import {
+  CorruptionError,
+  validateCheckpointData,
+  validateCheckpointName,
+  validateNewCheckpointName,
+  type CheckpointData,
+  type CheckpointSlot,
+} from '@sessionfold/core/kernel';
 import type { QueryArrayConfig, QueryConfig } from 'pg';
 import type { Queries } from './queries.js';
 
@@ -98,7 +105,7 @@ export function createCheckpointSlot(ctx: SlotContext): CheckpointSlot {
 
     async save(name, data: CheckpointData) {
       ctx.writable();
-      validateCheckpointName(name);
+      validateNewCheckpointName(name);
       validateCheckpointData(data);
       // Copied now: the caller may reuse its buffer before the statement is sent.
       const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data);

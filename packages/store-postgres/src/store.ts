@@ -17,6 +17,7 @@ import {
   readClock,
   snapshotJson,
   validateAppend,
+  validateNewStreamId,
   validateReadAllOptions,
   validateReadOptions,
   validateSha256,
@@ -380,6 +381,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
 
     async restoreStream(stream, snapshot): Promise<AppendResult> {
       writable();
+      validateNewStreamId(stream);
       const validated = validateSnapshot(stream, snapshot);
       const at = now();
       const [row] = await rows<{ status: number; value: number }>(q.restore([stream, validated.revision, snapshotJson(validated), at]));

@@ -1,5 +1,12 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { CorruptionError, validateCheckpointData, validateCheckpointName, type CheckpointData, type CheckpointSlot } from '@sessionfold/core/kernel';
+import {
+  CorruptionError,
+  validateCheckpointData,
+  validateCheckpointName,
+  validateNewCheckpointName,
+  type CheckpointData,
+  type CheckpointSlot,
+} from '@sessionfold/core/kernel';
 import type { SqliteDatabase } from './database.js';
 
 /**
@@ -89,7 +96,7 @@ export function createCheckpointSlot(ctx: SlotContext): CheckpointSlot {
 
     async save(name, data) {
       ctx.writable();
-      validateCheckpointName(name);
+      validateNewCheckpointName(name);
       validateCheckpointData(data);
       // Copied now: the caller may reuse its buffer before the shared commit runs.
       const stored = typeof data === 'string' ? data : Buffer.from(data);

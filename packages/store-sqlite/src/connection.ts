@@ -1,4 +1,4 @@
-import { chmodSync, existsSync } from 'node:fs';
+import { closeSync, existsSync, fchmodSync, openSync } from 'node:fs';
 import { StorageError } from '@sessionfold/core/kernel';
 import { openDatabase, type SqliteDatabase } from './database.js';
 import type { StoreConfig } from './options.js';
@@ -11,7 +11,7 @@ import { checkVersion, migrate, SCHEMA_VERSION } from './schema.js';
  */
 export function openConnection(config: StoreConfig): SqliteDatabase {
   if (config.readOnly) return openReadOnly(config);
-  const created = !existsSync(config.path);
+  createPrivately(config.path);
   const db = openDatabase(config.path, config.busyTimeoutMs);
   try {
     checkVersion(db, config.path);
@@ -20,13 +20,40 @@ export function openConnection(config: StoreConfig): SqliteDatabase {
     // Savepoints keep copies of the pages they change in a sub-journal; memory is the cheap place for it.
     db.pragma('temp_store = MEMORY');
     migrate(db, config.path);
-    // SQLite gives the -wal and -shm files the mode of the database file.
-    if (created) chmodSync(config.path, 0o600);
     return db;
   } catch (error) {
     db.close();
     throw error;
   }
+}
+
+/**
+ * Creates a missing database file, and its `-wal` and `-shm` files, empty and owner-only before SQLite opens
+ * them, so none is ever readable by others under any umask (`process.umask` is process-wide and unavailable in
+ * workers). SQLite takes an empty file as a new database, an empty WAL and an empty index as none yet.
+ * An existing database (another process won the race, or it was there) is left as it is.
+ */
+function createPrivately(path: string): void {
+  if (!createEmpty(path)) return;
+  createEmpty(`${path}-wal`);
+  createEmpty(`${path}-shm`);
+}
+
+/** Creates `path` empty with mode 0600 (whatever the umask); false when something is already there. */
+function createEmpty(path: string): boolean {
+  let fd: number;
+  try {
+    fd = openSync(path, 'wx', 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  }
+  try {
+    fchmodSync(fd, 0o600);
+  } finally {
+    closeSync(fd);
+  }
+  return true;
 }
 
 /**

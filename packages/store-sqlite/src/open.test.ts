@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { sqliteStore } from './index.js';
 import { APPLICATION_ID, SCHEMA_VERSION } from './schema.js';
-import { collect, freshPath, randomStream } from './test-support.fixture.js';
+import { collect, finished, freshPath, randomStream, startWorker } from './test-support.fixture.js';
 
 /** A closed database file with a few hundred events in it. */
 async function populated(): Promise<{ path: string; streams: string[] }> {
@@ -39,6 +39,19 @@ describe('opening a database file', () => {
     expect(raw.pragma('application_id', { simple: true })).toBe(APPLICATION_ID);
     raw.close();
   });
+
+  it.skipIf(process.platform === 'win32')(
+    'creates the database, its -wal and its -shm owner-only under umask 022, while the first process still has them open',
+    async () => {
+      const path = freshPath();
+      const [line] = await finished(startWorker('umask-open', [path]));
+      expect(JSON.parse(line ?? '{}')).toEqual({ db: '600', '-wal': '600', '-shm': '600' });
+      const store = await sqliteStore({ path });
+      expect((await store.read('umask-stream')).revision).toBe(1);
+      await store.close();
+    },
+    60_000,
+  );
 
   it('keeps everything across close and reopen', async () => {
     const path = freshPath();

@@ -8,6 +8,7 @@ import {
   readClock,
   snapshotJson,
   validateAppend,
+  validateNewStreamId,
   validateReadAllOptions,
   validateReadOptions,
   validateSha256,
@@ -236,6 +237,7 @@ export async function sqliteStore(options: SqliteStoreOptions): Promise<SqliteEv
 
     async restoreStream(stream, snapshot) {
       writable();
+      validateNewStreamId(stream);
       const validated = validateSnapshot(stream, snapshot);
       return submit(() => writes.restore(stream, validated.revision, snapshotJson(validated)));
     },

@@ -18,6 +18,9 @@ const BAD_STREAM_IDS: Array<[string, unknown]> = [
   ['undefined', undefined],
 ];
 
+/** Names Windows keeps for devices (any case, with or without an extension) and names ending in `.`. */
+const RESERVED_NAMES = ['CON', 'con', 'Prn', 'AUX', 'nul', 'NUL.txt', 'aux.jsonl', 'COM1', 'com9.x.y', 'LPT1', 'lpt9', 'name.', 'x..'];
+
 /** Calls every method that takes a stream id with `stream`. */
 function everyStreamCall(store: EventStore, stream: string): Array<[string, () => Promise<unknown>]> {
   return [
@@ -70,6 +73,35 @@ export function describeInputRules(ctx: SuiteContext): void {
         });
       }
       expect(await readFeed(store)).toEqual([]);
+    });
+
+    it.each(RESERVED_NAMES)(
+      'the Windows-reserved name %s is refused when a stream, a restore or a checkpoint would be created; reads and deletes take it',
+      async (name) => {
+        const { store } = await ctx.fresh();
+        const refusal = await expectInvalid(() => store.append(name, [{ type: 'A', data: null }], { expectedRevision: 'any' }));
+        expect(refusal.field).toBe('stream');
+        expect(refusal.message).toContain('reserved');
+        await expectInvalid(() => store.restoreStream(name, snapshotOf(name, 1)));
+        if (store.checkpoints) {
+          const slot = await expectInvalid(() => store.checkpoints!.save(name, 'state'));
+          expect(slot.field).toBe('name');
+          expect(await store.checkpoints.load(name)).toBeUndefined();
+        }
+        // A stream stored under such a name by an earlier release stays reachable: reads and deletes accept the id.
+        expect((await readStream(store, name)).revision).toBe(0);
+        await store.deleteStream(name, { expectedRevision: 'any' });
+        expect(await readFeed(store)).toEqual([]);
+      },
+    );
+
+    it('names that only resemble a reserved one are accepted', async () => {
+      const { store } = await ctx.fresh();
+      for (const s of ['CONX', 'com0', 'COM10', 'lpt', 'nul-1', 'auxiliary.jsonl', 'a.b', 'x_con']) {
+        await store.append(s, [{ type: 'A', data: null }], { expectedRevision: 'no_stream' });
+        expect((await readStream(store, s)).revision).toBe(1);
+        if (store.checkpoints) await store.checkpoints.save(s, 'ok');
+      }
     });
 
     it('stream ids of 1 and 128 characters with letters, digits, ".", "_" and "-" are accepted', async () => {

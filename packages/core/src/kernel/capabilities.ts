@@ -18,6 +18,7 @@ export type VerifySeverity = 'error' | 'warning';
  * - `index_mismatch`: an index the store keeps disagrees with the records it indexes
  * - `integrity_check`: the database engine's own check failed
  * - `unreadable`: a file or table could not be read
+ * - `reserved_name`: a stream or checkpoint stored under a name no store creates any more (`isReservedName`)
  */
 export type VerifyCode =
   | 'damaged_record'
@@ -31,7 +32,8 @@ export type VerifyCode =
   | 'torn_tail'
   | 'index_mismatch'
   | 'integrity_check'
-  | 'unreadable';
+  | 'unreadable'
+  | 'reserved_name';
 
 /** One problem `verify` found, with where it is: a file and 1-based line, or a table and key. */
 export interface VerifyProblem {

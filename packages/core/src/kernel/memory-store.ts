@@ -24,6 +24,8 @@ import {
   validateReadOptions,
   validateSha256,
   validateSnapshot,
+  validateNewCheckpointName,
+  validateNewStreamId,
   validateStreamId,
   validateStreamsOptions,
   validateWriteOptions,
@@ -214,6 +216,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
 
     async restoreStream(stream, snapshot) {
       open();
+      validateNewStreamId(stream);
       const validated = validateSnapshot(stream, snapshot);
       const actual = revisionOf(stream);
       if (actual !== 0) throw new ConcurrencyError(stream, 'no_stream', actual);
@@ -302,7 +305,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       },
       async save(name, data) {
         open();
-        validateCheckpointName(name);
+        validateNewCheckpointName(name);
         validateCheckpointData(data);
         checkpoints.set(name, copyData(data));
       },

@@ -1,3 +1,4 @@
+import { validateCheckpointName } from './capabilities.js';
 import { InvalidInputError, SessionfoldError } from './errors.js';
 import { locateNonJson, MAX_JSON_DEPTH, type JsonProblem } from './json-walk.js';
 import type { ExpectedRevision, StreamId } from './port.js';
@@ -45,6 +46,36 @@ export function validateStreamId(stream: unknown, field = 'stream'): asserts str
   if (typeof stream !== 'string' || !STREAM_ID_PATTERN.test(stream)) {
     throw new InvalidInputError(field, `${describeValue(stream)} is not a valid stream id (${STREAM_ID_PATTERN.source})`);
   }
+}
+
+/**
+ * Names Windows reserves for devices (the part before the first `.`, any case) and names ending in `.`, which
+ * Windows cannot keep as file names: valid stream ids and checkpoint names, but no new one may be one.
+ */
+const RESERVED_NAME_PATTERN = /^(?:(?:con|prn|aux|nul|com[1-9]|lpt[1-9])(?:\..*)?|.*\.)$/i;
+
+/** True when `name` is one no store creates: a Windows device name (`CON`, `aux.jsonl`, `lpt1`, …) or one ending in `.`. */
+export function isReservedName(name: string): boolean {
+  return RESERVED_NAME_PATTERN.test(name);
+}
+
+/**
+ * Throws `InvalidInputError` naming `field` unless `name` may be created: a valid stream id that is not a
+ * reserved name. Reads, deletes and exports take any valid id, so a stream stored before stays reachable.
+ */
+export function validateNewStreamId(stream: unknown, field = 'stream'): asserts stream is StreamId {
+  validateStreamId(stream, field);
+  if (isReservedName(stream)) throw new InvalidInputError(field, `${describeValue(stream)} ${RESERVED_REASON}`);
+}
+
+/** Why a reserved name is refused, shared by streams and checkpoints. */
+const RESERVED_REASON =
+  'is reserved on Windows (CON, PRN, AUX, NUL, COM1-9, LPT1-9 before the first ".", or a name ending in "."), so no stream or checkpoint is created under it';
+
+/** Checks the name of a checkpoint about to be saved: a valid name that is not a reserved one (`isReservedName`). */
+export function validateNewCheckpointName(name: unknown): asserts name is string {
+  validateCheckpointName(name);
+  if (isReservedName(name)) throw new InvalidInputError('name', `checkpoint name ${JSON.stringify(name)} ${RESERVED_REASON}`);
 }
 
 /** Throws `InvalidInputError` unless `expected` is a revision ≥ 0, `'no_stream'`, `'never_existed'` or `'any'`. */
@@ -110,7 +141,8 @@ export function revisionMatches(expected: ExpectedRevision, actual: number, wasD
  * reading the caller's objects throws.
  */
 export function validateAppend(stream: unknown, events: unknown, options: unknown, maxEventBytes = DEFAULT_MAX_EVENT_BYTES): ValidatedAppend {
-  validateStreamId(stream);
+  // An append may create the stream, so a reserved name is refused here (appends to one stored before included).
+  validateNewStreamId(stream);
   const expectedRevision = validateWriteOptions(options);
   let index = -1;
   try {

@@ -121,6 +121,9 @@ export function decideEnqueue(state: SessionStreamState, input: NewCommand, now:
   return [sessionEvent('CommandEnqueued', { command })];
 }
 
+/** The latest instant a `Date` holds (ECMAScript's time value limit). */
+const MAX_DATE_MS = 8.64e15;
+
 /**
  * Marks a pending command as processing; claiming a processing command again changes nothing. With a
  * `claim`, the command becomes that worker's until `now + leaseMs`: refused while another worker's lease
@@ -137,7 +140,10 @@ export function decideClaimCommand(state: SessionStreamState, commandId: string,
     return SessionHistoryError.conflict(messages.commandClaimedByOther);
   }
   // The lease end is decided here, from the service clock, so a replay never depends on when it runs.
-  const leaseUntil = new Date(now.getTime() + claim.leaseMs).toISOString();
+  const end = now.getTime() + claim.leaseMs;
+  // Past the latest time a Date holds the lease end cannot be recorded: the caller asked for too long a lease.
+  if (end > MAX_DATE_MS) return SessionHistoryError.invalid('leaseMs: the lease would end after the latest time that can be recorded', 'leaseMs');
+  const leaseUntil = new Date(end).toISOString();
   return [sessionEvent('CommandClaimed', { at: iso(now), commandId, worker: claim.worker, leaseUntil })];
 }
 
