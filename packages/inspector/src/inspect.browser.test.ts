@@ -185,6 +185,14 @@ for (const kind of KINDS) {
       expect(api.headers['referrer-policy']).toBe('no-referrer');
       expect(JSON.parse(api.body)).toEqual(await filled.history.listPage({ limit: 500 }));
 
+      const bearer = { host, authorization: `Bearer ${token}` };
+      const objects = JSON.parse((await get(origin, `/api/v1/sessions/${filled.busyId}/objects`, bearer)).body) as { pendingId: string }[];
+      const download = await get(origin, `/api/v1/sessions/${filled.busyId}/objects/${encodeURIComponent(objects[0]?.pendingId ?? '')}`, bearer);
+      expect(download).toMatchObject({ status: 200, body: 'incident report' });
+      expect(download.headers['content-disposition']).toMatch(/^attachment; filename="/);
+      expect(download.headers['x-content-type-options']).toBe('nosniff');
+      expect(download.headers['content-type']).toBe('text/plain');
+
       const response = await page.goto(address);
       expect(new URL(page.url()).search).toBe('');
       expect(response?.status()).toBe(200);
