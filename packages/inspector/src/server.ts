@@ -32,6 +32,7 @@ export interface Inspector {
   origin: string;
   /** The token: sent as `Authorization: Bearer <token>` by scripts. */
   token: string;
+  /** Stops the server: ends every open page's feed and connection. The store and the service stay open. */
   close(): Promise<void>;
 }
 

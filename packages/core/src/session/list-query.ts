@@ -3,6 +3,7 @@ import type { StreamId } from '../kernel/port.js';
 import { isOpenCommand } from './decisions.js';
 import { phaseSchema, type SessionStreamState } from './model.js';
 import type { ProjectedStream } from './projection-image.js';
+import type { Agree, Assert } from './type-agreement.js';
 import type { CompletionReceipt, Phase } from './types.js';
 
 /** The columns a session listing sorts by. */
@@ -30,7 +31,23 @@ export const listQuerySchema = z
   .default({ sort: 'lastActivityAt', order: 'desc', limit: 100 });
 
 /** Input of `listPage`: filters, one sort column, and a page (`cursor` is the previous page's `nextCursor`). */
-export type ListQueryInput = z.input<typeof listQuerySchema>;
+export type ListQueryInput = {
+  phase?: Phase | undefined;
+  sessionType?: string | undefined;
+  /** Case-insensitive part of a session id, idempotency key or session object id. */
+  search?: string | undefined;
+  /** The column to sort by (default `lastActivityAt`); ties are ordered by id. */
+  sort?: ListSortKey | undefined;
+  /** Default `desc`. */
+  order?: 'asc' | 'desc' | undefined;
+  /** Rows per page, 1..1000 (default 100). */
+  limit?: number | undefined;
+  /** The `nextCursor` of the page before. */
+  cursor?: string | undefined;
+};
+
+// The plain type and the schema describe the same input.
+export type ListQueryAgrees = Assert<Agree<ListQueryInput | undefined, z.input<typeof listQuerySchema>>>;
 
 /** One row of a session listing: a live session, or a completed one known by its receipt (`receipt: true`). */
 export interface SessionListRow {
