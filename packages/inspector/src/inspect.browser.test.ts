@@ -284,3 +284,38 @@ for (const kind of KINDS) {
     });
   });
 }
+
+describe('sessionfold inspect as a command', () => {
+  it('has help with examples, refuses a bad port with exit 2 and a missing store with exit 3, and ends with exit 0 on SIGTERM', async () => {
+    const runCli = (args: string[]) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (chunk: Buffer) => {
+          stdout += chunk.toString();
+        });
+        child.stderr.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString();
+        });
+        child.on('exit', (code) => resolve({ code, stdout, stderr }));
+      });
+    const help = await runCli(['inspect', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('Examples:');
+    expect(help.stdout).toContain('--host');
+    const dir = mkdtempSync(join(tmpdir(), 'sessionfold-inspect-'));
+    try {
+      expect((await runCli(['inspect', '--port', 'eighty', '-s', `file:${dir}`])).code).toBe(2);
+      expect((await runCli(['inspect', '-s', `sqlite:${join(dir, 'missing.db')}`])).code).toBe(3);
+      const store = await fileStore({ directory: join(dir, 'data') });
+      await store.close();
+      const { child } = await startInspect(`file:${join(dir, 'data')}`);
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
