@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { SessionStreamState } from './model.js';
 import { openTestHistory, startConversation } from './test-support.fixture.js';
 
 describe('listPage', () => {
@@ -58,5 +59,31 @@ describe('listPage', () => {
     await expect(history.listPage({ limit: 0 })).rejects.toMatchObject({ code: 'invalid_request', field: 'query.limit' });
     await expect(history.listPage({ cursor: 'abc' })).rejects.toMatchObject({ code: 'invalid_request', field: 'query.cursor' });
     await expect(history.listPage({ sort: 'nope' as never })).rejects.toMatchObject({ code: 'invalid_request', field: 'query.sort' });
+  });
+});
+
+describe('listPage over many sessions', () => {
+  it('gives the same order on a page far from the start as on the first pages', async () => {
+    const { listPage, listQuerySchema } = await import('./list-query.js');
+    const { newLifecycleRecord } = await import('./model.js');
+    const sessions: [string, { revision: number; state: SessionStreamState }][] = [];
+    for (let index = 0; index < 2500; index++) {
+      const id = `00000000-0000-4000-8000-${String((index * 7919) % 2500).padStart(12, '0')}`;
+      const minute = String(index % 60).padStart(2, '0');
+      const record = newLifecycleRecord({ id, phase: 'active', startedAt: `2026-07-23T00:${minute}:00Z`, updatedAt: `2026-07-23T00:${minute}:00Z`, state: {} });
+      sessions.push([
+        `session-${id}`,
+        { revision: 1, state: { sessionId: id, record, commands: [], log: [], logSize: 0, firstUserMessage: null, receipt: null, startKey: null } },
+      ]);
+    }
+    const query = (cursor?: string, limit = 100) =>
+      listQuerySchema.parse({ sort: 'startedAt', order: 'asc', limit, ...(cursor === undefined ? {} : { cursor }) });
+    const all = listPage({ sessions, receipts: [] }, query(undefined, 1000));
+    const walked = [...all.sessions];
+    for (const cursor of ['1000', '2000']) walked.push(...listPage({ sessions, receipts: [] }, query(cursor, 1000)).sessions);
+    expect(walked).toHaveLength(2500);
+    const expected = [...walked].sort((a, b) => (a.startedAt < b.startedAt ? -1 : a.startedAt > b.startedAt ? 1 : a.id < b.id ? -1 : 1));
+    expect(walked.map((row) => row.id)).toEqual(expected.map((row) => row.id));
+    expect(listPage({ sessions, receipts: [] }, query('2400')).sessions.map((row) => row.id)).toEqual(expected.slice(2400).map((row) => row.id));
   });
 });

@@ -80,20 +80,27 @@ export interface ListSource {
 
 /**
  * The page of `source` that `query` asks for: the same sessions and receipts `list()` returns, filtered, sorted by
- * one column (ties by id) and cut at `limit`. Rows are built without copying any session's state, so a page of
- * 100 over 100,000 sessions costs one pass and one sort.
+ * one column (ties by id) and cut at `limit`. Rows are built without copying any session's state.
  */
 export function listPage(source: ListSource, query: z.output<typeof listQuerySchema>): SessionPage {
   // A cursor is the offset of the page's first row, as decimal digits (checked by the schema).
   const offset = query.cursor === undefined ? 0 : Number(query.cursor);
   const search = query.search?.toLowerCase();
   const archived = new Set(source.receipts.map((receipt) => receipt.sessionObjectId));
-  const rows: SessionListRow[] = [];
+  const direction = query.order === 'asc' ? 1 : -1;
+  const key = query.sort;
+  const before = (a: SessionListRow, b: SessionListRow): number => direction * (compare(a[key], b[key]) || compare(a.id, b.id));
+  // The rows up to the end of the asked page, in order: a first page over 100,000 sessions keeps 100 rows, and
+  // most rows are turned away by one comparison with the last kept instead of taking part in a full sort.
+  const wanted = offset + query.limit;
+  const ranked = new RankedRows(wanted, before);
+  let total = 0;
   const keep = (row: SessionListRow): void => {
     if (query.phase !== undefined && row.phase !== query.phase) return;
     if (query.sessionType !== undefined && row.sessionType !== query.sessionType) return;
     if (search !== undefined && search !== '' && !matches(row, search)) return;
-    rows.push(row);
+    total++;
+    ranked.offer(row);
   };
   for (const [, projected] of source.sessions) {
     const { record, receipt } = projected.state;
@@ -131,11 +138,48 @@ export function listPage(source: ListSource, query: z.output<typeof listQuerySch
       receipt: true,
     });
   }
-  const direction = query.order === 'asc' ? 1 : -1;
-  const key = query.sort;
-  rows.sort((a, b) => direction * (compare(a[key], b[key]) || compare(a.id, b.id)));
-  const end = offset + query.limit;
-  return { sessions: rows.slice(offset, end), total: rows.length, nextCursor: end < rows.length ? String(end) : null };
+  const rows = ranked.rows();
+  return { sessions: rows.slice(offset, wanted), total, nextCursor: wanted < total ? String(wanted) : null };
+}
+
+/** Keeps the first `limit` rows by `before`: a sorted array for a page near the start, else all rows sorted once at the end. */
+class RankedRows {
+  readonly #kept: SessionListRow[] = [];
+  readonly #bounded: boolean;
+  #sorted = true;
+
+  constructor(
+    readonly limit: number,
+    readonly before: (a: SessionListRow, b: SessionListRow) => number,
+  ) {
+    // Inserting into a sorted array costs up to its length per row: past a few pages, one sort is cheaper.
+    this.#bounded = limit <= 2000;
+  }
+
+  offer(row: SessionListRow): void {
+    const kept = this.#kept;
+    if (!this.#bounded) {
+      kept.push(row);
+      this.#sorted = false;
+      return;
+    }
+    if (kept.length === this.limit && this.before(row, kept[kept.length - 1] as SessionListRow) >= 0) return;
+    let low = 0;
+    let high = kept.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (this.before(kept[middle] as SessionListRow, row) <= 0) low = middle + 1;
+      else high = middle;
+    }
+    kept.splice(low, 0, row);
+    if (kept.length > this.limit) kept.pop();
+  }
+
+  rows(): SessionListRow[] {
+    if (!this.#sorted) this.#kept.sort(this.before);
+    this.#sorted = true;
+    return this.#kept;
+  }
 }
 
 function matches(row: SessionListRow, search: string): boolean {
