@@ -4,11 +4,12 @@ import {
   SessionHistoryError,
   type EventStore,
   type JsonValue,
+  type LogEntry,
   type SessionCommand,
   type SessionRecord,
   type StagedObject,
 } from '@sessionfold/core';
-import { isUuid, sessionReducer, sessionStream } from '@sessionfold/core/session';
+import { isUuid, sessionStream, sessionSummaryReducer } from '@sessionfold/core/session';
 import { jsonDiff, type DiffEntry } from './diff.js';
 
 /** One retained event of a session's timeline, as the API and the page show it. */
@@ -84,11 +85,15 @@ export async function stateAtRevision(store: EventStore, id: string, revision: n
   return { revision, record, previousRevision, diff: jsonDiff(previous, record) };
 }
 
-/** The commands and staged objects of session `id` (none when it is known only by its completion receipt). */
-export async function sessionParts(store: EventStore, id: string): Promise<SessionParts> {
-  const { state } = await foldStream(store, sessionStream(checkedId(id)), sessionReducer);
+/**
+ * The commands and staged objects of the session `record` (as `get` returned it): the objects from its log, the
+ * commands folded without the log, so a long transcript is not materialised a second time.
+ */
+export async function sessionParts(store: EventStore, record: SessionRecord): Promise<SessionParts> {
+  const { state } = await foldStream(store, sessionStream(checkedId(record.id)), sessionSummaryReducer);
   const objects: SessionParts['objects'] = [];
-  for (const entry of state.log.flat()) if (entry.object) objects.push({ ...entry.object, boxId: entry.boxId, at: entry.at });
+  const entries = Array.isArray(record.state['events']) ? (record.state['events'] as unknown as LogEntry[]) : [];
+  for (const entry of entries) if (entry.object) objects.push({ ...entry.object, boxId: entry.boxId, at: entry.at });
   return { commands: state.commands, objects };
 }
 
