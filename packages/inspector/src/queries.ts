@@ -90,7 +90,9 @@ export async function stateAtRevision(store: EventStore, id: string, revision: n
  * commands folded without the log, so a long transcript is not materialised a second time.
  */
 export async function sessionParts(store: EventStore, record: SessionRecord): Promise<SessionParts> {
-  const { state } = await foldStream(store, sessionStream(checkedId(record.id)), sessionSummaryReducer);
+  // A completed session known only by its receipt has no stream left to fold.
+  if (!isUuid(record.id)) return { commands: [], objects: [] };
+  const { state } = await foldStream(store, sessionStream(record.id), sessionSummaryReducer);
   const objects: SessionParts['objects'] = [];
   const entries = Array.isArray(record.state['events']) ? (record.state['events'] as unknown as LogEntry[]) : [];
   for (const entry of entries) if (entry.object) objects.push({ ...entry.object, boxId: entry.boxId, at: entry.at });
