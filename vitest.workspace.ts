@@ -29,4 +29,6 @@ export default [
   project('install-check', 'packages/install-check', 600_000),
   // The CLI's tests spawn the built command; the run builds every package first (vitest.config.ts).
   project('cli', 'packages/cli', 120_000),
+  // Drives the page `sessionfold inspect` serves in headless Chromium (Debian's `chromium`), on file, SQLite and PostgreSQL stores.
+  project('inspector', 'packages/inspector', 120_000),
 ];

@@ -7,7 +7,7 @@ const STORES_HELP = `Stores (--store URL, default $${STORE_ENV}):
   file:./data            a directory of journals (a plain directory path works too)
   sqlite:./sessions.db   one SQLite file
   postgres://user@host/db?schema=name   PostgreSQL (needs @sessionfold/store-postgres)
-Commands that only look (info, list, show, replay, streams, read, tail, verify, export) open the store
+Commands that only look (info, list, show, replay, streams, read, tail, verify, export, inspect) open the store
 read-only: they never write, create or migrate anything and work beside a running writer.`;
 
 function version(): string {
@@ -32,6 +32,7 @@ const COMMANDS: Record<string, () => Promise<Register>> = {
   tail: async () => (await import('./commands/tail.js')).registerTail,
   verify: async () => (await import('./commands/verify.js')).registerVerify,
   export: async () => (await import('./commands/export.js')).registerExport,
+  inspect: async () => (await import('./commands/inspect.js')).registerInspect,
   import: async () => (await import('./commands/import.js')).registerImport,
   compact: async () => (await import('./commands/compact.js')).registerCompact,
   copy: async () => (await import('./commands/copy.js')).registerCopy,

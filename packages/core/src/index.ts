@@ -52,6 +52,7 @@ export {
   type CopyOptions,
   type CopyReport,
   type FoldedStream,
+  type FoldOptions,
   type StreamReducer,
 } from './kernel/fold.js';
 export type { EventUpcaster, EventUpcasters, StateMigration } from './kernel/versioning.js';
@@ -59,7 +60,8 @@ export type { StoreObserver } from './kernel/observer.js';
 
 export { openSessionHistory, type Created, type SessionHistory, type SessionHistoryOptions } from './session/service.js';
 export { SessionHistoryError, type SessionHistoryErrorCode } from './session/errors.js';
-export { replaySession } from './session/replay.js';
+export { replaySession, type ReplayOptions } from './session/replay.js';
+export { LIST_SORT_KEYS, type ListQueryInput, type ListSortKey, type SessionListRow, type SessionPage } from './session/list-query.js';
 export { DEFAULT_COMPACTION_POLICY, type CompactionObservation, type CompactionPolicy } from './session/compaction.js';
 export {
   DEFAULT_CHECKPOINT_POLICY,

@@ -67,6 +67,7 @@ const asUntyped = <S, E extends EventShape>(reducer: StreamReducer<S, E>): Strea
  * Folds a stream (snapshot, then the events after it) with `reducer`, streaming the events. An older snapshot is
  * migrated and older events upcast on the way (see `StreamReducer`); newer ones are refused. A fired `signal`
  * stops the fold between events (it rejects with the signal's reason); a fold only reads.
+ * With `toRevision` it stops after that revision (a revision below the stream's snapshot is `InvalidInputError`).
  *
  * With an untyped store and a reducer typed by events `E`, the stream is taken to hold only events `E`.
  */
@@ -74,12 +75,35 @@ export async function foldStream<S, E extends EventShape = EventShape>(
   store: EventStore<E> | EventStore,
   stream: StreamId,
   reducer: StreamReducer<S, E>,
-  options?: AbortOptions,
+  options?: FoldOptions,
 ): Promise<FoldedStream<S>> {
   const signal = validateSignalOption(options);
+  const until = validateToRevision(options);
   signal?.throwIfAborted();
-  const { state, revision } = await foldRead(stream, await store.read(stream), asUntyped(reducer), Number.POSITIVE_INFINITY, signal);
+  const read = await store.read(stream);
+  if (read.snapshot !== undefined && read.snapshot.revision > until) {
+    // Started and stopped, so a store can release what the read holds open.
+    for await (const _ of read.events) break;
+    throw new InvalidInputError(
+      'toRevision',
+      `revision ${until} of ${stream} was compacted: the oldest retained state is at revision ${read.snapshot.revision}`,
+    );
+  }
+  const { state, revision } = await foldRead(stream, read, asUntyped(reducer), until, signal);
   return { state, revision, exists: revision > 0 };
+}
+
+/** Options of `foldStream`: stop early (`signal`) or fold only up to a revision (`toRevision`). */
+export interface FoldOptions extends AbortOptions {
+  /** Folds the events up to this revision (a positive integer) and leaves the later ones unread; default: all. */
+  toRevision?: number;
+}
+
+function validateToRevision(options: FoldOptions | undefined): number {
+  const toRevision = options?.toRevision;
+  if (toRevision === undefined) return Number.POSITIVE_INFINITY;
+  if (!Number.isSafeInteger(toRevision) || toRevision < 1) throw new InvalidInputError('toRevision', 'expected a positive integer');
+  return toRevision;
 }
 
 /**

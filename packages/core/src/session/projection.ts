@@ -10,6 +10,7 @@ import type { FeedMark, ProjectedStream, ProjectionImage } from './projection-im
 import type { OwnAppend } from './stream-writer.js';
 import { catalogReducer, sessionSummaryReducer, withoutLog } from './reducer.js';
 import { StartKeyIndex } from './start-key-index.js';
+import type { ListSource } from './list-query.js';
 import { receiptRecord, summaryRecord } from './view.js';
 
 export type { ProjectedStream } from './projection-image.js';
@@ -282,6 +283,11 @@ export class SessionProjection {
   sessionsInPhase(phase: Phase): [StreamId, ProjectedStream<SessionStreamState>][] {
     const found = [...this.#sessions].filter(([, projected]) => projected.state.record?.phase === phase);
     return found.sort(([a], [b]) => compareText(a, b));
+  }
+
+  /** What a session listing reads: every session stream (in no order) and the catalog's receipts, uncopied. */
+  listSource(): ListSource {
+    return { sessions: this.#sessions.entries(), receipts: this.#catalog.state.receipts };
   }
 
   /** The projected catalog. */

@@ -65,6 +65,7 @@ import type { CatalogState, LogEntry, SessionCommand, SessionRecord, SessionStre
 import { SessionProjection } from './projection.js';
 import { ProjectionCheckpoints, checkpointPolicy, type CheckpointPolicy } from './projection-checkpoints.js';
 import { ProjectionFollower } from './projection-follower.js';
+import { listPage, listQuerySchema, type ListQueryInput, type SessionPage } from './list-query.js';
 import { BackgroundCompaction, compactionPolicy, type CompactionPolicy } from './compaction.js';
 import { OpenCompactionSweep } from './open-compaction.js';
 import { ingressPolicy, type IngressPolicy } from './ingress-policy.js';
@@ -145,6 +146,8 @@ export interface SessionHistory {
   register(input: RegisterSessionInput): Promise<SessionRecord>;
   /** Summaries of every live session and every completion receipt, most recently updated first. */
   list(options?: ListOptionsInput): Promise<SessionRecord[]>;
+  /** One page of the sessions and receipts `list` returns, filtered by phase, type or search, sorted by one column. */
+  listPage(query?: ListQueryInput): Promise<SessionPage>;
   /** A session with its materialised view, or a completed one by its session object id. */
   get(id: string): Promise<SessionRecord>;
   /** Queues a command on an active session; idempotent per session by `idempotencyId`. */
@@ -402,6 +405,14 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
         run(async () => {
           await projection.catchUp();
           return projection.list(phase);
+        }),
+      ),
+
+    listPage: (query) =>
+      sync(() => parseInput(listQuerySchema, query, 'query')).then((parsed) =>
+        run(async () => {
+          await projection.catchUp();
+          return listPage(projection.listSource(), parsed);
         }),
       ),
 
