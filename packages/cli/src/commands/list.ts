@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { SessionRecord } from '@sessionfold/core';
+import type { SessionSummary } from '@sessionfold/core';
 import { phaseSchema } from '@sessionfold/core/session';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
@@ -21,7 +21,7 @@ export function registerList(program: Command): void {
         withReadOnlyHistory(store, async (history) => {
           const records = await history.list(phase === undefined ? undefined : { phase });
           // A receipt's record is named by its session object id; sessions come first, as the listing promises.
-          const isReceipt = (record: SessionRecord) => record.phase === 'complete' && record.state['sessionObjectId'] === record.id;
+          const isReceipt = (record: SessionSummary) => record.phase === 'complete' && record.state['sessionObjectId'] === record.id;
           const sessions = records.filter((record) => !isReceipt(record));
           const receipts = records.filter(isReceipt);
           const rows = [];

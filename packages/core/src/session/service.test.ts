@@ -257,7 +257,7 @@ describe('SessionHistory: ingress', () => {
     expect(repaired.ingressFailureCount).toBe(0);
     expect(repaired.ingressFailures).toHaveLength(DEFAULT_INGRESS_POLICY.retainedFailures);
     expect(repaired.version).toBe(legacy.version + 1);
-    expect((repaired.state as { historyIngress: { archivePlan: { creates: { pendingId: string }[] } } }).historyIngress.archivePlan.creates[0]?.pendingId).toBe(
+    expect((repaired.state as unknown as { historyIngress: { archivePlan: { creates: { pendingId: string }[] } } }).historyIngress.archivePlan.creates[0]?.pendingId).toBe(
       'pending:9',
     );
     expect(await history.releaseInterruptedIngress()).toEqual([]);
