@@ -18,7 +18,12 @@ export type DataValidator<S> =
           value: unknown,
         ) =>
           | { readonly value: S; readonly issues?: undefined }
-          | { readonly issues: ReadonlyArray<{ readonly message: string; readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined }> }
+          | {
+              readonly issues: ReadonlyArray<{
+                readonly message: string;
+                readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> | undefined;
+              }>;
+            }
           | Promise<unknown>;
       };
     }

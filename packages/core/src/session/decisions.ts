@@ -394,7 +394,9 @@ export function decideComplete(
   const keep = options?.completion !== 'archive-and-delete';
   if (typeof objectId !== 'string') {
     if (!keep) return SessionHistoryError.conflict(messages.noSessionObject);
-    return [sessionEvent('SessionCompleted', { at: iso(now), state: next === record.state ? cloneJson(next) : next, receipt: null, kept: true, ...dataMember(data) })];
+    return [
+      sessionEvent('SessionCompleted', { at: iso(now), state: next === record.state ? cloneJson(next) : next, receipt: null, kept: true, ...dataMember(data) }),
+    ];
   }
   const rawReceipt = completion.commitReceipt;
   let receipt: CompletionReceipt;

@@ -108,7 +108,12 @@ export const claimCommandSchema = z.object({ worker: z.string().min(1).max(255),
 export type ClaimCommand = z.output<typeof claimCommandSchema>;
 
 /** Input of `checkpoint`, `requestIngress` and `complete`. */
-export const checkpointSchema = z.object({ expectedVersion, state: jsonInputObjectSchema.optional(), data: dataInput, userActivity: z.boolean().default(false) });
+export const checkpointSchema = z.object({
+  expectedVersion,
+  state: jsonInputObjectSchema.optional(),
+  data: dataInput,
+  userActivity: z.boolean().default(false),
+});
 export type Checkpoint = z.output<typeof checkpointSchema>;
 
 /** Input of `completeIngress`. */

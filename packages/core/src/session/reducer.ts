@@ -35,7 +35,19 @@ export const START_KEY_STATE_SCHEMA_VERSION = 1;
 
 /** The state of a session stream before its first event. */
 export function initialSessionState(sessionId: string): SessionStreamState {
-  return { sessionId, record: null, commands: [], log: [], logSize: 0, firstUserMessage: null, receipt: null, startKey: null, data: null, lastActivityAt: null, kept: false };
+  return {
+    sessionId,
+    record: null,
+    commands: [],
+    log: [],
+    logSize: 0,
+    firstUserMessage: null,
+    receipt: null,
+    startKey: null,
+    data: null,
+    lastActivityAt: null,
+    kept: false,
+  };
 }
 
 /**

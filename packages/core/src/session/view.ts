@@ -159,7 +159,13 @@ export function summaryRecord(record: LifecycleRecord, state: SessionStreamState
 export function receiptRecord(receipt: CompletionReceipt, summary: true): SessionSummary;
 export function receiptRecord<S = JsonValue>(receipt: CompletionReceipt, summary?: false): SessionRecord<S>;
 export function receiptRecord<S>(receipt: CompletionReceipt, summary = false): SessionRecord<S> | SessionSummary {
-  const lifecycle = newLifecycleRecord({ id: receipt.sessionObjectId, phase: 'complete', startedAt: receipt.createdAt ?? '', updatedAt: receipt.committedAt ?? '', state: {} });
+  const lifecycle = newLifecycleRecord({
+    id: receipt.sessionObjectId,
+    phase: 'complete',
+    startedAt: receipt.createdAt ?? '',
+    updatedAt: receipt.committedAt ?? '',
+    state: {},
+  });
   const named = { sessionObjectId: receipt.sessionObjectId, sessionId: receipt.sessionId, sessionType: receipt.sessionType, commitReceipt: cloneJson(receipt) };
   if (summary) {
     const state: SessionSummaryState = {

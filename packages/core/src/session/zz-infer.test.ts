@@ -10,8 +10,14 @@ test('infers', async () => {
   expect(memory).toEqual([]);
   const next = await history.checkpoint(value.id, { expectedVersion: value.version, data: (current) => ({ memory: [...(current?.memory ?? []), 'x'] }) });
   expect(next.data?.memory).toEqual(['x']);
-  await expect(history.checkpoint(value.id, { expectedVersion: next.version, data: { memory: [1] as unknown as string[] } })).rejects.toMatchObject({ code: 'invalid_request', field: 'data.memory.0' });
-  await expect(history.checkpoint(value.id, { expectedVersion: next.version, state: { myKey: 1 } })).rejects.toMatchObject({ code: 'invalid_request', field: 'state.myKey' });
+  await expect(history.checkpoint(value.id, { expectedVersion: next.version, data: { memory: [1] as unknown as string[] } })).rejects.toMatchObject({
+    code: 'invalid_request',
+    field: 'data.memory.0',
+  });
+  await expect(history.checkpoint(value.id, { expectedVersion: next.version, state: { myKey: 1 } })).rejects.toMatchObject({
+    code: 'invalid_request',
+    field: 'state.myKey',
+  });
   await history.appendTranscript(value.id, { role: 'user-message', text: 'hi' });
   const done = await history.complete(value.id, { expectedVersion: next.version });
   expect(done.phase).toBe('complete');
