@@ -14,9 +14,7 @@ type DataCheck<S> =
 export type DataValidator<S> =
   | {
       readonly '~standard': {
-        readonly validate: (
-          value: unknown,
-        ) =>
+        readonly validate: (value: unknown) =>
           | { readonly value: S; readonly issues?: undefined }
           | {
               readonly issues: ReadonlyArray<{

@@ -5,7 +5,7 @@ import type { RecordedEvent } from '../kernel/port.js';
 import { sessionEvent, type SessionEvent } from './events.js';
 import { sessionStream } from './ids.js';
 import { applySessionEvent, initialSessionState, LOG_CHUNK_SIZE, logEntries, logEntry, sessionReducer } from './reducer.js';
-import { openTestHistory, startConversation } from './test-support.fixture.js';
+import { openTestHistory, startConversation, openArchiveHistory } from './test-support.fixture.js';
 
 const SESSION = '9078bb6e-0931-4477-9ce9-b1430d0335a2';
 const AT = '2026-07-24T00:00:00.000Z';
@@ -25,7 +25,7 @@ function recorded(event: SessionEvent, revision: number): RecordedEvent {
 describe('sessionReducer', () => {
   it('compacting superseded records keeps every piece of recovery state', async () => {
     const store = memoryStore();
-    const { history } = await openTestHistory({ store });
+    const { history } = await openArchiveHistory({ store });
     const record = await startConversation(history, 'control-compaction');
     const id = record.id;
     const stream = sessionStream(id);

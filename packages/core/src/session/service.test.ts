@@ -64,7 +64,7 @@ describe('SessionHistory: transcript and commands', () => {
     await expect(history.checkpoint(record.id, { expectedVersion: saved.version, state: { ...saved.state, myAgentMemory: ['x'] } })).rejects.toMatchObject({
       code: 'invalid_request',
       field: 'state.myAgentMemory',
-      message: expect.stringContaining('put the application\'s own data in `data`'),
+      message: expect.stringContaining("put the application's own data in `data`"),
     });
     expect((await store.read(sessionStream(record.id))).revision).toBe(2);
     // The view's keys come back in `{ ...saved.state }`: they are rebuilt, never stored.
@@ -89,14 +89,21 @@ describe('SessionHistory: transcript and commands', () => {
     const history = await openSessionHistory({ store, clock: steppingClock(), validateData });
     const { value: started } = await history.start({ idempotencyId: 'data', startedAt: '2026-07-23T00:00:00Z', sessionType: 'chat', data: { notes: [] } });
     expect(started.data).toEqual({ notes: [] });
-    const added = await history.checkpoint(started.id, { expectedVersion: started.version, data: (current) => ({ notes: [...(current?.notes ?? []), 'one'] }) });
+    const added = await history.checkpoint(started.id, {
+      expectedVersion: started.version,
+      data: (current) => ({ notes: [...(current?.notes ?? []), 'one'] }),
+    });
     expect(added.data?.notes).toEqual(['one']);
-    await expect(history.checkpoint(started.id, { expectedVersion: added.version, data: { other: 1 } as unknown as { notes: string[] } })).rejects.toMatchObject({
+    await expect(
+      history.checkpoint(started.id, { expectedVersion: added.version, data: { other: 1 } as unknown as { notes: string[] } }),
+    ).rejects.toMatchObject({
       code: 'invalid_request',
       field: 'data',
       message: 'data: notes: expected an array',
     });
-    await expect(history.checkpoint(started.id, { expectedVersion: added.version, data: { notes: [new Date()] } as unknown as { notes: string[] } })).rejects.toMatchObject({
+    await expect(
+      history.checkpoint(started.id, { expectedVersion: added.version, data: { notes: [new Date()] } as unknown as { notes: string[] } }),
+    ).rejects.toMatchObject({
       code: 'invalid_request',
       field: 'data.notes[0]',
     });
