@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { controlState } from './control-state.js';
-import { openTestHistory, ARCHIVE_POLICIES, openArchiveHistory } from './test-support.fixture.js';
+import { openArchiveHistory } from './test-support.fixture.js';
 
 const PRESENTATION = ['transcript', 'boxCount', 'eventCount', 'boxes', 'events', 'context', 'transcriptText'];
 

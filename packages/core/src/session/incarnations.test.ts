@@ -1,15 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { foldStream, memoryStore, type EventStore } from '../kernel/index.js';
 import { legacySessionIdForStart, sessionIdForStart, sessionStream, startKeyStream } from './ids.js';
-import {
-  feedLength,
-  interleavingStore,
-  openTestHistory,
-  startConversation,
-  streamNames,
-  ARCHIVE_POLICIES,
-  openArchiveHistory,
-} from './test-support.fixture.js';
+import { feedLength, interleavingStore, startConversation, streamNames, ARCHIVE_POLICIES, openArchiveHistory } from './test-support.fixture.js';
 import { startKeyReducer } from './reducer.js';
 import { openSessionHistory, type SessionHistory } from './service.js';
 

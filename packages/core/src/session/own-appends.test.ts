@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { memoryStore, type EventStore, type RecordedEvent } from '../kernel/index.js';
-import { type openTestHistory, startConversation, ARCHIVE_POLICIES, openArchiveHistory } from './test-support.fixture.js';
+import { type openTestHistory, startConversation, openArchiveHistory } from './test-support.fixture.js';
 
 /** Wraps `inner` and counts the feed records its `readAll` hands out. */
 function countingFeed(inner: EventStore): { store: EventStore; recordsRead: () => number } {
