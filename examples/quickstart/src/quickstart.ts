@@ -79,7 +79,9 @@ export async function runQuickstart(directory: string, say: (line: string) => vo
   history = await openSessionHistory({ store });
   const listed = (await history.list({ phase: 'complete' })).map((record) => record.id);
   const kept = await history.get(sessionObjectId);
-  say(`9. reopened ${directory}: ${listed.length} completed session(s), ${sessionObjectId} is ${kept.id} with ${kept.state.transcript.length} transcript lines`);
+  say(
+    `9. reopened ${directory}: ${listed.length} completed session(s), ${sessionObjectId} is ${kept.id} with ${kept.state.transcript.length} transcript lines`,
+  );
   await history.close();
   await store.close();
   return { sessionId: id, sessionObjectId, live, replayed, identical, completed: listed, kept };
