@@ -151,4 +151,47 @@ describe('replaySession', () => {
     expect(await replaySession(store, '00000000-0000-4000-8000-000000000000')).toBeUndefined();
     await expect(replaySession(store, 'nope')).rejects.toMatchObject({ code: 'invalid_request', message: 'invalid session ID' });
   });
+
+  it.each([
+    ['kept', {}, true],
+    ['archive-and-delete', { completion: 'archive-and-delete' as const }, false],
+  ])('replays a session completed under the %s policy as get returns it, or finds nothing once it was handed over', async (_name, policy, kept) => {
+    const { replaySession } = await import('./replay.js');
+    const store = memoryStore();
+    const { history } = await openTestHistory({ store, ...policy });
+    const record = await startConversation(history, 'replayed-done');
+    await history.appendTranscript(record.id, { role: 'user-message', text: 'bye' });
+    await history.checkpoint(record.id, { expectedVersion: 1, data: { notes: ['kept'] } });
+    await history.complete(record.id, { expectedVersion: 2, state: { ...record.state, sessionObjectId: 'replayed-object' } });
+    const replayed = await replaySession(store, record.id);
+    if (kept) {
+      expect(replayed).toEqual(await history.get(record.id));
+      expect(replayed).toMatchObject({ phase: 'complete', data: { notes: ['kept'] } });
+    } else expect(replayed).toBeUndefined();
+  });
+});
+
+describe('events written before application data and kept completions existed', () => {
+  it('fold to the record they folded to before, with no data, and a completion deletes the stream', async () => {
+    const store = memoryStore();
+    const stream = sessionStream('6f1c2a8e-0000-4000-8000-000000000001');
+    await store.append(
+      stream,
+      [
+        { type: 'SessionStarted', data: { at: AT, startedAt: AT, state: { sessionType: 'conversation', startIdempotencyId: 'old' } } },
+        { type: 'SessionCheckpointed', data: { at: AT, state: { sessionType: 'conversation' }, userActivity: false } },
+        {
+          type: 'SessionCompleted',
+          data: { at: AT, state: { sessionType: 'conversation', sessionObjectId: 'old-object' }, receipt: { sessionObjectId: 'old-object' } },
+        },
+      ],
+      { expectedRevision: 'no_stream' },
+    );
+    const { state } = await foldStream(store, stream, sessionReducer);
+    expect(state).toMatchObject({ data: null, kept: false, lastActivityAt: AT, receipt: { sessionObjectId: 'old-object' } });
+    // A service opened with the default policy finishes the old completion the way it was made: receipt, then deletion.
+    const { history } = await openTestHistory({ store });
+    expect((await foldStream(store, stream, sessionReducer)).exists).toBe(false);
+    expect((await history.get('old-object')).state).toMatchObject({ sessionObjectId: 'old-object' });
+  });
 });
