@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { expect, test } from 'vitest';
 import { memoryStore, openSessionHistory } from '../index.js';
 
-test('infers', async () => {
+test('a zod schema as validateData types data and the view, checks writes naming the field, and the completed session stays readable until deleted', async () => {
   const schema = z.object({ memory: z.array(z.string()), startedAt: z.string().optional() });
   const history = await openSessionHistory({ store: memoryStore(), validateData: schema });
   const { value } = await history.start({ idempotencyId: 'k', startedAt: new Date().toISOString(), sessionType: 'chat', data: { memory: [] } });
