@@ -279,6 +279,9 @@ function fromSnapshotWith<S>(
  */
 export const sessionReducer: StreamReducer<SessionStreamState> = {
   schemaVersion: SESSION_STATE_SCHEMA_VERSION,
+  // `SessionCompleted` version 2 may say the stream is kept: a release that knows only version 1 (and would delete
+  // the stream it takes for handed over) refuses to fold it instead. Version 1 data is version 2 data as it is.
+  upcasters: { SessionCompleted: [{ from: 1, to: 2, upcast: (data) => data }] },
   initial: (stream: StreamId) => initialSessionState(sessionIdOfStream(stream) ?? stream),
   apply: (state, event) => applySessionEvent(state, parseOrCorrupt(parseSessionEvent, event)),
   toSnapshot: (state) => cloneJson(state) as unknown as JsonValue,

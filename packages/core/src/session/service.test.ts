@@ -526,6 +526,16 @@ describe('SessionHistory: completion under the default policy (kept)', () => {
     expect((await store.read(sessionStream(record.id))).revision).toBeGreaterThan(0);
   });
 
+  it('records the completion as version 2 of its event, which a reader knowing only version 1 refuses instead of deleting the stream', async () => {
+    const { history, store } = await openTestHistory();
+    const record = await startConversation(history, 'versioned-completion');
+    await history.complete(record.id, { expectedVersion: record.version, state: { sessionObjectId: 'object-v2' } });
+    const completed = (await eventsOf(store, sessionStream(record.id))).find((event) => event.type === 'SessionCompleted');
+    expect(completed).toMatchObject({ schemaVersion: 2, data: { kept: true } });
+    const { upcasters: _upcasters, ...versionOne } = sessionReducer;
+    await expect(foldStream(store, sessionStream(record.id), versionOne)).rejects.toMatchObject({ code: 'schema_version_too_new' });
+  });
+
   it('completes without a session object, writing no receipt', async () => {
     const { history } = await openTestHistory();
     const record = await startConversation(history, 'no-object');
