@@ -16,6 +16,8 @@ export default [
   project('store-postgres', 'packages/store-postgres', 120_000),
   project('conformance', 'packages/conformance'),
   project('cross-store', 'packages/cross-store', 300_000),
+  // An application written as the README shows, on every store (PostgreSQL with SESSIONFOLD_PG_URL; required under CI=true).
+  project('app-check', 'packages/app-check', 120_000),
   project('bench', 'packages/bench'),
   project('quickstart', 'examples/quickstart'),
   // Runs the built `sessionfold` command against file, SQLite and (with SESSIONFOLD_PG_URL) PostgreSQL stores.

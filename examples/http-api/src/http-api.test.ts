@@ -118,8 +118,10 @@ describe('the session history over HTTP', () => {
     expect(attempt3.json.phase).toBe('ingress_in_progress');
     const done = await call('POST', `/sessions/${id}/ingress/complete`, { expectedVersion: attempt3.json.version });
     expect(done).toMatchObject({ status: 200, json: { phase: 'complete' } });
-    expect((await call('GET', `/sessions/archive-${id}`)).json.phase).toBe('complete');
-    expect((await call('GET', `/sessions/${id}`)).status).toBe(404);
+    // Kept after completion (the default): readable by its id, and by its session object id.
+    const kept = await call('GET', `/sessions/${id}`);
+    expect(kept).toMatchObject({ status: 200, json: { id, phase: 'complete' } });
+    expect((await call('GET', `/sessions/archive-${id}`)).json).toEqual(kept.json);
 
     // A registered session, stopped, then completed directly; and a receipt made elsewhere.
     const registeredId = randomUUID();
@@ -133,8 +135,9 @@ describe('the session history over HTTP', () => {
     });
     expect(completed.json.phase).toBe('complete');
     expect((await call('POST', '/completions', { sessionObjectId: 'archive-elsewhere' })).status).toBe(204);
-    const receipts = (await call('GET', '/sessions?phase=complete')).json.sessions.map((s: { id: string }) => s.id);
-    expect(receipts).toEqual(expect.arrayContaining([`archive-${id}`, `archive-${registeredId}`, 'archive-elsewhere']));
+    // Kept sessions are listed under their own ids; the receipt made elsewhere under its session object.
+    const listed = (await call('GET', '/sessions?phase=complete')).json.sessions.map((s: { id: string }) => s.id);
+    expect(listed.sort()).toEqual([id, registeredId, 'archive-elsewhere'].sort());
     expect(await call('GET', '/health')).toMatchObject({ status: 200, json: { ok: true } });
   });
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { SessionCommand, SessionHistory, SessionRecord } from '@sessionfold/core';
+import type { SessionCommand, SessionHistory, SessionRecord, SessionSummary } from '@sessionfold/core';
 
 /** A staged object, by its session and `pending:N` id. */
 export interface ObjectRef {
@@ -10,7 +10,7 @@ export interface ObjectRef {
 /** Everything an application reads from the service, to compare one backend with another. */
 export interface Records {
   /** `list()`: every live session and completion receipt, in the service's order. */
-  list: SessionRecord[];
+  list: SessionSummary[];
   /** `get()` of every listed id, in the same order. */
   sessions: SessionRecord[];
   commandHeads: SessionCommand[];

@@ -6,4 +6,4 @@ const directory = resolve(process.argv[2] ?? 'quickstart-data');
 console.log(`sessionfold quick start: file store in ${directory}\n`);
 const result = await runQuickstart(directory);
 console.log(`\n${result.identical ? 'Replay matches the live record.' : 'Replay does NOT match the live record.'}`);
-process.exitCode = result.identical && result.receipts.includes(result.sessionObjectId) ? 0 : 1;
+process.exitCode = result.identical && result.kept.id === result.sessionId ? 0 : 1;

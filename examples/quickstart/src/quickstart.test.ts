@@ -19,19 +19,21 @@ describe('the quick start', () => {
     expect(result.live.phase).toBe('ingress_in_progress');
     expect(result.live.ingressFailureCount).toBe(1);
     expect(result.live.state.transcript).toHaveLength(2);
-    expect(result.receipts).toContain(result.sessionObjectId);
+    expect(result.completed).toEqual([result.sessionId]);
+    expect(result.kept).toMatchObject({ id: result.sessionId, phase: 'complete' });
+    expect(result.kept.state.transcript).toEqual(result.live.state.transcript);
     expect(lines).toHaveLength(9);
     expect(lines[6]).toMatch(/the record is identical/);
-    // Completion removed the session's journal; the catalog stays.
-    expect(readdirSync(join(dir, 'streams')).filter((name) => name.startsWith('session-'))).toEqual([]);
+    // Completion kept the session's journal, beside the catalog holding its receipt.
+    expect(readdirSync(join(dir, 'streams')).filter((name) => name.startsWith('session-'))).toHaveLength(1);
   });
 
-  it("a second run in the same directory adds a session and keeps the first one's receipt", async () => {
+  it('a second run in the same directory adds a session and keeps the first one', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sessionfold-quickstart-'));
     dirs.push(dir);
     const first = await runQuickstart(dir, () => {});
     const second = await runQuickstart(dir, () => {});
     expect(second.sessionId).not.toBe(first.sessionId);
-    expect(second.receipts).toEqual(expect.arrayContaining([first.sessionObjectId, second.sessionObjectId]));
+    expect(second.completed).toEqual(expect.arrayContaining([first.sessionId, second.sessionId]));
   });
 });

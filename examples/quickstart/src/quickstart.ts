@@ -12,8 +12,10 @@ export interface QuickstartResult {
   /** The same record rebuilt by folding the journal read back from disk. */
   replayed: SessionRecord;
   identical: boolean;
-  /** Session object ids of the completion receipts found after reopening the directory. */
-  receipts: string[];
+  /** Ids of the completed sessions listed after reopening the directory (kept, each under its session id). */
+  completed: string[];
+  /** The completed session, read back after reopening: its transcript is still there. */
+  kept: SessionRecord;
 }
 
 /**
@@ -69,15 +71,18 @@ export async function runQuickstart(directory: string, say: (line: string) => vo
   store = await fileStore({ directory });
   history = await openSessionHistory({ store });
   const completed = await history.completeIngress(id, { expectedVersion: attempt2.version });
-  say(`8. completed (phase ${completed.phase}): its receipt is in the catalog and its journal is gone`);
+  say(`8. completed (phase ${completed.phase}): its journal is kept, readable and closed to writes; its receipt for ${sessionObjectId} is in the catalog`);
   await history.close();
   await store.close();
 
   store = await fileStore({ directory });
   history = await openSessionHistory({ store });
-  const receipts = (await history.list()).filter((record) => record.phase === 'complete').map((record) => record.id);
-  say(`9. reopened ${directory}: ${receipts.length} completion receipt(s) on disk, including ${sessionObjectId}: ${receipts.includes(sessionObjectId)}`);
+  const listed = (await history.list({ phase: 'complete' })).map((record) => record.id);
+  const kept = await history.get(sessionObjectId);
+  say(
+    `9. reopened ${directory}: ${listed.length} completed session(s), ${sessionObjectId} is ${kept.id} with ${kept.state.transcript.length} transcript lines`,
+  );
   await history.close();
   await store.close();
-  return { sessionId: id, sessionObjectId, live, replayed, identical, receipts };
+  return { sessionId: id, sessionObjectId, live, replayed, identical, completed: listed, kept };
 }

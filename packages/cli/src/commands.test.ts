@@ -196,6 +196,32 @@ describe.each([
   });
 });
 
+describe.each([
+  ['file', populatedFileStore],
+  ['sqlite', populatedSqliteStore],
+] as const)('the read-only commands on a %s store whose completed session was kept (the default completion)', (_kind, populated) => {
+  it('list it under its session id with its type and last activity, show it by its id or its session object id, and replay it', async () => {
+    const store = await populated('keep');
+    const s = ['-s', store.url, '--json'];
+    const list = JSON.parse((await run(['list', ...s])).stdout) as { sessions: unknown[]; receipts: unknown[] };
+    expect(list.sessions).toContainEqual(
+      expect.objectContaining({ id: store.completedId, phase: 'complete', openCommands: 0, sessionType: 'conversation', lastActivityAt: expect.any(String) }),
+    );
+    expect(list.receipts).toEqual([]);
+    const table = (await run(['list', '--phase', 'complete', '-s', store.url])).stdout;
+    expect(table).toMatch(/^ID\s+PHASE\s+VERSION\s+UPDATED\s+OPEN COMMANDS\s+TYPE\s+LAST ACTIVITY/);
+    expect(table).toMatch(new RegExp(`${store.completedId}\\s+complete\\s+2\\s+\\S+\\s+0\\s+conversation`));
+
+    const shown = JSON.parse((await run(['show', store.completedId, ...s])).stdout) as { phase: string; state: { transcript: { content: string }[] } };
+    expect(shown).toMatchObject({ id: store.completedId, phase: 'complete' });
+    expect(shown.state.transcript.map((line) => line.content)).toEqual(['done soon']);
+    expect(JSON.parse((await run(['show', store.completedObjectId, ...s])).stdout)).toEqual(shown);
+
+    const replay = jsonLines((await run(['replay', store.completedId, ...s])).stdout);
+    expect(replay.at(-1)).toMatchObject({ kind: 'result', record: { id: store.completedId, phase: 'complete' } });
+  });
+});
+
 describe('replay of a compacted session', () => {
   it('says the events below the snapshot were compacted and stops with exit 1', async () => {
     const store = await populatedFileStore();

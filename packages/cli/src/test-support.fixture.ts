@@ -95,17 +95,20 @@ export function fileDigests(dir: string): Record<string, string> {
 /** What `populate` made. */
 export interface Populated {
   sessionId: string;
+  /** The completed session's id (its stream is deleted under the archive policy). */
+  completedId: string;
   completedObjectId: string;
   blob: string;
 }
 
 /**
  * Fills a store through the service: one active session with a transcript, two commands (one claimed), a
- * blob, and one completed session (a receipt in the catalog). Three streams: the active session, the catalog
- * and the start-key stream the completion released.
+ * blob, and one completed session. Under the archive policy (the default here) the completed session is a receipt
+ * in the catalog, and there are three streams: the active session, the catalog and the start-key stream the
+ * completion released; under `completion: 'keep'` the completed session's stream stays as well.
  */
-export async function populate(store: EventStore): Promise<Populated> {
-  const history: SessionHistory = await openSessionHistory({ store });
+export async function populate(store: EventStore, completion: 'keep' | 'archive-and-delete' = 'archive-and-delete'): Promise<Populated> {
+  const history: SessionHistory = await openSessionHistory({ store, completion });
   try {
     const started = await history.start({ idempotencyId: 'start-1', startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' });
     const id = started.value.id;
@@ -116,31 +119,34 @@ export async function populate(store: EventStore): Promise<Populated> {
     await history.appendTranscript(id, { role: 'assistant-message', text: 'hi there' });
     const blob = await store.putBlob(`session-${id}`, new TextEncoder().encode('object bytes'));
     const done = await history.start({ idempotencyId: 'start-2', startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' });
-    await history.complete(done.value.id, { expectedVersion: done.value.version, state: { sessionObjectId: 'A1234567' } });
-    return { sessionId: id, completedObjectId: 'A1234567', blob };
+    await history.appendTranscript(done.value.id, { role: 'user-message', text: 'done soon' });
+    await history.complete(done.value.id, { expectedVersion: done.value.version, state: { ...done.value.state, sessionObjectId: 'A1234567' } });
+    return { sessionId: id, completedId: done.value.id, completedObjectId: 'A1234567', blob };
   } finally {
     await history.close();
   }
 }
 
 /** A populated file store in a fresh directory; returns its directory and what is in it. */
-export async function populatedFileStore(): Promise<Populated & { dir: string; url: string }> {
+export async function populatedFileStore(completion: 'keep' | 'archive-and-delete' = 'archive-and-delete'): Promise<Populated & { dir: string; url: string }> {
   const dir = join(freshDir(), 'data');
   const store = await fileStore({ directory: dir });
   try {
-    return { ...(await populate(store)), dir, url: `file:${dir}` };
+    return { ...(await populate(store, completion)), dir, url: `file:${dir}` };
   } finally {
     await store.close();
   }
 }
 
 /** A populated SQLite store in a fresh directory. */
-export async function populatedSqliteStore(): Promise<Populated & { dir: string; path: string; url: string }> {
+export async function populatedSqliteStore(
+  completion: 'keep' | 'archive-and-delete' = 'archive-and-delete',
+): Promise<Populated & { dir: string; path: string; url: string }> {
   const dir = freshDir();
   const path = join(dir, 'sessions.db');
   const store = await sqliteStore({ path });
   try {
-    return { ...(await populate(store)), dir, path, url: `sqlite:${path}` };
+    return { ...(await populate(store, completion)), dir, path, url: `sqlite:${path}` };
   } finally {
     await store.close();
   }

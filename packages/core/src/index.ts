@@ -74,7 +74,8 @@ export type { CheckpointIgnoredReason } from './session/projection-image.js';
 export type { CatchUpObservation } from './session/projection.js';
 export { DEFAULT_INGRESS_POLICY, type IngressPolicy } from './session/ingress-policy.js';
 export type { IngressStoppedObservation, SessionHistoryObserver } from './session/observer.js';
-export type { StoredObject, TranscriptEntry } from './session/view.js';
+export type { StoredObject } from './session/view.js';
+export type { DataValidator } from './session/data.js';
 export type {
   AppendTranscriptInput,
   CheckpointInput,
@@ -83,6 +84,7 @@ export type {
   CommandStatus,
   CompletionReceipt,
   CompletionReceiptInput,
+  DataInput,
   ExpectedVersionInput,
   IngressFailureEntry,
   IngressFailureInput,
@@ -98,8 +100,12 @@ export type {
   RetryIngressInput,
   SessionCommand,
   SessionRecord,
+  SessionState,
+  SessionSummary,
+  SessionSummaryState,
   StagedObject,
   StartIngressInput,
   StartSessionInput,
+  TranscriptEntry,
   TranscriptRole,
 } from './session/types.js';

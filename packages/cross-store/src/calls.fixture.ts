@@ -3,6 +3,12 @@ import { propertyTestEnv } from '@sessionfold/conformance';
 import type { JsonObject, JsonValue, Phase } from '@sessionfold/core';
 import type { Call, CallRole, CommandRef, CommandTarget, SessionRef, VersionSkew } from './calls.js';
 
+/**
+ * The service policies the generated calls are written for: the archive policies, set explicitly (a completion
+ * hands the session to the catalog and deletes its stream; `state` keys outside the whitelist are dropped).
+ */
+export const ARCHIVE_POLICIES = { completion: 'archive-and-delete', controlState: 'project' } as const;
+
 /** How many random sequences a property tries: `SESSIONFOLD_PROPERTY_RUNS`, else `fallback`. */
 export function propertyRuns(fallback: number): number {
   return propertyTestEnv().runs ?? fallback;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { expect } from 'vitest';
 import { describeCall, type Call } from './calls.js';
-import { callArbitrary, commandsConstraints, PREAMBLE } from './calls.fixture.js';
+import { ARCHIVE_POLICIES, callArbitrary, commandsConstraints, PREAMBLE } from './calls.fixture.js';
 import { SessionRunner, type ServiceOptions, type Step } from './runner.js';
 import type { StoreKind } from './subjects.js';
 
@@ -61,7 +61,7 @@ class CallOnEveryStore implements fc.AsyncCommand<object, Stores> {
 async function openStores(kinds: readonly StoreKind[], options: readonly ServiceOptions[]): Promise<Stores> {
   const runners: SessionRunner[] = [];
   try {
-    for (const [index, kind] of kinds.entries()) runners.push(await SessionRunner.open(kind.subject(), options[index]));
+    for (const [index, kind] of kinds.entries()) runners.push(await SessionRunner.open(kind.subject(), { ...ARCHIVE_POLICIES, ...options[index] }));
   } catch (error) {
     await Promise.all(runners.map((runner) => runner.dispose()));
     throw error;
@@ -90,7 +90,7 @@ async function onFreshStores(kinds: readonly StoreKind[], body: (stores: Stores)
 
 /**
  * The equivalence property: after the preamble, a random sequence of calls runs on every store of `kinds`
- * (fresh ones per run), the service on the i-th opened with `options[i]` (default: none). Each call must answer
+ * (fresh ones per run), the service on the i-th opened with the archive policies and `options[i]` (default: none). Each call must answer
  * identically everywhere and commit the same changes; at the end, after reopening, the service must answer as
  * before and the stores must hold the same streams, folded states, blobs and change feed.
  */
@@ -100,11 +100,18 @@ export function equivalenceProperty(kinds: readonly StoreKind[], maxCommands = 4
   );
 }
 
-/** The same checks for one fixed script of calls (run after the preamble); resolves with the steps, as every store took them. */
-export async function checkScript(kinds: readonly StoreKind[], calls: readonly Call[]): Promise<Step[]> {
+/**
+ * The same checks for one fixed script of calls (run after the preamble); resolves with the steps, as every store took
+ * them. The services run under the archive policies unless `options` says otherwise.
+ */
+export async function checkScript(kinds: readonly StoreKind[], calls: readonly Call[], options: ServiceOptions = {}): Promise<Step[]> {
   const steps: Step[] = [];
-  await onFreshStores(kinds, async (stores) => {
-    for (const call of calls) steps.push(await new CallOnEveryStore(call).runOn(stores));
-  });
+  await onFreshStores(
+    kinds,
+    async (stores) => {
+      for (const call of calls) steps.push(await new CallOnEveryStore(call).runOn(stores));
+    },
+    kinds.map(() => options),
+  );
   return steps;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Call } from './calls.js';
+import { ARCHIVE_POLICIES } from './calls.fixture.js';
 import { checkScript } from './equivalence.fixture.js';
 import type { Step } from './runner.js';
 import { STORE_KINDS } from './subjects.js';
@@ -10,8 +11,34 @@ function okValue(step: Step | undefined): any {
   return (step?.outcome as { ok: unknown }).ok;
 }
 
-/** The steps of `calls`, which every store must take identically (sessions s0 and s1 are started first). */
-const run = (calls: readonly Call[]) => checkScript(STORE_KINDS, calls);
+/** The steps of `calls` under the archive policies, which every store must take identically (sessions s0 and s1 are started first). */
+const run = (calls: readonly Call[]) => checkScript(STORE_KINDS, calls, ARCHIVE_POLICIES);
+
+describe('fixed scripts on every store, under the default completion policy (kept)', () => {
+  it('a completed session stays readable, listed once under its id, refuses writes, and survives compaction and reopening', async () => {
+    const steps = await checkScript(
+      STORE_KINDS,
+      [
+        { op: 'appendTranscript', session: 0, role: 'user-message', text: 'kept line' },
+        { op: 'complete', session: 0, skew: 0, objectId: 'obj-K', nested: false },
+        { op: 'appendTranscript', session: 0, role: 'user-message', text: 'too late' },
+        { op: 'compact', stream: 0 },
+        { op: 'reopen' },
+        { op: 'get', session: 0 },
+        { op: 'list', phase: 'complete' },
+        { op: 'start', session: 0, sessionType: 'conversation', invalid: null },
+      ],
+      { completion: 'keep' },
+    );
+    expect(steps[2]?.outcome).toMatchObject({ error: { code: 'state_conflict', message: 'Session is in phase complete; it no longer changes.' } });
+    const kept = okValue(steps[5]);
+    expect(kept).toMatchObject({ phase: 'complete', state: { sessionObjectId: 'obj-K' } });
+    expect(kept.state.transcript.map((line: { content: string }) => line.content)).toEqual(['kept line']);
+    expect(okValue(steps[6]).map((record: { id: string }) => record.id)).toEqual([kept.id]);
+    expect(okValue(steps[7])).toMatchObject({ created: true, value: { version: 1, phase: 'active' } });
+    expect(okValue(steps[7]).value.id).not.toBe(kept.id);
+  });
+});
 
 describe('fixed scripts on every store', () => {
   it('a blob two sessions share outlives the deletion of one, across reopening and compaction', async () => {

@@ -115,7 +115,7 @@ describe('the published packages, installed from their tarballs into a new appli
       mkdirSync(dir, { recursive: true });
       writeFileSync(join(dir, 'example.mjs'), example);
       const printed = execFileSync('node', ['example.mjs'], { cwd: dir, encoding: 'utf8' });
-      expect(printed.trim()).toBe("complete [ 'archive-1' ]");
+      expect(printed.trim()).toBe("complete true [ 'Hello!', 'Hi! How can I help?' ] { topic: 'greetings', turns: 1 }");
       writeFileSync(join(app, `example-${store.name}.ts`), example);
       // tsc type-checks every .ts file of the application against the installed declarations.
       execFileSync('npx', ['tsc', '-p', '.', '--noEmit'], { cwd: app, stdio: 'pipe' });

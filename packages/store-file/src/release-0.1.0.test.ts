@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { openSessionHistory, type EventStore, type RecordedEvent } from '@sessionfold/core';
 import { toStoredEvent } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
-import { collect, freshDir } from './test-support.fixture.js';
+import { asReleased, collect, freshDir } from './test-support.fixture.js';
 
 const fixture = fileURLToPath(new URL('./fixtures/release-0.1.0', import.meta.url));
 const expected = JSON.parse(readFileSync(fileURLToPath(new URL('./fixtures/release-0.1.0.expected.json', import.meta.url)), 'utf8')) as {
@@ -35,7 +35,8 @@ async function readBack(store: EventStore) {
   const sessions: Record<string, unknown> = {};
   for (const id of Object.keys(expected.sessions)) sessions[id] = await service.get(id);
   await service.close();
-  return { list, sessions, streams: await collect(store.streams()), feed: (await collect(store.readAll())).map(withoutPositionAndTime) };
+  const read = { list, sessions, streams: await collect(store.streams()), feed: (await collect(store.readAll())).map(withoutPositionAndTime) };
+  return asReleased(read, expected);
 }
 
 describe('a file store written by release 0.1.0', () => {

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { openSessionHistory } from '@sessionfold/core';
 import type { EventStore, RecordedEvent } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
-import { collect, freshDir } from './test-support.fixture.js';
+import { asReleased, collect, freshDir } from './test-support.fixture.js';
 
 const fixture = fileURLToPath(new URL('./fixtures/release-0.1.0', import.meta.url));
 const expectedFile = fileURLToPath(new URL('./fixtures/release-0.1.0.expected.json', import.meta.url));
@@ -40,8 +40,8 @@ async function contents(dir: string): Promise<Record<string, string>> {
 async function expectReleaseReads(store: EventStore, expected: Expected): Promise<void> {
   const service = await openSessionHistory({ store });
   try {
-    expect(await service.list()).toEqual(expected.list);
-    for (const [id, session] of Object.entries(expected.sessions)) expect(await service.get(id), id).toEqual(session);
+    expect(asReleased(await service.list(), expected.list)).toEqual(expected.list);
+    for (const [id, session] of Object.entries(expected.sessions)) expect(asReleased(await service.get(id), session), id).toEqual(session);
   } finally {
     await service.close();
   }

@@ -144,3 +144,24 @@ export async function openFailure(options: FileStoreOptions): Promise<unknown> {
 export function withoutCleanClose(dir: string): void {
   rmSync(join(dir, 'clean-close.json'), { force: true });
 }
+
+/**
+ * `value` with only the members `released` has, at every depth: what a reader of release 0.1.0 saw of it. Later
+ * releases add members to records (`data`, `lastActivityAt`, the view's `commands` and `objects`) and never change
+ * the ones it had; an element or member missing from `value` still shows as a difference.
+ */
+export function asReleased(value: unknown, released: unknown): unknown {
+  if (Array.isArray(released) && Array.isArray(value)) return value.map((item, index) => asReleased(item, released[index]));
+  if (isPlainObject(released) && isPlainObject(value)) {
+    return Object.fromEntries(
+      Object.keys(released)
+        .filter((key) => Object.hasOwn(value, key))
+        .map((key) => [key, asReleased(value[key], released[key])]),
+    );
+  }
+  return value;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

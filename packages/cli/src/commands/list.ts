@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { SessionRecord } from '@sessionfold/core';
+import type { SessionSummary } from '@sessionfold/core';
 import { phaseSchema } from '@sessionfold/core/session';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
@@ -7,11 +7,11 @@ import { examples } from '../help.js';
 import { openCommandCount, withReadOnlyHistory } from '../history.js';
 import { parseArg } from '../parse.js';
 
-/** `list [--phase P]`: sessions (id, phase, version, updated, open commands), then receipts. */
+/** `list [--phase P]`: sessions (id, phase, version, updated, open commands, type, last activity), then receipts. */
 export function registerList(program: Command): void {
   program
     .command('list')
-    .description('sessions (id, phase, version, updated, open commands), then completion receipts')
+    .description('sessions (id, phase, version, updated, open commands, type, last activity), completed ones kept included, then completion receipts')
     .option('--phase <phase>', `only sessions in this phase: ${phaseSchema.options.join(', ')}`)
     .addHelpText('after', examples('sessionfold list -s file:./data', 'sessionfold list --phase ingress_failed --json'))
     .action(async (rawOptions: unknown, command: Command) => {
@@ -21,7 +21,7 @@ export function registerList(program: Command): void {
         withReadOnlyHistory(store, async (history) => {
           const records = await history.list(phase === undefined ? undefined : { phase });
           // A receipt's record is named by its session object id; sessions come first, as the listing promises.
-          const isReceipt = (record: SessionRecord) => record.phase === 'complete' && record.state['sessionObjectId'] === record.id;
+          const isReceipt = (record: SessionSummary) => record.phase === 'complete' && record.state['sessionObjectId'] === record.id;
           const sessions = records.filter((record) => !isReceipt(record));
           const receipts = records.filter(isReceipt);
           const rows = [];
@@ -32,6 +32,8 @@ export function registerList(program: Command): void {
               version: record.version,
               updatedAt: record.updatedAt,
               openCommands: await openCommandCount(store, record.id),
+              sessionType: record.state.sessionType,
+              lastActivityAt: record.lastActivityAt,
             });
           }
           const receiptRows = receipts.map((record) => ({
@@ -41,8 +43,16 @@ export function registerList(program: Command): void {
           }));
           if (context.out.json) return context.out.document({ sessions: rows, receipts: receiptRows });
           await context.out.table(
-            ['ID', 'PHASE', 'VERSION', 'UPDATED', 'OPEN COMMANDS'],
-            rows.map((row) => [row.id, row.phase, String(row.version), row.updatedAt, String(row.openCommands)]),
+            ['ID', 'PHASE', 'VERSION', 'UPDATED', 'OPEN COMMANDS', 'TYPE', 'LAST ACTIVITY'],
+            rows.map((row) => [
+              row.id,
+              row.phase,
+              String(row.version),
+              row.updatedAt,
+              String(row.openCommands),
+              typeof row.sessionType === 'string' ? row.sessionType : '',
+              row.lastActivityAt,
+            ]),
           );
           if (receiptRows.length > 0) {
             await context.out.text('');

@@ -35,16 +35,21 @@ export class CompletionSteps {
     await this.#catalog.mutate(CATALOG_STREAM, (catalog) => decideRecordReceipt(catalog, receipt), uuidV5(receipt.sessionObjectId, RECEIPT_ID_NAMESPACE));
   }
 
-  /** Finishes session stream `stream` if it is complete: receipt, start key released, stream deleted. */
-  finish(stream: StreamId): Promise<void> {
+  /**
+   * Finishes session stream `stream` if it is complete: receipt (if any), start key released, and the stream deleted
+   * unless its completion kept it. `delete: true` deletes a kept one too (`deleteSession`).
+   */
+  finish(stream: StreamId, options?: { delete?: boolean }): Promise<void> {
     return this.#sessions.exclusive(stream, () =>
       this.#sessions.retrying(stream, async () => {
-        const { state, revision } = await this.#sessions.load(stream);
-        if (state.record?.phase !== 'complete' || !state.receipt) return;
-        await this.ensureReceipt(state.receipt);
+        const { state, revision, exists } = await this.#sessions.load(stream);
+        const kept = state.kept === true;
+        if (!exists || state.record?.phase !== 'complete' || (!state.receipt && !kept)) return;
+        if (state.receipt) await this.ensureReceipt(state.receipt);
         const key = state.startKey;
         // Released before the delete: a start that finds the stream gone must already know it is not to be made again.
         if (key !== null) await this.#keys.mutate(startKeyStream(key), (keyState, at) => decideReleaseStartKey(keyState, key, state.sessionId, at));
+        if (kept && options?.delete !== true) return;
         await this.#store.deleteStream(stream, { expectedRevision: revision });
         this.#sessions.forget(stream);
       }),

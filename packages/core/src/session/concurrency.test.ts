@@ -4,7 +4,7 @@ import { ConcurrencyError, memoryStore, type EventStore } from '../kernel/index.
 import { openSessionHistory } from './service.js';
 import { sessionIdForStart, sessionStream } from './ids.js';
 import { sessionReducer } from './reducer.js';
-import { interleavingStore, openTestHistory, startConversation, streamNames } from './test-support.fixture.js';
+import { interleavingStore, openTestHistory, startConversation, streamNames, openArchiveHistory } from './test-support.fixture.js';
 
 async function lastPosition(store: EventStore): Promise<number> {
   let position = 0;
@@ -126,8 +126,8 @@ describe('SessionHistory across processes', () => {
     expect(await slow.commandHeads()).toHaveLength(1);
   });
 
-  it('register creates a session once under the caller’s id', async () => {
-    const { history } = await openTestHistory();
+  it('register creates a session once under the caller’s id (projecting the state onto the whitelist, as the archive policy does)', async () => {
+    const { history } = await openArchiveHistory();
     const id = '9078bb6e-0931-4477-9ce9-b1430d0335a2';
     const registered = await history.register({ id: id.toUpperCase(), startedAt: '2026-07-24T00:00:00Z', state: { sessionType: 'conversation', boxes: {} } });
     expect(registered).toMatchObject({
@@ -146,8 +146,8 @@ describe('SessionHistory across processes', () => {
 
   it('queries see sessions, commands, compactions and deletions made by another service', async () => {
     const store = memoryStore();
-    const { history: reader } = await openTestHistory({ store });
-    const { history: writer } = await openTestHistory({ store });
+    const { history: reader } = await openArchiveHistory({ store });
+    const { history: writer } = await openArchiveHistory({ store });
     expect(await reader.list()).toEqual([]);
 
     const kept = await startConversation(writer, 'kept');

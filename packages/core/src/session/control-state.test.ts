@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { controlState } from './control-state.js';
-import { openTestHistory } from './test-support.fixture.js';
+import { openArchiveHistory } from './test-support.fixture.js';
 
 const PRESENTATION = ['transcript', 'boxCount', 'eventCount', 'boxes', 'events', 'context', 'transcriptText'];
 
@@ -57,7 +57,7 @@ describe('controlState', () => {
   });
 
   it('a service with its own whitelist stores only those keys', async () => {
-    const { history } = await openTestHistory({ controlStateKeys: ['sessionType', 'customerId'] });
+    const { history } = await openArchiveHistory({ controlStateKeys: ['sessionType', 'customerId'] });
     const { value } = await history.start({ idempotencyId: 'custom', startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' });
     const record = await history.checkpoint(value.id, { expectedVersion: 1, state: { sessionType: 'conversation', customerId: 'c-1', pendingTurn: true } });
     expect(record.state.customerId).toBe('c-1');

@@ -71,6 +71,7 @@ describe('decisions (pure, no store)', () => {
       state,
       { expectedVersion: 1, state: { sessionType: 'free-time', sessionObjectId: 'O1', commitReceipt: { sessionObjectId: 'O1', transactionId: 'T' } } },
       NOW,
+      { completion: 'archive-and-delete' },
     );
     expect(events).toEqual([
       {

@@ -1,6 +1,7 @@
 import { cloneJson, type JsonObject, type JsonValue } from '../kernel/json.js';
 import { controlState, DEFAULT_CONTROL_STATE_KEYS } from './control-state.js';
-import { SessionHistoryError, messages } from './errors.js';
+import { nextData, type DataCheckFn } from './data.js';
+import { SessionHistoryError, messages, namedMessages } from './errors.js';
 import { describeZodError, sessionEvent, type CatalogEvent, type SessionEvent, type StartKeyEvent } from './events.js';
 import { commandIdFor, sessionIdForStart } from './ids.js';
 import type { Checkpoint, ClaimCommand, IngressFailure, NewCommand, RecordCompletion, RegisterSession, StartSession } from './inputs.js';
@@ -20,13 +21,28 @@ import {
 /** What a decision returns: the events to append (none = nothing to do), or why it is refused. */
 export type Decision = SessionEvent[] | SessionHistoryError;
 
-/** Options of the decisions: the control-state whitelist and the ingress policy. */
+/** What `complete` does with the session's stream: keep it (the default), or hand it to the catalog and delete it. */
+export type CompletionPolicy = 'keep' | 'archive-and-delete';
+
+/** What a `state` with keys outside the control-state whitelist gets: refused (the default), or silently projected. */
+export type ControlStatePolicy = 'strict' | 'project';
+
+/** Options of the decisions: the control-state whitelist and policy, the ingress and completion policies, the data check. */
 export interface DecisionOptions {
   /** The control-state whitelist (default `DEFAULT_CONTROL_STATE_KEYS`). */
   controlStateKeys?: readonly string[];
   /** The ingress retry loop's policy (default `DEFAULT_INGRESS_POLICY`). */
   ingressPolicy?: IngressPolicy;
+  /** Default `strict`. */
+  controlState?: ControlStatePolicy;
+  /** Default `keep`. */
+  completion?: CompletionPolicy;
+  /** The application's check of its data, run on every value a write records. */
+  checkData?: DataCheckFn | undefined;
 }
+
+/** The keys of the materialised view: rebuilt from the events on every read, ignored when passed back in a `state`. */
+export const VIEW_KEYS: ReadonlySet<string> = new Set(['sessionId', 'transcript', 'events', 'transcriptText', 'commands', 'objects']);
 
 // Decisions made in the same millisecond (those of one batch, most of one request) share their time's text.
 let lastTime = Number.NaN;
@@ -42,11 +58,33 @@ const iso = (now: Date): string => {
 const keysOf = (options: DecisionOptions | undefined) => options?.controlStateKeys ?? DEFAULT_CONTROL_STATE_KEYS;
 const policyOf = (options: DecisionOptions | undefined) => options?.ingressPolicy ?? DEFAULT_INGRESS_POLICY;
 
-// A completed session's stream only waits for its deletion (its receipt is what remains), so nothing
-// may change it any more: to callers it is already gone.
+// A completed session no longer changes. Kept, it says so; under the archive policy its stream only waits for its
+// deletion (its receipt is what remains), so to callers it is already gone.
 function existing(state: SessionStreamState): LifecycleRecord | SessionHistoryError {
-  if (!state.record || state.record.phase === 'complete') return SessionHistoryError.notFound();
+  if (!state.record) return SessionHistoryError.notFound();
+  if (state.record.phase === 'complete') return state.kept ? SessionHistoryError.conflict(messages.sessionComplete) : SessionHistoryError.notFound();
   return state.record;
+}
+
+/**
+ * The control state a write records: `given` checked and projected onto the whitelist, or `current` when left out.
+ * Under the `strict` policy a key outside the whitelist is refused (view keys passed back are ignored).
+ */
+function nextControlState(given: JsonObject | undefined, current: JsonObject, options: DecisionOptions | undefined): JsonObject | SessionHistoryError {
+  if (given === undefined) return current;
+  const keys = keysOf(options);
+  if (options?.controlState !== 'project') {
+    for (const key of Object.keys(given)) {
+      if (keys.includes(key) || VIEW_KEYS.has(key)) continue;
+      return SessionHistoryError.invalid(namedMessages.notControlState(key), `state.${key}`);
+    }
+  }
+  return controlState(given, keys);
+}
+
+/** The `data` member of an event: present only when the write gives data. */
+function dataMember(data: JsonValue | undefined): { data?: JsonValue } {
+  return data === undefined ? {} : { data };
 }
 
 function versioned(state: SessionStreamState, expectedVersion: number): LifecycleRecord | SessionHistoryError {
@@ -67,7 +105,7 @@ export function isOpenCommand(command: SessionCommand): boolean {
 }
 
 /** Creates a session for a start request; no events when the stream already holds one. */
-export function decideStart(state: SessionStreamState, input: StartSession, now: Date): Decision {
+export function decideStart(state: SessionStreamState, input: StartSession, now: Date, options?: DecisionOptions): Decision {
   if (state.record) return [];
   const initial: JsonObject = {
     stateVersion: 3,
@@ -84,13 +122,19 @@ export function decideStart(state: SessionStreamState, input: StartSession, now:
       customPrompt: input.customPrompt ?? '',
     };
   }
-  return [sessionEvent('SessionStarted', { at: iso(now), startedAt: input.startedAt, state: initial })];
+  const data = nextData(input.data, null, options?.checkData);
+  if (data instanceof SessionHistoryError) return data;
+  return [sessionEvent('SessionStarted', { at: iso(now), startedAt: input.startedAt, state: initial, ...dataMember(data) })];
 }
 
 /** Registers a session created elsewhere under its own id; refused when it is already registered. */
 export function decideRegister(state: SessionStreamState, input: RegisterSession, now: Date, options?: DecisionOptions): Decision {
   if (state.record) return SessionHistoryError.conflict(messages.alreadyRegistered);
-  return [sessionEvent('SessionRegistered', { at: iso(now), startedAt: input.startedAt, state: controlState(input.state, keysOf(options)) })];
+  const control = nextControlState(input.state, {}, options);
+  if (control instanceof SessionHistoryError) return control;
+  const data = nextData(input.data, null, options?.checkData);
+  if (data instanceof SessionHistoryError) return data;
+  return [sessionEvent('SessionRegistered', { at: iso(now), startedAt: input.startedAt, state: control, ...dataMember(data) })];
 }
 
 /**
@@ -197,7 +241,9 @@ export function objectStagingRefusal(state: SessionStreamState): SessionHistoryE
   const record = existing(state);
   if (record instanceof SessionHistoryError) return record;
   if (record.phase !== 'active') return SessionHistoryError.conflict(messages.objectsNeedActiveSession);
-  if (state.commands.some(isOpenCommand)) return SessionHistoryError.conflict(messages.objectsWhileProcessing);
+  // Staged objects join the conversation's next turn: one staged while a command runs would land in the middle of it.
+  const open = state.commands.find(isOpenCommand);
+  if (open) return SessionHistoryError.conflict(namedMessages.objectsWhileCommand(open.id, open.status));
   return undefined;
 }
 
@@ -221,23 +267,32 @@ export function decideStageObject(
   ];
 }
 
-/** Replaces the control state at the expected version. */
+/** Replaces the control state (when given) and the application's data (when given) at the expected version. */
 export function decideCheckpoint(state: SessionStreamState, input: Checkpoint, now: Date, options?: DecisionOptions): Decision {
   const record = versioned(state, input.expectedVersion);
   if (record instanceof SessionHistoryError) return record;
-  return [sessionEvent('SessionCheckpointed', { at: iso(now), state: controlState(input.state, keysOf(options)), userActivity: input.userActivity })];
+  const control = nextControlState(input.state, record.state, options);
+  if (control instanceof SessionHistoryError) return control;
+  const data = nextData(input.data, state.data, options?.checkData);
+  if (data instanceof SessionHistoryError) return data;
+  return [sessionEvent('SessionCheckpointed', { at: iso(now), state: control, userActivity: input.userActivity, ...dataMember(data) })];
 }
 
 /** Checkpoints and asks for ingress (phase ingress_pending, no scheduled attempt). */
 export function decideRequestIngress(state: SessionStreamState, input: Checkpoint, now: Date, options?: DecisionOptions): Decision {
   const record = versioned(state, input.expectedVersion);
   if (record instanceof SessionHistoryError) return record;
+  const control = nextControlState(input.state, record.state, options);
+  if (control instanceof SessionHistoryError) return control;
+  const data = nextData(input.data, state.data, options?.checkData);
+  if (data instanceof SessionHistoryError) return data;
   return [
     sessionEvent('IngressRequested', {
       at: iso(now),
-      state: controlState(input.state, keysOf(options)),
+      state: control,
       provenanceId: record.provenanceId,
       nextAttemptAt: null,
+      ...dataMember(data),
     }),
   ];
 }
@@ -288,14 +343,18 @@ export function decideFailIngress(state: SessionStreamState, input: IngressFailu
 /** Sends a failed ingress back to ingress_pending with a new control state and a fresh failure count. */
 export function decideRetryIngress(
   state: SessionStreamState,
-  input: { expectedVersion: number; state: JsonObject },
+  input: { expectedVersion: number; state?: JsonObject | undefined; data?: unknown },
   now: Date,
   options?: DecisionOptions,
 ): Decision {
   const record = versioned(state, input.expectedVersion);
   if (record instanceof SessionHistoryError) return record;
   if (record.phase !== 'ingress_failed') return SessionHistoryError.conflict(messages.ingressNotFailed);
-  return [sessionEvent('IngressRetried', { at: iso(now), state: controlState(input.state, keysOf(options)) })];
+  const control = nextControlState(input.state, record.state, options);
+  if (control instanceof SessionHistoryError) return control;
+  const data = nextData(input.data, state.data, options?.checkData);
+  if (data instanceof SessionHistoryError) return data;
+  return [sessionEvent('IngressRetried', { at: iso(now), state: control, ...dataMember(data) })];
 }
 
 /**
@@ -319,21 +378,32 @@ export function decideReleaseInterruptedIngress(state: SessionStreamState, now: 
 /**
  * Completes a session at the expected version. The session object comes from `historyIngress` when it
  * names one, else from the state itself; its commit receipt (or a bare one) is stamped with the
- * session's id, type, start and the completion time.
+ * session's id, type, start and the completion time. Under the `keep` policy a session object is optional
+ * (without one no receipt is made) and the event records that the stream is kept.
  */
 export function decideComplete(
   state: SessionStreamState,
-  input: { expectedVersion: number; state: JsonObject },
+  input: { expectedVersion: number; state?: JsonObject | undefined; data?: unknown },
   now: Date,
   options?: DecisionOptions,
 ): Decision {
   const record = versioned(state, input.expectedVersion);
   if (record instanceof SessionHistoryError) return record;
-  const nested = input.state.historyIngress;
-  const completion = isJsonObject(nested) && typeof nested.sessionObjectId === 'string' ? nested : input.state;
-  const next = controlState(input.state, keysOf(options));
+  const given = input.state ?? record.state;
+  const nested = given.historyIngress;
+  const completion = isJsonObject(nested) && typeof nested.sessionObjectId === 'string' ? nested : given;
+  const next = nextControlState(given, record.state, options);
+  if (next instanceof SessionHistoryError) return next;
+  const data = nextData(input.data, state.data, options?.checkData);
+  if (data instanceof SessionHistoryError) return data;
   const objectId = completion.sessionObjectId;
-  if (typeof objectId !== 'string') return SessionHistoryError.conflict(messages.noSessionObject);
+  const keep = options?.completion !== 'archive-and-delete';
+  if (typeof objectId !== 'string') {
+    if (!keep) return SessionHistoryError.conflict(messages.noSessionObject);
+    return [
+      sessionEvent('SessionCompleted', { at: iso(now), state: next === record.state ? cloneJson(next) : next, receipt: null, kept: true, ...dataMember(data) }),
+    ];
+  }
   const rawReceipt = completion.commitReceipt;
   let receipt: CompletionReceipt;
   if (rawReceipt === undefined || rawReceipt === null) {
@@ -353,9 +423,10 @@ export function decideComplete(
     createdAt: record.startedAt,
     committedAt: at,
   };
-  next.sessionObjectId = objectId;
-  next.commitReceipt = rawReceipt === undefined ? null : cloneJson(rawReceipt);
-  return [sessionEvent('SessionCompleted', { at, state: next, receipt })];
+  const recorded = next === record.state ? cloneJson(next) : next;
+  recorded.sessionObjectId = objectId;
+  recorded.commitReceipt = rawReceipt === undefined ? null : cloneJson(rawReceipt);
+  return [sessionEvent('SessionCompleted', { at, state: recorded, receipt, ...(keep ? { kept: true } : {}), ...dataMember(data) })];
 }
 
 /** Completes the session with its current control state (the ingress finished). */
@@ -385,11 +456,12 @@ export function buildCompletionReceipt(input: RecordCompletion, now: Date): Comp
  * Marks a live session complete because its archive was recorded elsewhere, so the stream can be deleted
  * after the receipt is in the catalog. No events when the session does not exist or is already complete.
  */
-export function decideRecordCompletion(state: SessionStreamState, receipt: CompletionReceipt, now: Date): Decision {
+export function decideRecordCompletion(state: SessionStreamState, receipt: CompletionReceipt, now: Date, options?: DecisionOptions): Decision {
   const record = state.record;
   if (!record || record.phase === 'complete') return [];
   const next: JsonObject = { ...cloneJson(record.state), sessionObjectId: receipt.sessionObjectId, commitReceipt: cloneJson(receipt) };
-  return [sessionEvent('SessionCompleted', { at: iso(now), state: next, receipt })];
+  const kept = options?.completion !== 'archive-and-delete' ? { kept: true } : {};
+  return [sessionEvent('SessionCompleted', { at: iso(now), state: next, receipt, ...kept })];
 }
 
 /** Adds a receipt to the catalog unless its session object is already recorded. */

@@ -12,13 +12,14 @@ export const messages = {
   alreadyRegistered: 'Session is already registered.',
   noLongerActive: 'Session is no longer active.',
   objectsNeedActiveSession: 'Objects can only be supplied to an active session.',
-  objectsWhileProcessing: 'Objects cannot be supplied while the session is processing a command.',
+  sessionComplete: 'Session is in phase complete; it no longer changes.',
   commandAlreadyComplete: 'Command is already complete.',
   commandNotClaimed: 'Command was not claimed.',
   commandClaimedByOther: 'Command is claimed by another worker.',
   ingressNotActive: 'Session History ingress is not in an active attempt.',
   ingressNotFailed: 'Session History ingress is not in the failed state.',
-  noSessionObject: 'completed session has no permanent session object',
+  noSessionObject:
+    'completed session has no permanent session object: under the archive-and-delete completion policy, pass state.sessionObjectId (or state.historyIngress.sessionObjectId) naming the archive object',
   receiptNamesOtherObject: 'session commit receipt names a different archive object',
   receiptDiffers: 'completion receipt and requested session object differ',
   objectIdForm: 'Object ID must have the form pending:N.',
@@ -28,7 +29,17 @@ export const messages = {
   tooManyConflicts: 'Session changed concurrently too many times; try again.',
   closed: 'Session History is closed.',
   readOnly: 'Session History was opened read-only; open it without readOnly to change sessions.',
+  notComplete: 'Session is not complete; only a completed session can be deleted.',
 } as const;
+
+/** Texts that name what they are about, as callers see them. */
+export const namedMessages = {
+  /** `stageObject` while a command is open (pending or processing). */
+  objectsWhileCommand: (commandId: string, status: string): string => `Objects cannot be supplied while command ${commandId} is ${status}.`,
+  /** A `state` key outside the control-state whitelist under the strict policy. */
+  notControlState: (key: string): string =>
+    `state.${key}: not a control-state key; put the application's own data in \`data\` (or open the service with controlState: 'project' to drop such keys silently)`,
+};
 
 /** Every error the session-history service throws: a stable `code` and a message safe to show a caller. */
 export class SessionHistoryError extends SessionfoldError {

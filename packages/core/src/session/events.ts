@@ -6,6 +6,8 @@ import { completionReceiptSchema, ingressFailureEntrySchema, lifecycleRecordSche
 // Every event carries `at`, the service clock's time of the decision, so a replay never consults a clock.
 const at = z.string();
 const nullableString = z.string().nullable();
+// The application's data as the write gave it; absent on events that left it as it was (and on every older event).
+const data = jsonValueSchema.optional();
 
 /**
  * The data of every event type, by type. Events record decisions (times, ids, attempt numbers, the
@@ -13,17 +15,18 @@ const nullableString = z.string().nullable();
  */
 export const sessionEventSchemas = {
   /** A session created by `start`: version 1, phase active, `updatedAt` = `startedAt`. */
-  SessionStarted: z.object({ at, startedAt: z.string(), state: jsonObjectSchema }),
+  SessionStarted: z.object({ at, startedAt: z.string(), state: jsonObjectSchema, data }),
   /** A session created by `register`. */
-  SessionRegistered: z.object({ at, startedAt: z.string(), state: jsonObjectSchema }),
-  /** New control state; `userActivity` stamps `lastUserMessageAt`. */
-  SessionCheckpointed: z.object({ at, state: jsonObjectSchema, userActivity: z.boolean() }),
+  SessionRegistered: z.object({ at, startedAt: z.string(), state: jsonObjectSchema, data }),
+  /** New control state; `userActivity` stamps `lastUserMessageAt`; `data` absent = the application's data unchanged. */
+  SessionCheckpointed: z.object({ at, state: jsonObjectSchema, userActivity: z.boolean(), data }),
   /** Phase ingress_pending, with the resulting provenance and next attempt; `state` absent = unchanged. */
   IngressRequested: z.object({
     at,
     state: jsonObjectSchema.optional(),
     provenanceId: nullableString,
     nextAttemptAt: nullableString,
+    data,
   }),
   /** Phase ingress_in_progress under `provenanceId`. */
   IngressStarted: z.object({ at, provenanceId: z.string() }),
@@ -37,11 +40,15 @@ export const sessionEventSchemas = {
     retainedFailures: z.number().int().min(1),
   }),
   /** A failed ingress sent back to ingress_pending with its failure count reset. */
-  IngressRetried: z.object({ at, state: jsonObjectSchema }),
+  IngressRetried: z.object({ at, state: jsonObjectSchema, data }),
   /** An interrupted attempt sent back to ingress_pending. */
   IngressReleased: z.object({ at, resetFailureCount: z.boolean(), retainedFailures: z.number().int().min(1) }),
-  /** Phase complete; `receipt` is what the catalog must hold before the stream is deleted. */
-  SessionCompleted: z.object({ at, state: jsonObjectSchema, receipt: completionReceiptSchema }),
+  /**
+   * Phase complete; `receipt` is what the catalog must hold (null: no session object was named). `kept`: the stream
+   * stays, readable and closed to writes, until `deleteSession`; absent or false: it is deleted once the receipt is in
+   * the catalog (the archive policy, and every completion recorded before the policies existed).
+   */
+  SessionCompleted: z.object({ at, state: jsonObjectSchema, receipt: completionReceiptSchema.nullable(), kept: z.boolean().optional(), data }),
   CommandEnqueued: z.object({ command: sessionCommandSchema }),
   /** Processing from `at`; with `worker`, exclusively that worker's until `leaseUntil` (absent on claims without a worker). */
   CommandClaimed: z.object({ at, commandId: z.string(), worker: z.string().optional(), leaseUntil: z.string().optional() }),

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { foldStream, memoryStore, type EventStore } from '../kernel/index.js';
 import { legacySessionIdForStart, sessionIdForStart, sessionStream, startKeyStream } from './ids.js';
-import { feedLength, interleavingStore, openTestHistory, startConversation, streamNames } from './test-support.fixture.js';
+import { feedLength, interleavingStore, startConversation, streamNames, ARCHIVE_POLICIES, openArchiveHistory } from './test-support.fixture.js';
 import { startKeyReducer } from './reducer.js';
 import { openSessionHistory, type SessionHistory } from './service.js';
 
@@ -20,7 +20,7 @@ async function twoLives(history: SessionHistory, key: string, objectId: string) 
 
 describe('SessionHistory: a start key’s successive sessions', () => {
   it('a start after the key’s session completed creates a new session with a new id and new command ids', async () => {
-    const { history } = await openTestHistory();
+    const { history } = await openArchiveHistory();
     const { first, command, second, secondCommand } = await twoLives(history, 'chat-42', 'O1');
 
     expect(second.created).toBe(true);
@@ -31,13 +31,13 @@ describe('SessionHistory: a start key’s successive sessions', () => {
   });
 
   it('never derives an id of release 0.1.0 (the key alone) for a new session', async () => {
-    const { history } = await openTestHistory();
+    const { history } = await openArchiveHistory();
     const started = await history.start({ idempotencyId: 'fresh', ...START });
     expect(started.value.id).not.toBe(legacySessionIdForStart('fresh'));
   });
 
   it('a retried recordCompletion naming the first life changes nothing in the second', async () => {
-    const { history, store } = await openTestHistory();
+    const { history, store } = await openArchiveHistory();
     const { first, second } = await twoLives(history, 'chat-42', 'O1');
     const before = { record: await history.get(second.value.id), feed: await feedLength(store) };
 
@@ -48,7 +48,7 @@ describe('SessionHistory: a start key’s successive sessions', () => {
   });
 
   it('a retried complete of the first life is not_found and changes nothing in the second', async () => {
-    const { history, store } = await openTestHistory();
+    const { history, store } = await openArchiveHistory();
     const { first, second } = await twoLives(history, 'chat-42', 'O1');
     const before = { record: await history.get(second.value.id), feed: await feedLength(store) };
 
@@ -59,7 +59,7 @@ describe('SessionHistory: a start key’s successive sessions', () => {
   });
 
   it('claiming a command of the first life is not_found and leaves the second life’s command pending', async () => {
-    const { history, store } = await openTestHistory();
+    const { history, store } = await openArchiveHistory();
     const { command, secondCommand } = await twoLives(history, 'chat-42', 'O1');
     const before = await feedLength(store);
 
@@ -72,8 +72,8 @@ describe('SessionHistory: a start key’s successive sessions', () => {
 
   it('services racing to start a key again after completion agree on one new session', async () => {
     const store = memoryStore();
-    const { history: a } = await openTestHistory({ store });
-    const { history: b } = await openTestHistory({ store });
+    const { history: a } = await openArchiveHistory({ store });
+    const { history: b } = await openArchiveHistory({ store });
     const first = await startConversation(a, 'again');
     await a.complete(first.id, { expectedVersion: 1, state: { sessionObjectId: 'A1' } });
 
@@ -87,8 +87,8 @@ describe('SessionHistory: a start key’s successive sessions', () => {
   it('a start that loses the race for the key returns the winner’s session', async () => {
     const inner = memoryStore();
     const { store, beforeNextAppend } = interleavingStore(inner);
-    const { history: loser } = await openTestHistory({ store });
-    const { history: winner } = await openTestHistory({ store: inner });
+    const { history: loser } = await openArchiveHistory({ store });
+    const { history: winner } = await openArchiveHistory({ store: inner });
     const first = await startConversation(winner, 'race');
     await winner.complete(first.id, { expectedVersion: 1, state: { sessionObjectId: 'R1' } });
     let won: Awaited<ReturnType<typeof winner.start>> | undefined;
@@ -120,9 +120,9 @@ describe('SessionHistory: a start key’s successive sessions', () => {
         }
       },
     };
-    const { history: fast } = await openTestHistory({ store: inner });
-    const { history: slow } = await openTestHistory({ store });
-    const { history: other } = await openTestHistory({ store: inner });
+    const { history: fast } = await openArchiveHistory({ store: inner });
+    const { history: slow } = await openArchiveHistory({ store });
+    const { history: other } = await openArchiveHistory({ store: inner });
     const first = await startConversation(fast, 'late');
     beforeNextAppend(async () => {
       // The slow start has read the key (its first incarnation lives); before its append, that life ends.
@@ -160,8 +160,8 @@ describe('SessionHistory: a start key’s successive sessions', () => {
   it('a start overtaken by a whole life of its incarnation cannot bring that session back: it starts the next', async () => {
     const inner = memoryStore();
     const { store, beforeNextAppend } = interleavingStore(inner);
-    const { history: slow } = await openTestHistory({ store });
-    const { history: fast } = await openTestHistory({ store: inner });
+    const { history: slow } = await openArchiveHistory({ store });
+    const { history: fast } = await openArchiveHistory({ store: inner });
     let overtaking: string | undefined;
     beforeNextAppend(async () => {
       // Between the slow start's read of the key and its append, the first session lives and completes.
@@ -190,7 +190,7 @@ describe('SessionHistory: a start key’s successive sessions', () => {
     };
     const resumed = await unbound('resumed');
     const completed = await unbound('completed');
-    const { history } = await openTestHistory({ store });
+    const { history } = await openArchiveHistory({ store });
 
     expect(await history.start({ idempotencyId: 'resumed', ...START })).toMatchObject({ created: false, value: { id: resumed } });
     await history.checkpoint(completed, { expectedVersion: 1, state: { sessionType: 'conversation' } });
@@ -201,7 +201,7 @@ describe('SessionHistory: a start key’s successive sessions', () => {
   });
 
   it('a start writes only its session; the key stream, written when a life ends, is neither listed nor found as a session', async () => {
-    const { history, store } = await openTestHistory();
+    const { history, store } = await openArchiveHistory();
     const ended = await startConversation(history, 'listed');
     expect(await streamNames(store, { startKeys: true })).toEqual([sessionStream(ended.id)]);
     await history.complete(ended.id, { expectedVersion: 1, state: { sessionObjectId: 'LISTED1' } });
@@ -221,7 +221,7 @@ describe('SessionHistory: a start key’s successive sessions', () => {
         return inner.append(...args);
       },
     };
-    const { history } = await openTestHistory({ store });
+    const { history } = await openArchiveHistory({ store });
     const first = await startConversation(history, 'unfinished');
     await expect(history.complete(first.id, { expectedVersion: 1, state: { sessionObjectId: 'U1' } })).rejects.toMatchObject({ code: 'internal_error' });
 
@@ -233,7 +233,7 @@ describe('SessionHistory: a start key’s successive sessions', () => {
     ]);
     // The rest of the first life's completion is done when the service next opens.
     failCatalog = false;
-    const reopened = await openSessionHistory({ store });
+    const reopened = await openSessionHistory({ ...ARCHIVE_POLICIES, store });
     expect(await streamNames(inner)).toEqual(['catalog', sessionStream(next.value.id)].sort());
     expect((await reopened.list()).map((record) => record.id).sort()).toEqual([next.value.id, 'U1'].sort());
     expect(await reopened.start({ idempotencyId: 'unfinished', ...START })).toMatchObject({ created: false, value: { id: next.value.id } });
@@ -241,7 +241,7 @@ describe('SessionHistory: a start key’s successive sessions', () => {
 
   it('a start bound by an earlier release is followed while it lives, and released by the next start once it completed', async () => {
     const store = memoryStore();
-    const { history } = await openTestHistory({ store });
+    const { history } = await openArchiveHistory({ store });
     const first = await startConversation(history, 'bound');
     // As a start of the earlier release left it: the session bound to its key at once.
     await store.append(
@@ -273,7 +273,7 @@ describe('SessionHistory: a start key’s successive sessions', () => {
       ],
       { expectedRevision: 'no_stream' },
     );
-    const { history } = await openTestHistory({ store });
+    const { history } = await openArchiveHistory({ store });
 
     expect(await history.start({ idempotencyId: 'legacy', ...START })).toMatchObject({ created: false, value: { id: legacyId } });
     await history.complete(legacyId, { expectedVersion: 1, state: { sessionObjectId: 'L1' } });
@@ -283,7 +283,7 @@ describe('SessionHistory: a start key’s successive sessions', () => {
   });
 
   it('a session registered under its own id is found by that id and never bound to a start key', async () => {
-    const { history } = await openTestHistory();
+    const { history } = await openArchiveHistory();
     const id = '9078bb6e-0931-4477-9ce9-b1430d0335a2';
     await history.register({ id, startedAt: '2026-07-24T00:00:00Z', state: { sessionType: 'conversation', startIdempotencyId: 'other' } });
     const started = await history.start({ idempotencyId: 'registered', ...START });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { cloneJson } from '../kernel/json.js';
+import { cloneJson, type JsonValue } from '../kernel/json.js';
 import { SessionHistoryError, messages } from './errors.js';
 import { isUuid } from './ids.js';
 import {
@@ -20,6 +20,7 @@ import type {
   AppendTranscriptInput,
   CheckpointInput,
   ClaimCommandInput,
+  DataInput,
   CommandOutcomeInput,
   ExpectedVersionInput,
   IngressFailureInput,
@@ -52,6 +53,10 @@ export type {
   StartSessionInput,
 } from './types.js';
 
+// The application's data: checked when the write is decided (a function form needs the current value), so any
+// value passes here. `nextData` (data.ts) refuses what is not plain JSON or what the service's validator refuses.
+const dataValue = z.custom<JsonValue>(() => true).optional();
+const dataInput = z.custom<DataInput<JsonValue>>(() => true).optional();
 const idempotencyId = z.string().refine((value) => value.length > 0 && Buffer.byteLength(value, 'utf8') <= 255, { message: messages.idempotencyId });
 const startedAt = z.string().refine(isRfc3339, { message: messages.startedAt });
 const expectedVersion = z.number().int().min(0);
@@ -83,11 +88,12 @@ export const startSessionSchema = z.object({
   sessionType: z.string(),
   durationMinutes: storedNumber.nullable().optional(),
   customPrompt: z.string().nullable().optional(),
+  data: dataValue,
 });
 export type StartSession = z.output<typeof startSessionSchema>;
 
 /** Input of `register`. */
-export const registerSessionSchema = z.object({ id: sessionIdSchema, startedAt, state: jsonInputObjectSchema });
+export const registerSessionSchema = z.object({ id: sessionIdSchema, startedAt, state: jsonInputObjectSchema, data: dataInput });
 export type RegisterSession = z.output<typeof registerSessionSchema>;
 
 /** Input of `enqueue`; `payload` defaults to `{}`. */
@@ -102,14 +108,19 @@ export const claimCommandSchema = z.object({ worker: z.string().min(1).max(255),
 export type ClaimCommand = z.output<typeof claimCommandSchema>;
 
 /** Input of `checkpoint`, `requestIngress` and `complete`. */
-export const checkpointSchema = z.object({ expectedVersion, state: jsonInputObjectSchema, userActivity: z.boolean().default(false) });
+export const checkpointSchema = z.object({
+  expectedVersion,
+  state: jsonInputObjectSchema.optional(),
+  data: dataInput,
+  userActivity: z.boolean().default(false),
+});
 export type Checkpoint = z.output<typeof checkpointSchema>;
 
 /** Input of `completeIngress`. */
 export const expectedVersionSchema = z.object({ expectedVersion });
 
 /** Input of `retryIngress`. */
-export const retryIngressSchema = z.object({ expectedVersion, state: jsonInputObjectSchema });
+export const retryIngressSchema = z.object({ expectedVersion, state: jsonInputObjectSchema.optional(), data: dataInput });
 
 /** Input of `startIngress`. */
 export const startIngressSchema = z.object({ expectedVersion, provenanceId: z.string() });
@@ -148,7 +159,7 @@ export const newObjectSchema = z.object({
 export const appendTranscriptSchema = z.object({ role: z.enum(TRANSCRIPT_ROLES), text: z.string() });
 
 /** Options of `list`. */
-export const listOptionsSchema = z.object({ phase: phaseSchema.optional() }).default({});
+export const listOptionsSchema = z.object({ phase: phaseSchema.optional(), orderBy: z.enum(['updatedAt', 'lastActivityAt']).optional() }).default({});
 
 const VERBATIM = new Set<string>(Object.values(messages));
 

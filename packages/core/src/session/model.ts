@@ -14,7 +14,11 @@ export type {
   Phase,
   SessionCommand,
   SessionRecord,
+  SessionState,
+  SessionSummary,
+  SessionSummaryState,
   StagedObject,
+  TranscriptEntry,
 } from './types.js';
 
 /** Where a session is in its life. Versions move with every lifecycle change of phase or state. */
@@ -155,6 +159,12 @@ export const sessionStreamStateSchema = z.object({
   receipt: completionReceiptSchema.nullable(),
   /** The idempotency key of the start that created the session (null: registered, or folded by release 0.1.0). */
   startKey: nullableString.default(null),
+  /** The application's data as last given (null: never given, or folded by an earlier release). */
+  data: jsonValueSchema.nullable().default(null),
+  /** The time of the last event folded (null: folded by an earlier release; `record.updatedAt` stands in). */
+  lastActivityAt: nullableString.default(null),
+  /** Whether the completion kept the stream (the default policy) instead of handing it to the catalog and deleting it. */
+  kept: z.boolean().default(false),
 });
 export type SessionStreamState = z.infer<typeof sessionStreamStateSchema>;
 

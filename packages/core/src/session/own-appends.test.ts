@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { memoryStore, type EventStore, type RecordedEvent } from '../kernel/index.js';
-import { openTestHistory, startConversation } from './test-support.fixture.js';
+import { type openTestHistory, startConversation, openArchiveHistory } from './test-support.fixture.js';
 
 /** Wraps `inner` and counts the feed records its `readAll` hands out. */
 function countingFeed(inner: EventStore): { store: EventStore; recordsRead: () => number } {
@@ -32,14 +32,14 @@ async function workOn(history: Awaited<ReturnType<typeof openTestHistory>>['hist
 describe("the projection takes the service's own appends", () => {
   it('as they commit, so queries read nothing back from the feed and answer as a service that read it all', async () => {
     const { store, recordsRead } = countingFeed(memoryStore());
-    const { history } = await openTestHistory({ store, follow: false, compaction: false });
+    const { history } = await openArchiveHistory({ store, follow: false, compaction: false });
     for (const key of ['a', 'b', 'c']) await workOn(history, key);
     const listed = await history.list();
     const heads = await history.commandHeads();
     expect(recordsRead()).toBe(0);
     expect(heads.map((head) => head.idempotencyId).sort()).toEqual(['a-next', 'b-next', 'c-next']);
 
-    const { history: fresh } = await openTestHistory({ store, follow: false, compaction: false });
+    const { history: fresh } = await openArchiveHistory({ store, follow: false, compaction: false });
     expect(recordsRead()).toBeGreaterThan(0);
     expect(await fresh.list()).toEqual(listed);
     expect(await fresh.commandHeads()).toEqual(heads);
@@ -63,7 +63,7 @@ describe("the projection takes the service's own appends", () => {
         return result;
       },
     };
-    const { history } = await openTestHistory({ store: racing, follow: false, compaction: false });
+    const { history } = await openArchiveHistory({ store: racing, follow: false, compaction: false });
     const before = await history.list();
     const first = startConversation(history, 'race-a');
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -74,15 +74,15 @@ describe("the projection takes the service's own appends", () => {
     expect(listed.length).toBe(before.length + 2);
     expect(recordsRead()).toBe(0);
 
-    const { history: fresh } = await openTestHistory({ store, follow: false, compaction: false });
+    const { history: fresh } = await openArchiveHistory({ store, follow: false, compaction: false });
     expect(await fresh.list()).toEqual(listed);
     await Promise.all([history.close(), fresh.close()]);
   });
 
   it('and reads the feed for what another service wrote in between, and after a completion (an event id, a deletion)', async () => {
     const { store, recordsRead } = countingFeed(memoryStore());
-    const { history } = await openTestHistory({ store, follow: false, compaction: false });
-    const { history: other } = await openTestHistory({ store, follow: false, compaction: false });
+    const { history } = await openArchiveHistory({ store, follow: false, compaction: false });
+    const { history: other } = await openArchiveHistory({ store, follow: false, compaction: false });
     await workOn(history, 'mine');
     await workOn(other, 'theirs');
     const afterOther = recordsRead();
@@ -101,7 +101,7 @@ describe("the projection takes the service's own appends", () => {
     expect(listed.filter((record) => record.phase === 'complete').length).toBe(1);
     expect(listed.length).toBe(5);
 
-    const { history: fresh } = await openTestHistory({ store, follow: false, compaction: false });
+    const { history: fresh } = await openArchiveHistory({ store, follow: false, compaction: false });
     expect(await fresh.list()).toEqual(listed);
     expect(await fresh.commandHeads()).toEqual(await history.commandHeads());
     await Promise.all([history.close(), other.close(), fresh.close()]);
@@ -111,7 +111,7 @@ describe("the projection takes the service's own appends", () => {
 describe('what the service keeps of a caller’s values', () => {
   it('is what a store gives back: -0 reads as 0 before and after a reopen, and the caller’s later changes touch nothing', async () => {
     const store = memoryStore();
-    const { history } = await openTestHistory({ store, follow: false, compaction: false });
+    const { history } = await openArchiveHistory({ store, follow: false, compaction: false });
     const session = await startConversation(history, 'values');
     const payload = { zero: -0, nested: [-0, { deep: -0 }] };
     await history.enqueue(session.id, { idempotencyId: 'values-command', kind: 'ingest', payload });
@@ -121,7 +121,7 @@ describe('what the service keeps of a caller’s values', () => {
     const live = { record: await history.get(session.id), heads: await history.commandHeads(), list: await history.list() };
     // toEqual tells -0 from 0.
     expect(live.heads.map((head) => head.payload)).toEqual([{ zero: 0, nested: [0, { deep: 0 }] }]);
-    const { history: fresh } = await openTestHistory({ store, follow: false, compaction: false });
+    const { history: fresh } = await openArchiveHistory({ store, follow: false, compaction: false });
     expect({ record: await fresh.get(session.id), heads: await fresh.commandHeads(), list: await fresh.list() }).toEqual(live);
     await Promise.all([history.close(), fresh.close()]);
   });
@@ -131,8 +131,8 @@ describe('an own append on a stream another service deleted and wrote again', ()
   it('leaves the projection with the history the feed holds, not the state this service decided on', async () => {
     const store = memoryStore();
     const options = { store, follow: false, compaction: false, checkpoints: false } as const;
-    const { history: a } = await openTestHistory(options);
-    const { history: b } = await openTestHistory(options);
+    const { history: a } = await openArchiveHistory(options);
+    const { history: b } = await openArchiveHistory(options);
     const id = '0b7d2f4e-1111-4222-8333-444455556666';
     await a.register({ id, startedAt: '2026-01-01T00:00:00Z', state: { sessionType: 'a1' } });
     await a.checkpoint(id, { expectedVersion: 1, state: { sessionType: 'a2' } });
@@ -145,7 +145,7 @@ describe('an own append on a stream another service deleted and wrote again', ()
     expect(types(await a.list())).toEqual(['b2']);
     // This service's cached state of the stream is of the first life, at the same revision: the append passes.
     await a.appendTranscript(id, { role: 'user-message', text: 'hello' });
-    const { history: fresh } = await openTestHistory(options);
+    const { history: fresh } = await openArchiveHistory(options);
     expect(types(await fresh.list())).toEqual(['b2']);
     expect(await a.list()).toEqual(await fresh.list());
     expect(await a.commandHeads()).toEqual(await fresh.commandHeads());

@@ -93,7 +93,7 @@ async function bothAnswers(one: SessionHistory, other: SessionHistory) {
 
 async function open(store: EventStore, options: Partial<SessionHistoryOptions> = {}) {
   const { observer, calls } = recording();
-  const { history } = await openTestHistory({ store, observer, compaction: false, ...options });
+  const { history } = await openTestHistory({ store, observer, compaction: false, completion: 'archive-and-delete', ...options });
   return { history, calls };
 }
 

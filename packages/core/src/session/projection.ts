@@ -5,7 +5,7 @@ import { DELETED_RECORD, SNAPSHOT_RECORD, type EventStore, type RecordedEvent, t
 import { CATALOG_STREAM, SESSION_STREAM_PREFIX, sessionIdOfStream } from './ids.js';
 import { isOpenCommand } from './decisions.js';
 import { SessionHistoryError, messages } from './errors.js';
-import type { CatalogState, Phase, SessionCommand, SessionRecord, SessionStreamState } from './model.js';
+import type { CatalogState, Phase, SessionCommand, SessionStreamState, SessionSummary } from './model.js';
 import type { FeedMark, ProjectedStream, ProjectionImage } from './projection-image.js';
 import type { OwnAppend } from './stream-writer.js';
 import { catalogReducer, sessionSummaryReducer, withoutLog } from './reducer.js';
@@ -295,21 +295,35 @@ export class SessionProjection {
     return this.#catalog;
   }
 
-  /** Summaries of every live session and every completion receipt (of `phase` only, if given), most recently updated first. */
-  list(phase?: Phase): SessionRecord[] {
-    const records: SessionRecord[] = [];
+  /**
+   * Summaries of every session and every completion receipt (of `phase` only, if given), most recent first by
+   * `orderBy` (`updatedAt` by default). A kept completed session is listed once, under its own id, not by its receipt.
+   */
+  list(phase?: Phase, orderBy: 'updatedAt' | 'lastActivityAt' = 'updatedAt'): SessionSummary[] {
+    const records: SessionSummary[] = [];
     const receipts = this.#catalog.state.receipts;
     const archived = new Set(receipts.map((receipt) => receipt.sessionObjectId));
+    const listedObjects = new Set<string>();
     for (const [, projected] of this.sessions()) {
-      const { record, receipt } = projected.state;
+      const { record, receipt, kept } = projected.state;
       // A completed stream awaiting deletion is listed through its receipt once that is recorded.
-      if (!record || (record.phase === 'complete' && receipt && archived.has(receipt.sessionObjectId))) continue;
+      if (!record || (record.phase === 'complete' && kept !== true && receipt && archived.has(receipt.sessionObjectId))) continue;
+      if (receipt && kept === true) listedObjects.add(receipt.sessionObjectId);
       records.push(summaryRecord(record, projected.state));
     }
-    for (const receipt of receipts) records.push(receiptRecord(receipt, true));
-    const kept = phase === undefined ? records : records.filter((record) => record.phase === phase);
+    for (const receipt of receipts) if (!listedObjects.has(receipt.sessionObjectId)) records.push(receiptRecord(receipt, true));
+    const shown = phase === undefined ? records : records.filter((record) => record.phase === phase);
     // A stable sort keeps sessions (by stream name) ahead of receipts when times tie.
-    return kept.sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : a.updatedAt > b.updatedAt ? -1 : 0));
+    return shown.sort((a, b) => compareText(b[orderBy], a[orderBy]));
+  }
+
+  /** The kept completed session whose receipt names session object `sessionObjectId`, if this projection holds one. */
+  keptStreamOf(sessionObjectId: string): StreamId | undefined {
+    for (const [stream, projected] of this.#sessions) {
+      const { receipt, kept } = projected.state;
+      if (kept === true && receipt?.sessionObjectId === sessionObjectId) return stream;
+    }
+    return undefined;
   }
 
   /**
@@ -319,6 +333,8 @@ export class SessionProjection {
   commandHeads(): SessionCommand[] {
     const heads: SessionCommand[] = [];
     for (const [, projected] of this.#sessions) {
+      // A completed session's commands are done with, whatever state they were left in.
+      if (projected.state.record?.phase === 'complete') continue;
       let head: SessionCommand | undefined;
       for (const command of projected.state.commands) {
         if (isOpenCommand(command) && (!head || command.sequence < head.sequence)) head = command;

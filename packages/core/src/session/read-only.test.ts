@@ -28,6 +28,7 @@ describe('a read-only session history', () => {
       reader.stop(record.id),
       reader.releaseInterruptedIngress(),
       reader.recordCompletion({ sessionObjectId: 'A1' }),
+      reader.deleteSession(record.id),
     ];
     for (const refusal of refusals) await expect(refusal).rejects.toMatchObject({ code: 'invalid_request', message: messages.readOnly });
     expect(await feedLength(store)).toBe(before);

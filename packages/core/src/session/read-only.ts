@@ -21,10 +21,11 @@ const MUTATING_METHODS = [
   'releaseInterruptedIngress',
   'complete',
   'recordCompletion',
+  'deleteSession',
 ] as const satisfies readonly (keyof SessionHistory)[];
 
 /** `service` with every method that would write replaced by one that rejects with `invalid_request`. */
-export function refusingWrites(service: SessionHistory): SessionHistory {
+export function refusingWrites<S>(service: SessionHistory<S>): SessionHistory<S> {
   const refuse = () => Promise.reject(SessionHistoryError.invalid(messages.readOnly));
   return { ...service, ...Object.fromEntries(MUTATING_METHODS.map((name) => [name, refuse])) };
 }

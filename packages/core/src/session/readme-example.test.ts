@@ -1,23 +1,38 @@
 import { expect, it, vi } from 'vitest';
 import { memoryStore, openSessionHistory } from '../index.js';
 
-it('the README example runs and ends with the session archived', async () => {
+it('the README example runs, and the completed session stays readable with its transcript and data', async () => {
   const log = vi.spyOn(console, 'log').mockImplementation(() => undefined);
   // #region readme-example
   const history = await openSessionHistory({ store: memoryStore() });
-  const { value: session } = await history.start({ idempotencyId: 'chat-42', startedAt: new Date().toISOString(), sessionType: 'conversation' });
-  await history.appendTranscript(session.id, { role: 'user-message', text: 'Hello!' });
-  const { value: command } = await history.enqueue(session.id, { idempotencyId: 'msg-1', kind: 'message', payload: { text: 'Hello!' } });
-  await history.claimCommand(command.id);
-  await history.completeCommand(command.id, { outcome: { replied: true } });
-  const saved = await history.checkpoint(session.id, { expectedVersion: session.version, state: { sessionType: 'conversation', pendingTurn: false } });
-  const done = await history.complete(session.id, { expectedVersion: saved.version, state: { ...saved.state, sessionObjectId: 'archive-1' } });
-  console.log(
-    done.phase,
-    (await history.list()).map((record) => record.id),
-  ); // complete [ 'archive-1' ]
+  try {
+    const { value: session } = await history.start({
+      idempotencyId: 'chat-42',
+      startedAt: new Date().toISOString(),
+      sessionType: 'conversation',
+      data: { topic: 'greetings' },
+    });
+    await history.appendTranscript(session.id, { role: 'user-message', text: 'Hello!' });
+    const { value: command } = await history.enqueue(session.id, { idempotencyId: 'msg-1', kind: 'message', payload: { text: 'Hello!' } });
+    await history.claimCommand(command.id);
+    await history.appendTranscript(session.id, { role: 'assistant-message', text: 'Hi! How can I help?' });
+    await history.completeCommand(command.id, { outcome: { replied: true } });
+    const saved = await history.checkpoint(session.id, { expectedVersion: session.version, data: { topic: 'greetings', turns: 1 } });
+    const done = await history.complete(session.id, { expectedVersion: saved.version });
+    const kept = await history.get(session.id); // completed, and still readable: transcript, commands, data
+    const listed = await history.list({ phase: 'complete' });
+    console.log(
+      done.phase,
+      listed[0]?.id === session.id,
+      kept.state.transcript.map((line) => line.content),
+      kept.data,
+    );
+    // complete true [ 'Hello!', 'Hi! How can I help?' ] { topic: 'greetings', turns: 1 }
+  } finally {
+    await history.close();
+  }
   // #endregion readme-example
-  expect(log).toHaveBeenCalledWith('complete', ['archive-1']);
+  expect(log).toHaveBeenCalledWith('complete', true, ['Hello!', 'Hi! How can I help?'], { topic: 'greetings', turns: 1 });
   log.mockRestore();
 });
 

@@ -5,7 +5,7 @@ import type { RecordedEvent } from '../kernel/port.js';
 import { sessionEvent, type SessionEvent } from './events.js';
 import { sessionStream } from './ids.js';
 import { applySessionEvent, initialSessionState, LOG_CHUNK_SIZE, logEntries, logEntry, sessionReducer } from './reducer.js';
-import { openTestHistory, startConversation } from './test-support.fixture.js';
+import { openTestHistory, startConversation, openArchiveHistory } from './test-support.fixture.js';
 
 const SESSION = '9078bb6e-0931-4477-9ce9-b1430d0335a2';
 const AT = '2026-07-24T00:00:00.000Z';
@@ -25,7 +25,7 @@ function recorded(event: SessionEvent, revision: number): RecordedEvent {
 describe('sessionReducer', () => {
   it('compacting superseded records keeps every piece of recovery state', async () => {
     const store = memoryStore();
-    const { history } = await openTestHistory({ store });
+    const { history } = await openArchiveHistory({ store });
     const record = await startConversation(history, 'control-compaction');
     const id = record.id;
     const stream = sessionStream(id);
@@ -150,5 +150,48 @@ describe('replaySession', () => {
     expect(await replaySession(store, record.id)).toEqual(checkpointed);
     expect(await replaySession(store, '00000000-0000-4000-8000-000000000000')).toBeUndefined();
     await expect(replaySession(store, 'nope')).rejects.toMatchObject({ code: 'invalid_request', message: 'invalid session ID' });
+  });
+
+  it.each([
+    ['kept', {}, true],
+    ['archive-and-delete', { completion: 'archive-and-delete' as const }, false],
+  ])('replays a session completed under the %s policy as get returns it, or finds nothing once it was handed over', async (_name, policy, kept) => {
+    const { replaySession } = await import('./replay.js');
+    const store = memoryStore();
+    const { history } = await openTestHistory({ store, ...policy });
+    const record = await startConversation(history, 'replayed-done');
+    await history.appendTranscript(record.id, { role: 'user-message', text: 'bye' });
+    await history.checkpoint(record.id, { expectedVersion: 1, data: { notes: ['kept'] } });
+    await history.complete(record.id, { expectedVersion: 2, state: { ...record.state, sessionObjectId: 'replayed-object' } });
+    const replayed = await replaySession(store, record.id);
+    if (kept) {
+      expect(replayed).toEqual(await history.get(record.id));
+      expect(replayed).toMatchObject({ phase: 'complete', data: { notes: ['kept'] } });
+    } else expect(replayed).toBeUndefined();
+  });
+});
+
+describe('events written before application data and kept completions existed', () => {
+  it('fold to the record they folded to before, with no data, and a completion deletes the stream', async () => {
+    const store = memoryStore();
+    const stream = sessionStream('6f1c2a8e-0000-4000-8000-000000000001');
+    await store.append(
+      stream,
+      [
+        { type: 'SessionStarted', data: { at: AT, startedAt: AT, state: { sessionType: 'conversation', startIdempotencyId: 'old' } } },
+        { type: 'SessionCheckpointed', data: { at: AT, state: { sessionType: 'conversation' }, userActivity: false } },
+        {
+          type: 'SessionCompleted',
+          data: { at: AT, state: { sessionType: 'conversation', sessionObjectId: 'old-object' }, receipt: { sessionObjectId: 'old-object' } },
+        },
+      ],
+      { expectedRevision: 'no_stream' },
+    );
+    const { state } = await foldStream(store, stream, sessionReducer);
+    expect(state).toMatchObject({ data: null, kept: false, lastActivityAt: AT, receipt: { sessionObjectId: 'old-object' } });
+    // A service opened with the default policy finishes the old completion the way it was made: receipt, then deletion.
+    const { history } = await openTestHistory({ store });
+    expect((await foldStream(store, stream, sessionReducer)).exists).toBe(false);
+    expect((await history.get('old-object')).state).toMatchObject({ sessionObjectId: 'old-object' });
   });
 });

@@ -35,7 +35,19 @@ export const START_KEY_STATE_SCHEMA_VERSION = 1;
 
 /** The state of a session stream before its first event. */
 export function initialSessionState(sessionId: string): SessionStreamState {
-  return { sessionId, record: null, commands: [], log: [], logSize: 0, firstUserMessage: null, receipt: null, startKey: null };
+  return {
+    sessionId,
+    record: null,
+    commands: [],
+    log: [],
+    logSize: 0,
+    firstUserMessage: null,
+    receipt: null,
+    startKey: null,
+    data: null,
+    lastActivityAt: null,
+    kept: false,
+  };
 }
 
 /**
@@ -62,20 +74,30 @@ export function applySessionEvent(state: SessionStreamState, event: SessionEvent
         state: event.data.state,
       });
       const key = event.data.state.startIdempotencyId;
-      return event.type === 'SessionStarted' && typeof key === 'string' ? { ...state, record, startKey: key } : { ...state, record };
+      const data = event.data.data ?? null;
+      const lastActivityAt = event.data.startedAt;
+      return event.type === 'SessionStarted' && typeof key === 'string'
+        ? { ...state, record, startKey: key, data, lastActivityAt }
+        : { ...state, record, data, lastActivityAt };
     }
     case 'SessionCheckpointed':
-      return withRecord(state, event.data.at, (record) => {
-        record.state = event.data.state;
-        if (event.data.userActivity) record.lastUserMessageAt = event.data.at;
-      });
+      return withData(
+        withRecord(state, event.data.at, (record) => {
+          record.state = event.data.state;
+          if (event.data.userActivity) record.lastUserMessageAt = event.data.at;
+        }),
+        event.data.data,
+      );
     case 'IngressRequested':
-      return withRecord(state, event.data.at, (record) => {
-        if (event.data.state) record.state = event.data.state;
-        record.phase = 'ingress_pending';
-        record.provenanceId = event.data.provenanceId;
-        record.ingressNextAttemptAt = event.data.nextAttemptAt;
-      });
+      return withData(
+        withRecord(state, event.data.at, (record) => {
+          if (event.data.state) record.state = event.data.state;
+          record.phase = 'ingress_pending';
+          record.provenanceId = event.data.provenanceId;
+          record.ingressNextAttemptAt = event.data.nextAttemptAt;
+        }),
+        event.data.data,
+      );
     case 'IngressStarted':
       return withRecord(state, event.data.at, (record) => {
         record.phase = 'ingress_in_progress';
@@ -90,12 +112,15 @@ export function applySessionEvent(state: SessionStreamState, event: SessionEvent
         record.ingressNextAttemptAt = event.data.nextAttemptAt;
       });
     case 'IngressRetried':
-      return withRecord(state, event.data.at, (record) => {
-        record.state = event.data.state;
-        record.phase = 'ingress_pending';
-        record.ingressFailureCount = 0;
-        record.ingressNextAttemptAt = null;
-      });
+      return withData(
+        withRecord(state, event.data.at, (record) => {
+          record.state = event.data.state;
+          record.phase = 'ingress_pending';
+          record.ingressFailureCount = 0;
+          record.ingressNextAttemptAt = null;
+        }),
+        event.data.data,
+      );
     case 'IngressReleased':
       return withRecord(state, event.data.at, (record) => {
         record.phase = 'ingress_pending';
@@ -109,21 +134,26 @@ export function applySessionEvent(state: SessionStreamState, event: SessionEvent
         record.phase = 'complete';
         record.endedAt = event.data.at;
       });
-      return completed === state ? state : { ...completed, receipt: event.data.receipt };
+      return completed === state ? state : withData({ ...completed, receipt: event.data.receipt, kept: event.data.kept === true }, event.data.data);
     }
     case 'SessionImported': {
       if (state.record) return state;
       const record = cloneJson(event.data.record);
       const key = event.data.record.state.startIdempotencyId;
-      return typeof key === 'string' ? { ...state, record, startKey: key } : { ...state, record };
+      const lastActivityAt = record.updatedAt;
+      return typeof key === 'string' ? { ...state, record, startKey: key, lastActivityAt } : { ...state, record, lastActivityAt };
     }
     case 'CommandImported':
     case 'CommandEnqueued':
       if (commandIndex(state, event.data.command.id) >= 0) return state;
-      return { ...state, commands: [...state.commands, event.data.command] };
+      return {
+        ...state,
+        commands: [...state.commands, event.data.command],
+        lastActivityAt: event.type === 'CommandEnqueued' ? event.data.command.createdAt : event.data.at,
+      };
     case 'CommandClaimed': {
       const { worker, leaseUntil, at } = event.data;
-      return withCommand(state, event.data.commandId, (command) => {
+      return withCommand(state, event.data.commandId, at, (command) => {
         // A worker renewing its own lease is still the same run: it keeps its start time.
         const renewal = command.status === 'processing' && worker !== undefined && command.worker === worker;
         command.status = 'processing';
@@ -135,13 +165,13 @@ export function applySessionEvent(state: SessionStreamState, event: SessionEvent
       });
     }
     case 'CommandCompleted':
-      return withCommand(state, event.data.commandId, (command) => {
+      return withCommand(state, event.data.commandId, event.data.at, (command) => {
         command.status = 'complete';
         command.outcome = event.data.outcome;
         command.completedAt = event.data.at;
       });
     case 'CommandCancelRequested':
-      return withCommand(state, event.data.commandId, (command) => {
+      return withCommand(state, event.data.commandId, event.data.at, (command) => {
         command.cancelRequested = true;
       });
     default:
@@ -160,18 +190,23 @@ function withRecord(state: SessionStreamState, at: string, change: (record: Life
   change(record);
   record.version += 1;
   record.updatedAt = at;
-  return { ...state, record };
+  return { ...state, record, lastActivityAt: at };
 }
 
-/** The state with `change` made to a copy of command `commandId`; unchanged without that command. */
-function withCommand(state: SessionStreamState, commandId: string, change: (command: SessionCommand) => void): SessionStreamState {
+/** The state with the application's data replaced when the event carries it (`undefined`: unchanged). */
+function withData(state: SessionStreamState, data: JsonValue | undefined): SessionStreamState {
+  return data === undefined || !state.record ? state : { ...state, data };
+}
+
+/** The state with `change` made to a copy of command `commandId` at `at`; unchanged without that command. */
+function withCommand(state: SessionStreamState, commandId: string, at: string, change: (command: SessionCommand) => void): SessionStreamState {
   const index = commandIndex(state, commandId);
   if (index < 0) return state;
   const commands = [...state.commands];
   const command = { ...(commands[index] as SessionCommand) };
   change(command);
   commands[index] = command;
-  return { ...state, commands };
+  return { ...state, commands, lastActivityAt: at };
 }
 
 /** The newest `keep` failures (the same list when it holds no more). */
@@ -196,7 +231,7 @@ function appendToLog(
     state.firstUserMessage === null && entry.role === 'user-message'
       ? [...displayText(entry)].slice(0, FIRST_USER_MESSAGE_LIMIT).join('')
       : state.firstUserMessage;
-  return { ...state, log: keepLog ? appendChunked(state.log, entry) : [], logSize: boxId, firstUserMessage };
+  return { ...state, log: keepLog ? appendChunked(state.log, entry) : [], logSize: boxId, firstUserMessage, lastActivityAt: entry.at };
 }
 
 function appendChunked(log: LogEntry[][], entry: LogEntry): LogEntry[][] {
@@ -244,6 +279,9 @@ function fromSnapshotWith<S>(
  */
 export const sessionReducer: StreamReducer<SessionStreamState> = {
   schemaVersion: SESSION_STATE_SCHEMA_VERSION,
+  // `SessionCompleted` version 2 may say the stream is kept: a release that knows only version 1 (and would delete
+  // the stream it takes for handed over) refuses to fold it instead. Version 1 data is version 2 data as it is.
+  upcasters: { SessionCompleted: [{ from: 1, to: 2, upcast: (data) => data }] },
   initial: (stream: StreamId) => initialSessionState(sessionIdOfStream(stream) ?? stream),
   apply: (state, event) => applySessionEvent(state, parseOrCorrupt(parseSessionEvent, event)),
   toSnapshot: (state) => cloneJson(state) as unknown as JsonValue,
@@ -260,9 +298,9 @@ export const sessionSummaryReducer: StreamReducer<SessionStreamState> = {
   fromSnapshot: (state) => withoutLog(sessionReducer.fromSnapshot(state)),
 };
 
-/** A session's state as the summary reducer folds it: the full state without the log's entries. */
+/** A session's state as the summary reducer folds it: the full state without the log's entries or the application's data. */
 export function withoutLog(state: SessionStreamState): SessionStreamState {
-  return state.log.length === 0 ? state : { ...state, log: [] };
+  return state.log.length === 0 && state.data === null ? state : { ...state, log: [], data: null };
 }
 
 /** The catalog before its first receipt. */

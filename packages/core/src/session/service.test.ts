@@ -5,7 +5,8 @@ import { foldStream } from '../kernel/fold.js';
 import { sessionStream } from './ids.js';
 import { DEFAULT_INGRESS_POLICY } from './ingress-policy.js';
 import { openSessionHistory } from './service.js';
-import { eventsOf, openTestHistory, startConversation, streamNames } from './test-support.fixture.js';
+import { ARCHIVE_POLICIES, eventsOf, openArchiveHistory, openTestHistory, startConversation, steppingClock, streamNames } from './test-support.fixture.js';
+import { DELETED_RECORD } from '../kernel/port.js';
 
 describe('SessionHistory: transcript and commands', () => {
   it('given a session with a system error in its log, when a command is queued, then the view and the queue both show it', async () => {
@@ -25,8 +26,8 @@ describe('SessionHistory: transcript and commands', () => {
     expect(await streamNames(store)).toEqual([sessionStream(id)]);
   });
 
-  it('given a user message in the log, when a presentation-heavy state is checkpointed, then the presentation is dropped and rebuilt from the log', async () => {
-    const { history } = await openTestHistory();
+  it('given a user message in the log, when a presentation-heavy state is checkpointed under the projecting policy, then the presentation is dropped and rebuilt from the log', async () => {
+    const { history } = await openArchiveHistory();
     const record = await startConversation(history, 'live-ui-start');
     const id = record.id;
     await history.appendTranscript(id, { role: 'user-message', text: 'hello from the log' });
@@ -53,6 +54,62 @@ describe('SessionHistory: transcript and commands', () => {
       expect((view.state.historyIngress as { format: string }).format).toBe('session-file');
     }
     expect(checkpointed.version).toBe(2);
+  });
+
+  it('by default, refuses a state key outside the control state, naming it and pointing to data, and ignores the view passed back', async () => {
+    const { history, store } = await openTestHistory();
+    const record = await startConversation(history, 'strict-state');
+    await history.appendTranscript(record.id, { role: 'user-message', text: 'hello' });
+    const saved = await history.get(record.id);
+    await expect(history.checkpoint(record.id, { expectedVersion: saved.version, state: { ...saved.state, myAgentMemory: ['x'] } })).rejects.toMatchObject({
+      code: 'invalid_request',
+      field: 'state.myAgentMemory',
+      message: expect.stringContaining("put the application's own data in `data`"),
+    });
+    expect((await store.read(sessionStream(record.id))).revision).toBe(2);
+    // The view's keys come back in `{ ...saved.state }`: they are rebuilt, never stored.
+    const checkpointed = await history.checkpoint(record.id, { expectedVersion: saved.version, state: { ...saved.state, pendingTurn: true } });
+    expect(checkpointed.state.pendingTurn).toBe(true);
+    expect(checkpointed.state.transcript).toEqual([{ role: 'user', content: 'hello', boxId: 1 }]);
+    const stored = (await eventsOf(store, sessionStream(record.id))).at(-1);
+    expect(Object.keys((stored?.data as { state: object }).state)).not.toContain('transcript');
+    // Left out, the control state is kept.
+    const kept = await history.checkpoint(record.id, { expectedVersion: checkpointed.version, data: { note: 1 } });
+    expect(kept.state.pendingTurn).toBe(true);
+    expect(kept.state.startIdempotencyId).toBe('strict-state');
+    expect(kept.data).toEqual({ note: 1 });
+  });
+
+  it('keeps the application data as given, replaced by a value or by a function of the current one, and checks it with the validator', async () => {
+    const validateData = (value: unknown): { notes: string[] } => {
+      if (typeof value !== 'object' || value === null || !Array.isArray((value as { notes?: unknown }).notes)) throw new Error('notes: expected an array');
+      return value as { notes: string[] };
+    };
+    const store = memoryStore();
+    const history = await openSessionHistory({ store, clock: steppingClock(), validateData });
+    const { value: started } = await history.start({ idempotencyId: 'data', startedAt: '2026-07-23T00:00:00Z', sessionType: 'chat', data: { notes: [] } });
+    expect(started.data).toEqual({ notes: [] });
+    const added = await history.checkpoint(started.id, {
+      expectedVersion: started.version,
+      data: (current) => ({ notes: [...(current?.notes ?? []), 'one'] }),
+    });
+    expect(added.data?.notes).toEqual(['one']);
+    await expect(
+      history.checkpoint(started.id, { expectedVersion: added.version, data: { other: 1 } as unknown as { notes: string[] } }),
+    ).rejects.toMatchObject({
+      code: 'invalid_request',
+      field: 'data',
+      message: 'data: notes: expected an array',
+    });
+    await expect(
+      history.checkpoint(started.id, { expectedVersion: added.version, data: { notes: [new Date()] } as unknown as { notes: string[] } }),
+    ).rejects.toMatchObject({
+      code: 'invalid_request',
+      field: 'data.notes[0]',
+    });
+    const reopened = await openSessionHistory({ store, validateData });
+    expect((await reopened.get(started.id)).data).toEqual({ notes: ['one'] });
+    expect((await reopened.list())[0]).not.toHaveProperty('data');
   });
 
   it('maps log roles to transcript roles and keeps box metadata', async () => {
@@ -117,13 +174,17 @@ describe('SessionHistory: transcript and commands', () => {
     expect(first.payload).toEqual({});
 
     expect((await history.commandHeads()).map((command) => command.id)).toEqual([first.id]);
+    await expect(history.stageObject(id, { mediaType: 'image/png', bytes: new Uint8Array([1]) })).rejects.toMatchObject({
+      code: 'state_conflict',
+      message: `Objects cannot be supplied while command ${first.id} is pending.`,
+    });
     await expect(history.completeCommand(first.id)).rejects.toMatchObject({ code: 'state_conflict', message: 'Command was not claimed.' });
     const claimed = await history.claimCommand(first.id);
     expect(claimed).toMatchObject({ status: 'processing', processingStartedAt: expect.any(String) });
     expect(await history.claimCommand(first.id)).toEqual(claimed);
     await expect(history.stageObject(id, { mediaType: 'image/png', bytes: new Uint8Array([1]) })).rejects.toMatchObject({
       code: 'state_conflict',
-      message: 'Objects cannot be supplied while the session is processing a command.',
+      message: `Objects cannot be supplied while command ${first.id} is processing.`,
     });
 
     const done = await history.completeCommand(first.id, { outcome: { accepted: true } });
@@ -257,9 +318,9 @@ describe('SessionHistory: ingress', () => {
     expect(repaired.ingressFailureCount).toBe(0);
     expect(repaired.ingressFailures).toHaveLength(DEFAULT_INGRESS_POLICY.retainedFailures);
     expect(repaired.version).toBe(legacy.version + 1);
-    expect((repaired.state as { historyIngress: { archivePlan: { creates: { pendingId: string }[] } } }).historyIngress.archivePlan.creates[0]?.pendingId).toBe(
-      'pending:9',
-    );
+    expect(
+      (repaired.state as unknown as { historyIngress: { archivePlan: { creates: { pendingId: string }[] } } }).historyIngress.archivePlan.creates[0]?.pendingId,
+    ).toBe('pending:9');
     expect(await history.releaseInterruptedIngress()).toEqual([]);
   });
 
@@ -287,7 +348,7 @@ describe('SessionHistory: completion', () => {
   });
 
   it('a nested historyIngress receipt completes the session, records the receipt and deletes the stream', async () => {
-    const { history, store } = await openTestHistory();
+    const { history, store } = await openArchiveHistory();
     const record = await startConversation(history, 'nested-completion-start');
     const id = record.id;
 
@@ -317,7 +378,7 @@ describe('SessionHistory: completion', () => {
   });
 
   it('completeIngress completes with the current control state', async () => {
-    const { history, store } = await openTestHistory();
+    const { history, store } = await openArchiveHistory();
     const record = await startConversation(history, 'complete-ingress');
     const checkpointed = await history.checkpoint(record.id, { expectedVersion: 1, state: { sessionType: 'conversation', sessionObjectId: 'B1' } });
     const completed = await history.completeIngress(record.id, { expectedVersion: checkpointed.version });
@@ -326,11 +387,12 @@ describe('SessionHistory: completion', () => {
   });
 
   it('refuses a completion without a session object or with a receipt for another object', async () => {
-    const { history, store } = await openTestHistory();
+    const { history, store } = await openArchiveHistory();
     const record = await startConversation(history, 'bad-completion');
     await expect(history.complete(record.id, { expectedVersion: 1, state: {} })).rejects.toMatchObject({
       code: 'state_conflict',
-      message: 'completed session has no permanent session object',
+      message:
+        'completed session has no permanent session object: under the archive-and-delete completion policy, pass state.sessionObjectId (or state.historyIngress.sessionObjectId) naming the archive object',
     });
     await expect(
       history.complete(record.id, { expectedVersion: 1, state: { sessionObjectId: 'A1', commitReceipt: { sessionObjectId: 'A2' } } }),
@@ -343,7 +405,7 @@ describe('SessionHistory: completion', () => {
   });
 
   it('a recorded completion appears in list() with its receipt', async () => {
-    const { history, store } = await openTestHistory();
+    const { history, store } = await openArchiveHistory();
     await history.recordCompletion({ sessionObjectId: 'A1234567' });
 
     const listed = await history.list();
@@ -356,7 +418,7 @@ describe('SessionHistory: completion', () => {
   });
 
   it('receipts are unique by session object id and recordCompletion deletes the named session', async () => {
-    const { history, store } = await openTestHistory();
+    const { history, store } = await openArchiveHistory();
     const record = await startConversation(history, 'recorded-elsewhere');
     await history.recordCompletion({ sessionObjectId: 'C1', sessionId: record.id, sessionType: 'conversation', createdAt: record.startedAt });
     await history.recordCompletion({ sessionObjectId: 'C1', commitReceipt: { sessionObjectId: 'C1', transactionId: 'other' } });
@@ -373,7 +435,7 @@ describe('SessionHistory: completion', () => {
 
   it('given a crash after the completion event, when the service opens, then the receipt is recorded and the stream deleted', async () => {
     const store = memoryStore();
-    const { history } = await openTestHistory({ store });
+    const { history } = await openArchiveHistory({ store });
     const record = await startConversation(history, 'crash-before-receipt');
     const receipt = {
       transactionId: null,
@@ -391,7 +453,7 @@ describe('SessionHistory: completion', () => {
       { expectedRevision: 1 },
     );
 
-    await openSessionHistory({ store });
+    await openSessionHistory({ ...ARCHIVE_POLICIES, store });
 
     expect(await streamNames(store)).toEqual(['catalog']);
     expect((await foldStream(store, 'catalog', catalogReducer)).state.receipts).toEqual([receipt]);
@@ -407,7 +469,7 @@ describe('SessionHistory: completion', () => {
         return inner.deleteStream(...args);
       },
     };
-    const { history } = await openTestHistory({ store });
+    const { history } = await openArchiveHistory({ store });
     const record = await startConversation(history, 'crash-before-delete');
 
     const failure = await history.complete(record.id, { expectedVersion: 1, state: { sessionObjectId: 'D1' } }).catch((error: unknown) => error);
@@ -422,12 +484,98 @@ describe('SessionHistory: completion', () => {
     await expect(history.appendTranscript(record.id, { role: 'user-message', text: 'late' })).rejects.toMatchObject({ code: 'not_found' });
 
     failDelete = false;
-    const reopened = await openSessionHistory({ store });
+    const reopened = await openSessionHistory({ ...ARCHIVE_POLICIES, store });
     expect(await streamNames(inner)).toEqual(['catalog']);
     expect((await eventsOf(inner, 'catalog')).length).toBe(1);
     expect((await reopened.list()).map((listed) => listed.id)).toEqual(['D1']);
   });
 });
+
+describe('SessionHistory: completion under the default policy (kept)', () => {
+  it('keeps the completed session readable with its transcript, commands and objects, listed once under its id and closed to writes', async () => {
+    const { history, store } = await openTestHistory();
+    const record = await startConversation(history, 'kept');
+    await history.appendTranscript(record.id, { role: 'user-message', text: 'hello' });
+    const pendingId = await history.stageObject(record.id, { fileName: 'a.txt', mediaType: 'text/plain', bytes: new Uint8Array([1, 2]) });
+    const command = (await history.enqueue(record.id, { idempotencyId: 'm-1', kind: 'message' })).value;
+    await history.claimCommand(command.id);
+    await history.completeCommand(command.id);
+    const done = await history.complete(record.id, { expectedVersion: record.version, state: { ...record.state, sessionObjectId: 'object-1' } });
+    expect(done.phase).toBe('complete');
+
+    const read = await history.get(record.id);
+    expect(read.phase).toBe('complete');
+    expect(read.state.transcript.map((line) => line.content)).toEqual(['hello']);
+    expect(read.state.commands.map((each) => [each.id, each.status])).toEqual([[command.id, 'complete']]);
+    expect(read.state.objects.map((object) => object.pendingId)).toEqual([pendingId]);
+    expect(await history.get('object-1')).toEqual(read);
+    const listed = await history.list({ phase: 'complete' });
+    expect(listed.map((summary) => summary.id)).toEqual([record.id]);
+    expect((await history.object(record.id, pendingId)).bytes).toEqual(new Uint8Array([1, 2]));
+
+    await expect(history.appendTranscript(record.id, { role: 'user-message', text: 'late' })).rejects.toMatchObject({
+      code: 'state_conflict',
+      message: 'Session is in phase complete; it no longer changes.',
+    });
+    await expect(history.checkpoint(record.id, { expectedVersion: read.version })).rejects.toMatchObject({ code: 'state_conflict' });
+    await expect(history.cancelCommand(command.id)).rejects.toMatchObject({ code: 'state_conflict' });
+    // The start key is released: the next start with it is a new session.
+    const next = await startConversation(history, 'kept');
+    expect(next.id).not.toBe(record.id);
+    expect(await history.commandHeads()).toEqual([]);
+    expect((await store.read(sessionStream(record.id))).revision).toBeGreaterThan(0);
+  });
+
+  it('records the completion as version 2 of its event, which a reader knowing only version 1 refuses instead of deleting the stream', async () => {
+    const { history, store } = await openTestHistory();
+    const record = await startConversation(history, 'versioned-completion');
+    await history.complete(record.id, { expectedVersion: record.version, state: { sessionObjectId: 'object-v2' } });
+    const completed = (await eventsOf(store, sessionStream(record.id))).find((event) => event.type === 'SessionCompleted');
+    expect(completed).toMatchObject({ schemaVersion: 2, data: { kept: true } });
+    const { upcasters: _upcasters, ...versionOne } = sessionReducer;
+    await expect(foldStream(store, sessionStream(record.id), versionOne)).rejects.toMatchObject({ code: 'schema_version_too_new' });
+  });
+
+  it('completes without a session object, writing no receipt', async () => {
+    const { history } = await openTestHistory();
+    const record = await startConversation(history, 'no-object');
+    const done = await history.complete(record.id, { expectedVersion: record.version });
+    expect(done).toMatchObject({ phase: 'complete', state: { startIdempotencyId: 'no-object' } });
+    expect(done.state.sessionObjectId).toBeUndefined();
+    expect((await history.list()).map((summary) => [summary.id, summary.phase])).toEqual([[record.id, 'complete']]);
+    expect(projectionReceipts(await history.list())).toEqual([]);
+  });
+
+  it('deleteSession deletes a completed session for good, with the archive policy’s deletion mark, and refuses a live one', async () => {
+    const { history, store } = await openTestHistory();
+    const live = await startConversation(history, 'live');
+    await expect(history.deleteSession(live.id)).rejects.toMatchObject({ code: 'state_conflict' });
+    const record = await startConversation(history, 'to-delete');
+    await history.complete(record.id, { expectedVersion: record.version, state: { sessionObjectId: 'object-2' } });
+    await history.deleteSession(record.id);
+    await expect(history.get(record.id)).rejects.toMatchObject({ code: 'not_found' });
+    const feed = [];
+    for await (const change of store.readAll()) feed.push(change);
+    expect(feed.at(-1)).toMatchObject({ streamId: sessionStream(record.id), type: DELETED_RECORD });
+    // What remains is the receipt, as under the archive policy.
+    expect((await history.get('object-2')).state).toMatchObject({ sessionId: record.id, sessionObjectId: 'object-2' });
+  });
+
+  it('a service opened with the archive policy leaves a session completed under the kept policy as it is', async () => {
+    const { history, store } = await openTestHistory();
+    const record = await startConversation(history, 'kept-then-archive');
+    await history.complete(record.id, { expectedVersion: record.version, state: { sessionObjectId: 'object-3' } });
+    await history.close();
+    const archive = await openSessionHistory({ ...ARCHIVE_POLICIES, store });
+    expect((await archive.get(record.id)).phase).toBe('complete');
+    expect((await archive.list()).map((summary) => summary.id)).toEqual([record.id]);
+  });
+});
+
+/** The receipts' entries of a listing (named by their session object, not a session). */
+function projectionReceipts(list: { id: string; state: { sessionObjectId?: string | undefined } }[]): string[] {
+  return list.filter((summary) => summary.state.sessionObjectId === summary.id).map((summary) => summary.id);
+}
 
 describe('SessionHistory: what a call returns', () => {
   it('given records, commands and entries a caller has changed, when the session is read again, then the service holds what it decided', async () => {

@@ -1,5 +1,5 @@
 import { InvalidInputError } from '../kernel/errors.js';
-import { cloneJson } from '../kernel/json.js';
+import { cloneJson, type JsonValue } from '../kernel/json.js';
 import type { EventStore, StreamId } from '../kernel/port.js';
 import { DEFAULT_CONTROL_STATE_KEYS } from './control-state.js';
 import {
@@ -24,6 +24,7 @@ import {
   type Decision,
   type DecisionOptions,
 } from './decisions.js';
+import { dataCheckOf, nextData, type DataValidator } from './data.js';
 import { SessionHistoryError, messages } from './errors.js';
 import type { CatalogEvent, SessionEvent, StartKeyEvent } from './events.js';
 import { sessionIdOfStream, sessionStream } from './ids.js';
@@ -61,7 +62,7 @@ import {
   type StartIngressInput,
   type StartSessionInput,
 } from './inputs.js';
-import type { CatalogState, LogEntry, SessionCommand, SessionRecord, SessionStreamState, StartKeyState } from './model.js';
+import type { CatalogState, LogEntry, SessionCommand, SessionRecord, SessionStreamState, SessionSummary, StartKeyState } from './model.js';
 import { SessionProjection } from './projection.js';
 import { ProjectionCheckpoints, checkpointPolicy, type CheckpointPolicy } from './projection-checkpoints.js';
 import { ProjectionFollower } from './projection-follower.js';
@@ -78,10 +79,29 @@ import { BackOff, DEFAULT_RETRY_POLICY, StreamWriter, type WriterHooks } from '.
 import { applyCatalogEvent, applySessionEvent, applyStartKeyEvent, catalogReducer, logEntry, sessionReducer, startKeyReducer } from './reducer.js';
 import { materialise, receiptRecord, type StoredObject } from './view.js';
 
-/** Options of `openSessionHistory`. */
-export interface SessionHistoryOptions {
+/** Options of `openSessionHistory`; `S` is the type of the application's `data`. */
+export interface SessionHistoryOptions<S = JsonValue> {
   /** Where the sessions live; the service never closes it (its opener does). */
   store: EventStore;
+  /**
+   * Checks the application's `data` on every write that gives it (`invalid_request` naming the field when refused):
+   * a Standard Schema such as a zod schema, or a function that throws on invalid data. Data is stored exactly as
+   * given and not checked again on read. It also types `data` in records.
+   */
+  validateData?: DataValidator<S>;
+  /**
+   * What `complete` does with a session (default `keep`): `keep` leaves the completed session readable through `get`
+   * and listed under its id, closed to writes, until `deleteSession`; a session object is optional and, when named,
+   * its receipt goes to the catalog. `archive-and-delete` puts the receipt (a session object is required) in the
+   * catalog and deletes the session's stream. The choice is recorded in the completion, so a session completed
+   * under one policy is treated by it whatever a later service is opened with.
+   */
+  completion?: 'keep' | 'archive-and-delete';
+  /**
+   * What a `state` with a key outside the control-state whitelist gets (default `strict`): refused with
+   * `invalid_request` naming the key (the view's keys passed back are ignored); `project` drops such keys silently.
+   */
+  controlState?: 'strict' | 'project';
   /** Source of every time the service records (default: the system clock). */
   clock?: () => Date;
   /**
@@ -139,17 +159,17 @@ export interface Created<T> {
  * Sessions with an optimistic lifecycle, a per-session command queue, a transcript and staged objects,
  * kept as events in an `EventStore`. Every method rejects only with `SessionHistoryError`.
  */
-export interface SessionHistory {
+export interface SessionHistory<S = JsonValue> {
   /** Starts a session, or returns the live one an earlier start with the same `idempotencyId` created or whose state carries that key. */
-  start(input: StartSessionInput): Promise<Created<SessionRecord>>;
+  start(input: StartSessionInput<S>): Promise<Created<SessionRecord<S>>>;
   /** Registers a session under a caller-chosen UUID; `state_conflict` if it is already registered. */
-  register(input: RegisterSessionInput): Promise<SessionRecord>;
-  /** Summaries of every live session and every completion receipt, most recently updated first. */
-  list(options?: ListOptionsInput): Promise<SessionRecord[]>;
+  register(input: RegisterSessionInput<S>): Promise<SessionRecord<S>>;
+  /** Summaries of every session and every completion receipt not kept as a session, most recently updated first. */
+  list(options?: ListOptionsInput): Promise<SessionSummary[]>;
   /** One page of the sessions and receipts `list` returns, filtered by phase, type or search, sorted by one column. */
   listPage(query?: ListQueryInput): Promise<SessionPage>;
-  /** A session with its materialised view, or a completed one by its session object id. */
-  get(id: string): Promise<SessionRecord>;
+  /** A session with its materialised view and data, or a completed one by its session object id. */
+  get(id: string): Promise<SessionRecord<S>>;
   /** Queues a command on an active session; idempotent per session by `idempotencyId`. */
   enqueue(id: string, input: NewCommandInput): Promise<Created<SessionCommand>>;
   /**
@@ -168,31 +188,43 @@ export interface SessionHistory {
   /** Asks the worker of an open command to stop (sets `cancelRequested`). */
   cancelCommand(commandId: string): Promise<SessionCommand>;
   /** Stops a session at whatever version it is: ingress_pending, open commands asked to cancel. */
-  stop(id: string): Promise<SessionRecord>;
+  stop(id: string): Promise<SessionRecord<S>>;
   /** Appends a line to the session log; returns the new entry. */
   appendTranscript(id: string, input: AppendTranscriptInput): Promise<LogEntry>;
   /** Stores an object's bytes for an active, idle session; returns its id `pending:N`. */
   stageObject(id: string, input: NewObjectInput): Promise<string>;
   /** A staged object with a header-safe file name and media type. */
   object(id: string, pendingId: string): Promise<StoredObject>;
-  /** Replaces the control state at the expected version. */
-  checkpoint(id: string, input: CheckpointInput): Promise<SessionRecord>;
+  /**
+   * At the expected version, replaces the control state with `state` and the application's data with `data`
+   * (each only when given: a `state` replaces the whole control state, it is not merged).
+   */
+  checkpoint(id: string, input: CheckpointInput<S>): Promise<SessionRecord<S>>;
   /** Checkpoints and moves to ingress_pending. */
-  requestIngress(id: string, input: CheckpointInput): Promise<SessionRecord>;
+  requestIngress(id: string, input: CheckpointInput<S>): Promise<SessionRecord<S>>;
   /** Moves to ingress_in_progress under a provenance id. */
-  startIngress(id: string, input: StartIngressInput): Promise<SessionRecord>;
+  startIngress(id: string, input: StartIngressInput): Promise<SessionRecord<S>>;
   /** Completes the session with its current control state. */
-  completeIngress(id: string, input: ExpectedVersionInput): Promise<SessionRecord>;
+  completeIngress(id: string, input: ExpectedVersionInput): Promise<SessionRecord<S>>;
   /** Records a failed attempt: back-off, or ingress_failed at the policy's limit (or on `input_too_large`); see `IngressPolicy`. */
-  failIngress(id: string, input: IngressFailureInput): Promise<SessionRecord>;
+  failIngress(id: string, input: IngressFailureInput): Promise<SessionRecord<S>>;
   /** Sends a failed ingress back to ingress_pending with a fresh failure count. */
-  retryIngress(id: string, input: RetryIngressInput): Promise<SessionRecord>;
+  retryIngress(id: string, input: RetryIngressInput<S>): Promise<SessionRecord<S>>;
   /** Releases every attempt left in progress back to ingress_pending; returns their session ids. */
   releaseInterruptedIngress(): Promise<string[]>;
-  /** Completes the session: its receipt goes to the catalog, then its stream is deleted. */
-  complete(id: string, input: CheckpointInput): Promise<SessionRecord>;
-  /** Records a session committed elsewhere (receipts unique by `sessionObjectId`); deletes the named session. */
+  /**
+   * Completes the session. Under the `keep` policy it stays readable and closed to writes (a receipt goes to the
+   * catalog when a session object is named); under `archive-and-delete` its receipt goes to the catalog, then its
+   * stream is deleted. Either way its start key is released: a start with it begins a new session.
+   */
+  complete(id: string, input: CheckpointInput<S>): Promise<SessionRecord<S>>;
+  /** Records a session committed elsewhere (receipts unique by `sessionObjectId`) and completes the named session under the completion policy. */
   recordCompletion(input: RecordCompletionInput): Promise<void>;
+  /**
+   * Deletes a completed session's stream (`state_conflict` if it is not complete), leaving the deletion mark that
+   * keeps its id from ever coming back; its receipt, if any, stays in the catalog.
+   */
+  deleteSession(id: string): Promise<void>;
   /** Resolves when the store answers. */
   health(): Promise<void>;
   /** Stops the service; later calls reject. The store stays open. */
@@ -204,7 +236,7 @@ export interface SessionHistory {
  * it (the whole feed without one) and finishes any completion a crash interrupted (receipt recorded, start key
  * released, stream deleted).
  */
-export async function openSessionHistory(options: SessionHistoryOptions): Promise<SessionHistory> {
+export async function openSessionHistory<S = JsonValue>(options: SessionHistoryOptions<S>): Promise<SessionHistory<S>> {
   if (typeof options !== 'object' || options === null || typeof options.store?.append !== 'function') {
     throw SessionHistoryError.invalid('store: expected an EventStore', 'store');
   }
@@ -221,7 +253,18 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   const compaction = compactionPolicy(options.compaction);
   const observe = observerOf(options.observer);
   const keys = Object.freeze([...(options.controlStateKeys ?? DEFAULT_CONTROL_STATE_KEYS)]);
-  const decisionOptions: DecisionOptions = { controlStateKeys: keys, ingressPolicy: ingressPolicy(options.ingressPolicy) };
+  if (options.completion !== undefined && options.completion !== 'keep' && options.completion !== 'archive-and-delete')
+    throw SessionHistoryError.invalid("completion: expected 'keep' or 'archive-and-delete'", 'completion');
+  if (options.controlState !== undefined && options.controlState !== 'strict' && options.controlState !== 'project')
+    throw SessionHistoryError.invalid("controlState: expected 'strict' or 'project'", 'controlState');
+  const checkData = dataCheckOf(options.validateData);
+  const decisionOptions: DecisionOptions = {
+    controlStateKeys: keys,
+    ingressPolicy: ingressPolicy(options.ingressPolicy),
+    controlState: options.controlState ?? 'strict',
+    completion: options.completion ?? 'keep',
+    checkData,
+  };
   if (options.follow !== undefined && typeof options.follow !== 'boolean') throw SessionHistoryError.invalid('follow: expected a boolean', 'follow');
   const readOnly = options.readOnly === true;
   const checkpointing = checkpointPolicy(options.checkpoints);
@@ -325,9 +368,9 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
 
   const streamOf = (id: unknown): StreamId => sessionStream(parseInput(sessionIdSchema, id, 'id'));
 
-  const recordOf = (state: SessionStreamState): SessionRecord => {
+  const recordOf = (state: SessionStreamState): SessionRecord<S> => {
     if (!state.record) throw SessionHistoryError.notFound();
-    return materialise(state.record, state);
+    return materialise<S>(state.record, state);
   };
 
   const commandOf = (state: SessionStreamState, commandId: string): SessionCommand => {
@@ -337,7 +380,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
   };
 
   /** The mutation of a session named by the caller, returning the materialised record. */
-  const change = async (id: string, decide: (state: SessionStreamState, at: Date) => Decision): Promise<SessionRecord> => {
+  const change = async (id: string, decide: (state: SessionStreamState, at: Date) => Decision): Promise<SessionRecord<S>> => {
     const stream = streamOf(id);
     return run(async () => recordOf((await mutate(stream, decide)).state));
   };
@@ -353,7 +396,10 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
         stream = projection.streamOfCommand(id);
       }
       if (!stream) throw SessionHistoryError.notFound();
-      const result = await mutate(stream, (state, at) => decide(state, id, at));
+      // A kept completed session no longer changes, its commands included.
+      const result = await mutate(stream, (state, at) =>
+        state.kept && state.record?.phase === 'complete' ? SessionHistoryError.conflict(messages.sessionComplete) : decide(state, id, at),
+      );
       return commandOf(result.state, id);
     });
   };
@@ -370,7 +416,12 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     await checkpoints?.load();
     await projection.catchUp();
     if (readOnly) return;
-    for (const [stream] of projection.sessionsInPhase('complete')) await completions.finish(stream);
+    // A kept session needs finishing only until its receipt is in the catalog (its start key is released by the next
+    // start that finds it complete), so opening does not visit every session ever kept.
+    const receipts = new Set(projection.catalog().state.receipts.map((receipt) => receipt.sessionObjectId));
+    for (const [stream, { state }] of projection.sessionsInPhase('complete')) {
+      if (state.kept !== true || (state.receipt !== null && !receipts.has(state.receipt.sessionObjectId))) await completions.finish(stream);
+    }
   });
   const sweep =
     compaction && compactor && !readOnly
@@ -386,9 +437,15 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     );
   }
 
-  const service: SessionHistory = {
+  const service: SessionHistory<S> = {
     start: (input) =>
-      sync(() => parseInput(startSessionSchema, input, '')).then((parsed) =>
+      sync(() => {
+        const parsed = parseInput(startSessionSchema, input, '');
+        // A start's data is a value, so it is checked here, once, before any stream is touched.
+        const data = nextData(parsed.data, null, checkData);
+        if (data instanceof SessionHistoryError) throw data;
+        return { ...parsed, data };
+      }).then((parsed) =>
         run(async () => {
           const result = await starts.start(parsed);
           return { value: recordOf(result.state), created: result.created };
@@ -401,10 +458,10 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       ),
 
     list: (listOptions) =>
-      sync(() => parseInput(listOptionsSchema, listOptions, 'options')).then(({ phase }) =>
+      sync(() => parseInput(listOptionsSchema, listOptions, 'options')).then(({ phase, orderBy }) =>
         run(async () => {
           await projection.catchUp();
-          return projection.list(phase);
+          return projection.list(phase, orderBy);
         }),
       ),
 
@@ -420,7 +477,12 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       run(async () => {
         await projection.catchUp();
         const receipt = projection.catalog().state.receipts.find((candidate) => candidate.sessionObjectId === id);
-        if (receipt) return receiptRecord(receipt, false);
+        if (receipt) {
+          // A kept session is its own best record; the receipt alone stands for one whose stream was deleted.
+          const kept = projection.keptStreamOf(id);
+          const folded = kept === undefined ? undefined : (await fold(kept)).state;
+          return folded?.record ? recordOf(folded) : receiptRecord<S>(receipt, false);
+        }
         return recordOf((await fold(streamOf(id))).state);
       }),
 
@@ -527,9 +589,19 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
           if (receipt instanceof SessionHistoryError) throw receipt;
           const stream = parsed.sessionId ? sessionStream(parsed.sessionId) : undefined;
           // The session records its completion first, so a crash before the delete is finished on the next open.
-          if (stream) await mutate(stream, (state, at) => decideRecordCompletion(state, receipt, at));
+          if (stream) await mutate(stream, (state, at) => decideRecordCompletion(state, receipt, at, decisionOptions));
           await completions.ensureReceipt(receipt);
           if (stream) await completions.finish(stream);
+        }),
+      ),
+
+    deleteSession: (id) =>
+      sync(() => streamOf(id)).then((stream) =>
+        run(async () => {
+          const { state } = await fold(stream);
+          if (!state.record) throw SessionHistoryError.notFound();
+          if (state.record.phase !== 'complete') throw SessionHistoryError.conflict(messages.notComplete);
+          await completions.finish(stream, { delete: true });
         }),
       ),
 
@@ -554,7 +626,7 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
     },
   };
 
-  async function completeWith(stream: StreamId, decide: (state: SessionStreamState, at: Date) => Decision): Promise<SessionRecord> {
+  async function completeWith(stream: StreamId, decide: (state: SessionStreamState, at: Date) => Decision): Promise<SessionRecord<S>> {
     return run(async () => {
       const result = await mutate(stream, decide);
       const record = recordOf(result.state);

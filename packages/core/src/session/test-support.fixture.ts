@@ -20,6 +20,14 @@ export async function openTestHistory(options: Partial<SessionHistoryOptions> = 
 }
 
 /** Starts a conversation session with `idempotencyId`, as most tests need one. */
+/** The archive policies, set explicitly: the completion hands the session to the catalog and deletes it; `state` keys outside the whitelist are dropped. */
+export const ARCHIVE_POLICIES = { completion: 'archive-and-delete', controlState: 'project' } as const satisfies Partial<SessionHistoryOptions>;
+
+/** `openTestHistory` under the archive policies. */
+export function openArchiveHistory(options: Partial<SessionHistoryOptions> = {}): Promise<{ history: SessionHistory; store: EventStore }> {
+  return openTestHistory({ ...ARCHIVE_POLICIES, ...options });
+}
+
 export async function startConversation(history: SessionHistory, idempotencyId: string) {
   const started = await history.start({ idempotencyId, startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' });
   return started.value;

@@ -107,13 +107,88 @@ export type LifecycleRecord = {
   ingressNextAttemptAt: string | null;
 };
 
-/** A session as the service returns it. `summary` is true only in `list()`. */
-export type SessionRecord = LifecycleRecord & {
-  summary?: true;
+/**
+ * A transcript line of the materialised view: the conversation's user, assistant and system lines (tool traffic
+ * and objects are in `events`).
+ */
+export type TranscriptEntry = {
+  role: 'user' | 'assistant' | 'system';
+  content: string;
+  /** 1-based position of the entry in the session log. */
+  boxId: number;
+  objects?: JsonValue[] | undefined;
+  inputKind?: JsonValue | undefined;
+  externalEventId?: JsonValue | undefined;
+  attachments?: JsonValue[] | undefined;
 };
 
+/**
+ * A session's `state` as `get` returns it: the control state (the lifecycle fields the service keeps, typed
+ * `JsonValue`) plus the view rebuilt from the session's events. The view's keys are never stored: passed back
+ * in a `state`, they are ignored.
+ */
+export type SessionState = {
+  [key: string]: JsonValue;
+  /** The session's id (a receipt's record: the id of the session it was, or null). */
+  sessionId: string | null;
+  /** The conversation lines of the log. */
+  transcript: TranscriptEntry[];
+  /** Every log entry: transcript text, tool traffic and staged objects. */
+  events: LogEntry[];
+  /** `[role]\ntext` of every log entry, separated by blank lines. */
+  transcriptText: string;
+  /** The session's commands in the order they were enqueued. */
+  commands: SessionCommand[];
+  /** The objects staged on the session, in log order. */
+  objects: StagedObject[];
+};
+
+/**
+ * A session as `get` and the writing calls return it. `data` is the application's own state, exactly as it was
+ * last given (null when never given); `state` is the control state and the view; `lastActivityAt` is the time of
+ * the session's last event of any kind (a transcript line, a command change, an object, a lifecycle change).
+ */
+export type SessionRecord<S = JsonValue> = Omit<LifecycleRecord, 'state'> & {
+  state: SessionState;
+  data: S | null;
+  lastActivityAt: string;
+};
+
+/** The overview `list()` gives of a session's control state. */
+export type SessionSummaryState = {
+  sessionType: JsonValue;
+  channel: JsonValue;
+  freeTime: JsonValue;
+  orchestration: JsonValue;
+  firstUserMessage: string | null;
+  boxCount: number;
+  eventCount: number;
+  pendingTurn: JsonValue;
+  /** A completion receipt's entry: the session object it names (absent on a session's own entry). */
+  sessionObjectId?: string | undefined;
+  /** A completion receipt's entry: the session it was, if known. */
+  sessionId?: string | null | undefined;
+  /** A completion receipt's entry: the receipt. */
+  commitReceipt?: CompletionReceipt | undefined;
+};
+
+/** A session as `list()` shows it: the lifecycle fields and an overview, without `data` or the log. */
+export type SessionSummary = Omit<LifecycleRecord, 'state'> & {
+  summary: true;
+  state: SessionSummaryState;
+  lastActivityAt: string;
+};
+
+/**
+ * The application's data for a write: the new value, or a function of the current value (null when never set)
+ * returning it, called on the state the write is decided on (again, if the write is decided again).
+ */
+export type DataInput<S> = S | ((current: S | null) => S);
+
 /** Input of `start`. */
-export type StartSessionInput = {
+export type StartSessionInput<S = JsonValue> = {
+  /** The application's initial data (validated by the service's `validateData`). */
+  data?: S | undefined;
   /** Idempotency key (1..255 UTF-8 bytes): a start with the key of a live session returns that session. */
   idempotencyId: string;
   /** RFC 3339 date-time with an offset. */
@@ -124,11 +199,12 @@ export type StartSessionInput = {
 };
 
 /** Input of `register`. */
-export type RegisterSessionInput = {
+export type RegisterSessionInput<S = JsonValue> = {
   /** The session's UUID, chosen by the caller. */
   id: string;
   startedAt: string;
   state: JsonObject;
+  data?: DataInput<S> | undefined;
 };
 
 /** Input of `enqueue`; `payload` defaults to `{}`. */
@@ -153,10 +229,14 @@ export type ClaimCommandInput = {
   leaseMs: number;
 };
 
-/** Input of `checkpoint`, `requestIngress` and `complete`. */
-export type CheckpointInput = {
+/**
+ * Input of `checkpoint`, `requestIngress` and `complete`. `state`, when given, replaces the whole control state
+ * (left out: kept); `data`, when given, replaces the application's data (left out: kept).
+ */
+export type CheckpointInput<S = JsonValue> = {
   expectedVersion: number;
-  state: JsonObject;
+  state?: JsonObject | undefined;
+  data?: DataInput<S> | undefined;
   userActivity?: boolean | undefined;
 };
 
@@ -166,9 +246,10 @@ export type ExpectedVersionInput = {
 };
 
 /** Input of `retryIngress`. */
-export type RetryIngressInput = {
+export type RetryIngressInput<S = JsonValue> = {
   expectedVersion: number;
-  state: JsonObject;
+  state?: JsonObject | undefined;
+  data?: DataInput<S> | undefined;
 };
 
 /** Input of `startIngress`. */
@@ -226,4 +307,6 @@ export type AppendTranscriptInput = {
 /** Options of `list`. */
 export type ListOptionsInput = {
   phase?: Phase | undefined;
+  /** Most recent first by `updatedAt` (lifecycle changes, the default) or by `lastActivityAt` (any event). */
+  orderBy?: 'updatedAt' | 'lastActivityAt' | undefined;
 };

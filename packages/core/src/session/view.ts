@@ -1,18 +1,20 @@
 import { cloneJson, type JsonObject, type JsonValue } from '../kernel/json.js';
 import { isJsonObject } from './json-schema.js';
-import { newLifecycleRecord, type CompletionReceipt, type LifecycleRecord, type LogEntry, type SessionRecord, type SessionStreamState } from './model.js';
+import {
+  newLifecycleRecord,
+  type CompletionReceipt,
+  type LifecycleRecord,
+  type LogEntry,
+  type SessionRecord,
+  type SessionState,
+  type SessionStreamState,
+  type SessionSummary,
+  type SessionSummaryState,
+  type StagedObject,
+  type TranscriptEntry,
+} from './model.js';
 
-/** A transcript line of the materialised view. */
-export interface TranscriptEntry {
-  role: 'user' | 'assistant' | 'system';
-  content: string;
-  /** 1-based position of the entry in the session log. */
-  boxId: number;
-  objects?: JsonValue[];
-  inputKind?: JsonValue;
-  externalEventId?: JsonValue;
-  attachments?: JsonValue[];
-}
+export type { TranscriptEntry } from './types.js';
 
 /** A staged object as `object()` returns it: name and media type made safe for a download header. */
 export interface StoredObject {
@@ -95,36 +97,44 @@ export function transcriptText(entries: readonly LogEntry[]): string {
 
 /**
  * The record a caller sees: a copy of the lifecycle record whose state adds the view rebuilt from the
- * session log (`transcript`, `events`, `transcriptText`) to the control state.
+ * session log (`transcript`, `events`, `transcriptText`, `commands`, `objects`) to the control state, with the
+ * application's `data` and `lastActivityAt`.
  */
-export function materialise(record: LifecycleRecord, state: SessionStreamState): SessionRecord {
+export function materialise<S = JsonValue>(record: LifecycleRecord, state: SessionStreamState): SessionRecord<S> {
   const entries = state.log.flat();
   const transcript: TranscriptEntry[] = [];
   const blocks: string[] = [];
+  const objects: StagedObject[] = [];
   for (const entry of entries) {
     const content = boxContent(persistedContextKind(entry.text));
     const text = shownText(entry, content);
     const line = transcriptLine(entry, content, text);
     if (line) transcript.push(line);
+    if (entry.object) objects.push(cloneJson(entry.object));
     blocks.push(`[${entry.role}]\n${text}`);
   }
-  const view: JsonObject = cloneJson(record.state);
+  const view = cloneJson(record.state) as SessionState;
   view.sessionId = record.id;
-  view.transcript = transcript as unknown as JsonValue[];
-  view.events = cloneJson(entries) as unknown as JsonValue[];
+  view.transcript = transcript;
+  view.events = cloneJson(entries);
   view.transcriptText = blocks.join('\n\n');
+  view.commands = cloneJson(state.commands);
+  view.objects = objects;
   // Built key by key, the state last as before: a rest copy spread again under a new key is V8's slow path.
   const materialised: Partial<Record<keyof SessionRecord, unknown>> = {};
   for (const key of Object.keys(record) as (keyof LifecycleRecord)[]) if (key !== 'state') materialised[key] = cloneJson(record[key]);
   materialised.state = view;
-  return materialised as SessionRecord;
+  // Records folded before `data` existed have none (undefined in their snapshots): null, as for a session never given any.
+  materialised.data = state.data === undefined ? null : cloneJson(state.data);
+  materialised.lastActivityAt = state.lastActivityAt ?? record.updatedAt;
+  return materialised as SessionRecord<S>;
 }
 
 /** The record `list()` shows for a session: `summary: true` and a few state fields for an overview. */
-export function summaryRecord(record: LifecycleRecord, state: SessionStreamState): SessionRecord {
+export function summaryRecord(record: LifecycleRecord, state: SessionStreamState): SessionSummary {
   const control = record.state;
   const pick = (key: string): JsonValue => (Object.hasOwn(control, key) ? cloneJson(control[key] as JsonValue) : null);
-  const overview: JsonObject = {
+  const overview: SessionSummaryState = {
     sessionType: pick('sessionType'),
     channel: pick('channel'),
     freeTime: pick('freeTime'),
@@ -135,28 +145,43 @@ export function summaryRecord(record: LifecycleRecord, state: SessionStreamState
     pendingTurn: Object.hasOwn(control, 'pendingTurn') ? cloneJson(control.pendingTurn as JsonValue) : false,
   };
   // Key by key, as `materialise` does (a list builds one per session); `summary` comes last, as it always has.
-  const summary: Partial<Record<keyof SessionRecord, unknown>> = {};
+  const summary: Partial<Record<keyof SessionSummary, unknown>> = {};
   for (const key of Object.keys(record) as (keyof LifecycleRecord)[]) summary[key] = key === 'state' ? overview : cloneJson(record[key]);
+  summary.lastActivityAt = state.lastActivityAt ?? record.updatedAt;
   summary.summary = true;
-  return summary as SessionRecord;
+  return summary as SessionSummary;
 }
 
-/** The record of a completed session known only by its catalog receipt. */
-export function receiptRecord(receipt: CompletionReceipt, summary: boolean): SessionRecord {
-  const record: SessionRecord = newLifecycleRecord({
+/**
+ * The record of a completed session known only by its catalog receipt (`summary`: as `list()` shows it). Its
+ * state names the session object, the session it was and the receipt; its view is empty (the log went with the stream).
+ */
+export function receiptRecord(receipt: CompletionReceipt, summary: true): SessionSummary;
+export function receiptRecord<S = JsonValue>(receipt: CompletionReceipt, summary?: false): SessionRecord<S>;
+export function receiptRecord<S>(receipt: CompletionReceipt, summary = false): SessionRecord<S> | SessionSummary {
+  const lifecycle = newLifecycleRecord({
     id: receipt.sessionObjectId,
     phase: 'complete',
     startedAt: receipt.createdAt ?? '',
     updatedAt: receipt.committedAt ?? '',
-    state: {
-      sessionObjectId: receipt.sessionObjectId,
-      sessionId: receipt.sessionId,
-      sessionType: receipt.sessionType,
-      commitReceipt: cloneJson(receipt),
-    },
+    state: {},
   });
-  if (summary) record.summary = true;
-  return record;
+  const named = { sessionObjectId: receipt.sessionObjectId, sessionId: receipt.sessionId, sessionType: receipt.sessionType, commitReceipt: cloneJson(receipt) };
+  if (summary) {
+    const state: SessionSummaryState = {
+      ...named,
+      channel: null,
+      freeTime: null,
+      orchestration: null,
+      firstUserMessage: null,
+      boxCount: 0,
+      eventCount: 0,
+      pendingTurn: false,
+    };
+    return { ...lifecycle, state, lastActivityAt: lifecycle.updatedAt, summary: true };
+  }
+  const state: SessionState = { ...named, transcript: [], events: [], transcriptText: '', commands: [], objects: [] };
+  return { ...lifecycle, state, data: null, lastActivityAt: lifecycle.updatedAt };
 }
 
 const FALLBACK_MEDIA_TYPE = 'application/octet-stream';
