@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { SessionStreamState } from './model.js';
-import { openTestHistory, startConversation } from './test-support.fixture.js';
+import { openArchiveHistory, openTestHistory, startConversation } from './test-support.fixture.js';
 
 describe('listPage', () => {
   it('pages the sessions and receipts list() returns, with open commands, failure counts and idempotency keys', async () => {
-    const { history } = await openTestHistory();
+    const { history } = await openArchiveHistory();
     const busy = await startConversation(history, 'key-busy');
     await history.enqueue(busy.id, { idempotencyId: 'c1', kind: 'message' });
     await history.enqueue(busy.id, { idempotencyId: 'c2', kind: 'message' });
@@ -31,6 +31,19 @@ describe('listPage', () => {
     expect((await history.listPage({ search: 'KEY-JOB' })).sessions.map((row) => row.id)).toEqual([job.id]);
     expect((await history.listPage({ search: busy.id.slice(0, 8) })).sessions.map((row) => row.id)).toEqual([busy.id]);
     expect((await history.listPage({ search: 'obj-' })).sessions.map((row) => row.id)).toEqual(['OBJ-1']);
+  });
+
+  it('lists a completed session the service keeps once, under its own id, with its session object id', async () => {
+    const { history } = await openTestHistory();
+    const done = await startConversation(history, 'key-done');
+    await history.appendTranscript(done.id, { role: 'user-message', text: 'last words' });
+    await history.complete(done.id, { expectedVersion: 1, state: { sessionObjectId: 'OBJ-1' } });
+    const page = await history.listPage();
+    expect(page.total).toBe(1);
+    expect(page.sessions).toEqual([expect.objectContaining({ id: done.id, phase: 'complete', sessionObjectId: 'OBJ-1', receipt: false })]);
+    expect(page.sessions.map((row) => row.id)).toEqual((await history.list()).map((record) => record.id));
+    expect(page.sessions[0]?.lastActivityAt).toBe((await history.get(done.id)).lastActivityAt);
+    expect((await history.listPage({ search: 'obj-1' })).sessions.map((row) => row.id)).toEqual([done.id]);
   });
 
   it('sorts by any column, ties by id, and walks every row once page by page', async () => {
@@ -73,7 +86,22 @@ describe('listPage over many sessions', () => {
       const record = newLifecycleRecord({ id, phase: 'active', startedAt: `2026-07-23T00:${minute}:00Z`, updatedAt: `2026-07-23T00:${minute}:00Z`, state: {} });
       sessions.push([
         `session-${id}`,
-        { revision: 1, state: { sessionId: id, record, commands: [], log: [], logSize: 0, firstUserMessage: null, receipt: null, startKey: null } },
+        {
+          revision: 1,
+          state: {
+            sessionId: id,
+            record,
+            commands: [],
+            log: [],
+            logSize: 0,
+            firstUserMessage: null,
+            receipt: null,
+            startKey: null,
+            data: null,
+            lastActivityAt: null,
+            kept: false,
+          },
+        },
       ]);
     }
     const query = (cursor?: string, limit = 100) =>

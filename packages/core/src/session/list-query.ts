@@ -102,10 +102,13 @@ export function listPage(source: ListSource, query: z.output<typeof listQuerySch
     total++;
     ranked.offer(row);
   };
+  const listedObjects = new Set<string>();
   for (const [, projected] of source.sessions) {
-    const { record, receipt } = projected.state;
-    // As in `list()`: a completed stream awaiting deletion is listed through its receipt once that is recorded.
-    if (!record || (record.phase === 'complete' && receipt && archived.has(receipt.sessionObjectId))) continue;
+    const { record, receipt, kept } = projected.state;
+    // As in `list()`: a completed stream awaiting deletion is listed through its receipt once that is recorded; a
+    // kept one is listed under its own id instead of its receipt.
+    if (!record || (record.phase === 'complete' && kept !== true && receipt && archived.has(receipt.sessionObjectId))) continue;
+    if (receipt && kept === true) listedObjects.add(receipt.sessionObjectId);
     const control = record.state;
     let openCommands = 0;
     for (const command of projected.state.commands) if (isOpenCommand(command)) openCommands++;
@@ -115,7 +118,7 @@ export function listPage(source: ListSource, query: z.output<typeof listQuerySch
       sessionType: typeof control['sessionType'] === 'string' ? control['sessionType'] : null,
       version: record.version,
       startedAt: record.startedAt,
-      lastActivityAt: record.updatedAt,
+      lastActivityAt: projected.state.lastActivityAt ?? record.updatedAt,
       openCommands,
       failureCount: record.ingressFailureCount,
       idempotencyKey: projected.state.startKey,
@@ -124,6 +127,7 @@ export function listPage(source: ListSource, query: z.output<typeof listQuerySch
     });
   }
   for (const receipt of source.receipts) {
+    if (listedObjects.has(receipt.sessionObjectId)) continue;
     keep({
       id: receipt.sessionObjectId,
       phase: 'complete',

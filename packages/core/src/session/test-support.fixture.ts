@@ -19,7 +19,6 @@ export async function openTestHistory(options: Partial<SessionHistoryOptions> = 
   return { history, store };
 }
 
-/** Starts a conversation session with `idempotencyId`, as most tests need one. */
 /** The archive policies, set explicitly: the completion hands the session to the catalog and deletes it; `state` keys outside the whitelist are dropped. */
 export const ARCHIVE_POLICIES = { completion: 'archive-and-delete', controlState: 'project' } as const satisfies Partial<SessionHistoryOptions>;
 
@@ -28,6 +27,7 @@ export function openArchiveHistory(options: Partial<SessionHistoryOptions> = {})
   return openTestHistory({ ...ARCHIVE_POLICIES, ...options });
 }
 
+/** Starts a conversation session with `idempotencyId`, as most tests need one. */
 export async function startConversation(history: SessionHistory, idempotencyId: string) {
   const started = await history.start({ idempotencyId, startedAt: '2026-07-23T00:00:00Z', sessionType: 'conversation' });
   return started.value;
