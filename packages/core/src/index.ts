@@ -24,6 +24,7 @@ export {
   typedEventStore,
   type AppendResult,
   type DeletedRecord,
+  type DisposableEventStore,
   type EventShape,
   type EventStore,
   type ExpectedRevision,

@@ -1,4 +1,4 @@
-import { StoreClosedError } from './errors.js';
+import { InvalidInputError, StoreClosedError } from './errors.js';
 import type { RecordedEvent } from './port.js';
 import { validateReadAllOptions, validateSignalOption } from './validate.js';
 
@@ -37,8 +37,11 @@ export class ChangeSignal {
     this.#wake('closed');
   }
 
-  /** Resolves once the version moves past `seen`, after `timeoutMs`, on abort or on close, whichever comes first. */
-  wait(seen: number, timeoutMs: number, signal?: AbortSignal): Promise<WakeReason> {
+  /**
+   * Resolves once the version moves past `seen`, after `timeoutMs`, on abort or on close, whichever comes first.
+   * With `keepAlive` false the timeout does not keep the process alive.
+   */
+  wait(seen: number, timeoutMs: number, signal?: AbortSignal, keepAlive = true): Promise<WakeReason> {
     if (this.#closed) return Promise.resolve('closed');
     if (signal?.aborted) return Promise.resolve('aborted');
     if (this.#version !== seen) return Promise.resolve('changed');
@@ -51,6 +54,7 @@ export class ChangeSignal {
       };
       const onAbort = () => done('aborted');
       const timer = setTimeout(() => done('timeout'), timeoutMs);
+      if (!keepAlive) timer.unref();
       signal?.addEventListener('abort', onAbort, { once: true });
       this.#waiters.add(done);
     });
@@ -76,18 +80,21 @@ export interface FollowSource {
   changedElsewhere?(): boolean | Promise<boolean>;
 }
 
-/** Checks `follow`'s options once: `fromPosition` as for `readAll`, `signal` an `AbortSignal` when given. */
-export function validateFollowOptions(options: unknown): { fromPosition: number; signal: AbortSignal | undefined } {
+/** Checks `follow`'s options once: `fromPosition` as for `readAll`, `signal` an `AbortSignal` when given, `keepAlive` a boolean. */
+export function validateFollowOptions(options: unknown): { fromPosition: number; signal: AbortSignal | undefined; keepAlive: boolean } {
   const fromPosition = validateReadAllOptions(options);
-  return { fromPosition, signal: validateSignalOption(options) };
+  const keepAlive: unknown = (options as { keepAlive?: unknown } | undefined)?.keepAlive;
+  if (keepAlive !== undefined && typeof keepAlive !== 'boolean') throw new InvalidInputError('keepAlive', 'expected a boolean');
+  return { fromPosition, signal: validateSignalOption(options), keepAlive: keepAlive ?? true };
 }
 
 /**
  * The change feed without an end: every record from `fromPosition` once, in position order, then each later
  * commit as it becomes visible, until `signal` fires or the store closes (the iteration then returns). It
- * builds on `readAll` never skipping a change: the next read starts right after the last record yielded.
+ * builds on `readAll` never skipping a change: the next read starts right after the last record yielded. With
+ * `keepAlive` false its waits do not keep the process alive (see `FollowOptions`).
  */
-export async function* followFeed(source: FollowSource, fromPosition: number, signal?: AbortSignal): AsyncGenerator<RecordedEvent> {
+export async function* followFeed(source: FollowSource, fromPosition: number, signal?: AbortSignal, keepAlive = true): AsyncGenerator<RecordedEvent> {
   let next = fromPosition;
   const ended = () => signal?.aborted === true || source.changes.closed;
   for (;;) {
@@ -105,7 +112,7 @@ export async function* followFeed(source: FollowSource, fromPosition: number, si
       throw error;
     }
     for (;;) {
-      const reason = await source.changes.wait(seen, source.pollMs, signal);
+      const reason = await source.changes.wait(seen, source.pollMs, signal, keepAlive);
       if (reason === 'aborted' || reason === 'closed') return;
       if (reason === 'changed' || !source.changedElsewhere) break;
       let elsewhere: boolean;

@@ -193,6 +193,8 @@ export interface SessionHistory {
   health(): Promise<void>;
   /** Stops the service; later calls reject. The store stays open. */
   close(): Promise<void>;
+  /** `close()`, for `await using` (the store stays open: declare it before the service, so it closes after). */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
@@ -525,6 +527,8 @@ export async function openSessionHistory(options: SessionHistoryOptions): Promis
       await Promise.all([projection.idle(), compactor?.close()]);
       await checkpoints?.close();
     },
+
+    [Symbol.asyncDispose]: () => service.close(),
   };
 
   async function completeWith(stream: StreamId, decide: (state: SessionStreamState, at: Date) => Decision): Promise<SessionRecord> {
