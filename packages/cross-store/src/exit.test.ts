@@ -4,10 +4,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { openSessionHistory, StoreClosedError } from '@sessionfold/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OWNED_STORE_KINDS, openOwnedStore, type OwnedStoreKind } from './owned-stores.fixture.js';
+import { dropPostgresSchema } from './postgres-subject.js';
 
 const pgUrl = process.env['SESSIONFOLD_PG_URL'];
 /** After its session started, the worker has this long to exit: ample for a process with nothing left to do. */
@@ -24,7 +24,7 @@ function placeFor(kind: OwnedStoreKind): string {
 afterEach(async () => {
   for (const place of places.splice(0)) {
     rmSync(place.dir, { recursive: true, force: true });
-    if (pgUrl !== undefined) await dropSchema(place.schema);
+    await dropPostgresSchema(place.schema);
   }
 });
 
@@ -90,14 +90,4 @@ function runWorker(args: readonly string[]): Promise<{ exited: boolean; code: nu
       resolve({ exited: !killed, code, stdout, stderr });
     });
   });
-}
-
-async function dropSchema(schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: pgUrl });
-  await client.connect();
-  try {
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  } finally {
-    await client.end();
-  }
 }

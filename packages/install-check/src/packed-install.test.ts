@@ -120,7 +120,7 @@ describe('the packages, packed and installed into a new application as the READM
   for (const swap of [undefined, ...swaps]) {
     const factory = swap?.factory ?? 'memoryStore';
     const postgres = factory === 'postgresStore';
-    it.skipIf(postgres && pgUrl === undefined)(`runs the README example on ${factory}, which exits without closing anything`, async () => {
+    it.skipIf(postgres && pgUrl === undefined)(`runs the README example on ${factory}`, async () => {
       const program = exampleFor(swap, example);
       const dir = join(app, factory);
       mkdirSync(dir, { recursive: true });
