@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openSessionHistory } from '@sessionfold/core';
@@ -47,6 +47,28 @@ describe('moving the quick start’s file store to SQLite and PostgreSQL with th
       expect(lines[9]).toMatch(new RegExp(`^${again}$`));
       expect(lines[10]).toMatch(new RegExp(`^   dropped the schema ${schema}$`));
       expect(lines.slice(11)).toEqual(["Done: every copy holds records identical to the file store's."]);
+    }
+  });
+
+  it('prints what the README shows, counts included', () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const shown = /## What it prints\n\n```text\n([\s\S]*?)```/.exec(readme)?.[1]?.trimEnd().split('\n');
+    expect(shown).toBeDefined();
+    // What differs from run to run: the directory, the server's URL and the fresh schema's name.
+    const general = (line: string) =>
+      line
+        .replace(/stores in .*$/, 'stores in …')
+        .replace(/postgres:\/\/\S+\?schema=/g, 'postgres://…?schema=')
+        .replace(/sessionfold_migrate_[0-9a-f]{8}/g, 'sessionfold_migrate_…');
+    const readmeLines = (shown ?? []).map(general);
+    const printed = lines.map(general);
+    if (pgUrl !== undefined) {
+      expect(printed).toEqual(readmeLines);
+    } else {
+      // Without PostgreSQL, step 3 is one line (the README says which) instead of the block the README shows.
+      const step3 = readmeLines.findIndex((line) => line.startsWith('3. '));
+      expect(printed.slice(0, step3)).toEqual(readmeLines.slice(0, step3));
+      expect(printed.at(-1)).toBe(readmeLines.at(-1));
     }
   });
 

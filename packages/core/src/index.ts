@@ -1,6 +1,13 @@
-// What an application uses: the session service with its records, inputs and errors; the store port and its
-// errors; the memory store; folding, replaying and copying. A store author's helpers are under
-// `@sessionfold/core/kernel`; the session domain's reducer, events, schemas and naming under `@sessionfold/core/session`.
+/**
+ * What an application uses: the session service with its records, inputs and errors; the store port and its
+ * errors; the memory store; folding, replaying and copying. A store author's helpers are under
+ * `@sessionfold/core/kernel`; the session domain's reducer, events, schemas and naming under `@sessionfold/core/session`.
+ *
+ * @mergeModuleWith <project>
+ * @module
+ */
+// `@mergeModuleWith <project>`: the root entry point's names are documented on the package's own page
+// (`@sessionfold/core`), beside its `kernel` and `session` modules, instead of in a module without a name.
 
 export {
   ConcurrencyError,
@@ -24,6 +31,7 @@ export {
   typedEventStore,
   type AppendResult,
   type DeletedRecord,
+  type DisposableEventStore,
   type EventShape,
   type EventStore,
   type ExpectedRevision,

@@ -22,15 +22,19 @@ export function postgresStores(clock: () => Date): StoreUnderTest[] {
       name: 'postgres',
       durable: true,
       open: (dir) => postgresStore({ connectionString: url, schema: schemaOf(dir), clock }),
-      async dispose(dir) {
-        const client = new pg.Client({ connectionString: url });
-        await client.connect();
-        try {
-          await client.query(`DROP SCHEMA IF EXISTS "${schemaOf(dir)}" CASCADE`);
-        } finally {
-          await client.end();
-        }
-      },
+      dispose: (dir) => dropPostgresSchema(schemaOf(dir)),
     },
   ];
+}
+
+/** Drops `schema` and everything in it from the `SESSIONFOLD_PG_URL` database (nothing without that variable). */
+export async function dropPostgresSchema(schema: string): Promise<void> {
+  if (url === undefined) return;
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
 }

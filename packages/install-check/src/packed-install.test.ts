@@ -1,75 +1,62 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { publishedPackages, readmeExample } from './packages.js';
+import { codeBlocks, expectedOutput, publishedPackages, readmeExample, readmeSection, storeSwaps } from './packages.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const rootManifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+const readme = readFileSync(join(root, 'README.md'), 'utf8');
 const packages = publishedPackages(root);
-const published = new Set(packages.map((p) => p.name));
 const pgUrl = process.env['SESSIONFOLD_PG_URL'];
+/** Where `npm run pack` puts the tarballs. */
+const packed = join(root, 'dist-packages');
 
-/** How the README example opens each store: the import it needs and the expression that makes the store. */
-const STORES: Array<{ name: string; package?: string; importLine: string; open: string; when: boolean; why?: string }> = [
-  { name: 'memory', importLine: '', open: 'memoryStore()', when: true },
-  {
-    name: 'file',
-    package: '@sessionfold/store-file',
-    importLine: "import { fileStore } from '@sessionfold/store-file';",
-    open: "await fileStore({ directory: './data' })",
-    when: true,
-  },
-  {
-    name: 'sqlite',
-    package: '@sessionfold/store-sqlite',
-    importLine: "import { sqliteStore } from '@sessionfold/store-sqlite';",
-    open: "await sqliteStore({ path: './sessions.db' })",
-    when: true,
-  },
-  {
-    name: 'postgres',
-    package: '@sessionfold/store-postgres',
-    importLine: "import { postgresStore } from '@sessionfold/store-postgres';",
-    open: `await postgresStore({ connectionString: ${JSON.stringify(pgUrl ?? '')}, schema: 'install_check_' + process.pid })`,
-    when: pgUrl !== undefined,
-    why: 'SESSIONFOLD_PG_URL is not set',
-  },
-];
+/** The package each store factory the README names comes from. */
+const FACTORY_PACKAGES: Record<string, string> = {
+  fileStore: '@sessionfold/store-file',
+  sqliteStore: '@sessionfold/store-sqlite',
+  postgresStore: '@sessionfold/store-postgres',
+};
 
-/**
- * The README example for one store: the same lines, with the store it names swapped as the README says, held in
- * a variable so the program can close it (a pool or a lock would otherwise outlive the example).
- */
-function exampleFor(store: (typeof STORES)[number], example: string): string {
-  const body = example.replace('openSessionHistory({ store: memoryStore() })', 'openSessionHistory({ store })');
-  return `${store.importLine}\n${body.replace(/^(import .*\n)+/, (imports) => `${imports}const store = ${store.open};\n`)}\nawait store.close();\n`;
+/** The README example on one store: `memoryStore()` swapped for the README's expression, with its import. */
+function exampleFor(swap: { factory: string; expression: string } | undefined, example: string): string {
+  if (swap === undefined) return example;
+  return `import { ${swap.factory} } from '${FACTORY_PACKAGES[swap.factory]}';\n${example.replace('memoryStore()', swap.expression)}`;
 }
 
-describe('the published packages, installed from their tarballs into a new application', () => {
-  let app = '';
+describe('the packages, packed and installed into a new application as the README says', () => {
+  const [checkoutCommands, appCommands] = codeBlocks(readmeSection(readme, 'Installing in an application'), 'sh');
+  const example = readmeExample(readme);
+  const swaps = storeSwaps(readme);
   let work = '';
+  let app = '';
+
   beforeAll(() => {
+    if (checkoutCommands === undefined || appCommands === undefined)
+      throw new Error("the README install section needs two sh blocks: the checkout's, the application's");
+    for (const command of checkoutCommands.split('\n').filter((line) => line.trim().length > 0)) {
+      // This checkout is installed already (the test runs in it); `npm ci` would replace the tools running it.
+      if (command.trim() === 'npm ci') continue;
+      execFileSync('sh', ['-e', '-c', command], { cwd: root, stdio: 'pipe' });
+    }
     work = mkdtempSync(join(tmpdir(), 'sessionfold-install-'));
-    const tarballs = join(work, 'tarballs');
-    mkdirSync(tarballs);
-    execFileSync('npm', ['pack', '--pack-destination', tarballs, ...packages.flatMap((p) => ['-w', p.name])], { cwd: root, stdio: 'pipe' });
+    // The README's application sits beside the checkout, which it calls ../sessionfold.
+    symlinkSync(root, join(work, 'sessionfold'));
     app = join(work, 'app');
     mkdirSync(app);
-    const dependencies: Record<string, string> = {};
-    for (const file of readdirSync(tarballs)) {
-      const name = packages.find((p) => file === `${p.name.replace('@', '').replace('/', '-')}-${p.version}.tgz`)?.name;
-      if (name) dependencies[name] = `file:../tarballs/${file}`;
-    }
-    dependencies['typescript'] = rootManifest.devDependencies['typescript'] as string;
-    dependencies['@types/node'] = rootManifest.devDependencies['@types/node'] as string;
-    writeFileSync(
-      join(app, 'package.json'),
-      JSON.stringify({ name: 'app', private: true, type: 'module', dependencies, allowScripts: { 'better-sqlite3': true } }, null, 2),
-    );
-    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: app, stdio: 'pipe' });
+    // A new application: its own tools for the strict type check, nothing of this repository.
+    const devDependencies = { typescript: rootManifest.devDependencies['typescript'], '@types/node': rootManifest.devDependencies['@types/node'] };
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module', devDependencies }, null, 2));
+    execFileSync('sh', ['-e', '-c', appCommands], {
+      cwd: app,
+      stdio: 'pipe',
+      env: { ...process.env, npm_config_prefer_offline: 'true', npm_config_audit: 'false', npm_config_fund: 'false' },
+    });
     writeFileSync(
       join(app, 'tsconfig.json'),
       JSON.stringify({
@@ -84,42 +71,99 @@ describe('the published packages, installed from their tarballs into a new appli
         },
       }),
     );
+    for (const swap of [undefined, ...swaps]) writeFileSync(join(app, `example-${swap?.factory ?? 'memoryStore'}.ts`), exampleFor(swap, example));
+    writeFileSync(
+      join(app, 'scoped.ts'),
+      [
+        "import { memoryStore, openSessionHistory } from '@sessionfold/core';",
+        "import { fileStore } from '@sessionfold/store-file';",
+        "import { postgresStore } from '@sessionfold/store-postgres';",
+        "import { sqliteStore } from '@sessionfold/store-sqlite';",
+        '',
+        'export async function scoped(): Promise<void> {',
+        '  await using memory = memoryStore();',
+        "  await using file = await fileStore({ directory: './data' });",
+        "  await using sqlite = await sqliteStore({ path: './sessions.db' });",
+        '  await using postgres = await postgresStore({ connectionString: process.env.DATABASE_URL });',
+        '  await using history = await openSessionHistory({ store: memory });',
+        '  await history.list();',
+        '  return void [file, sqlite, postgres];',
+        '}',
+        '',
+      ].join('\n'),
+    );
   }, 600_000);
-  afterAll(() => rmSync(work, { recursive: true, force: true }));
+  afterAll(() => {
+    if (work !== '') rmSync(work, { recursive: true, force: true });
+  });
 
-  it('packs every published package without tests, fixtures or build info', () => {
+  it('packs every published package, and nothing else, without tests, fixtures or build info', () => {
     expect(packages.length).toBeGreaterThanOrEqual(5);
-    for (const p of packages) {
-      const listed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '-w', p.name], { cwd: root, encoding: 'utf8' })) as Array<{
-        files: Array<{ path: string }>;
-      }>;
-      const paths = listed[0]?.files.map((f) => f.path) ?? [];
+    const tarballs = readdirSync(packed).sort();
+    expect(tarballs).toEqual(packages.map((p) => `${p.name.replace('@', '').replace('/', '-')}-${p.version}.tgz`).sort());
+    for (const tarball of tarballs) {
+      const paths = execFileSync('tar', ['-tzf', join(packed, tarball)], { encoding: 'utf8' }).split('\n');
       expect(
         paths.filter((path) => /\.test\.|\.fixture\.|tsbuildinfo|\/fixtures\/|test-children|test-workers/.test(path)),
-        p.name,
+        tarball,
       ).toEqual([]);
-      expect(paths, p.name).toContain('LICENSE');
+      expect(paths, tarball).toContain('package/LICENSE');
     }
   });
 
-  for (const store of STORES) {
-    it.skipIf(!store.when)(`runs the README example on the ${store.name} store, in JavaScript and in strict TypeScript`, (context) => {
-      if (store.package && !published.has(store.package)) {
-        context.skip(`${store.package} is not a package of this repository`);
-        return;
-      }
-      const example = exampleFor(store, readmeExample(readFileSync(join(root, 'README.md'), 'utf8')));
-      // The swap must have happened, or every case would quietly run the memory store.
-      expect(example).toContain('openSessionHistory({ store })');
-      const dir = join(app, store.name);
+  it('names a store for each store package the README offers', () => {
+    expect(swaps.map((swap) => swap.factory).sort()).toEqual(Object.keys(FACTORY_PACKAGES).sort());
+    // Each swap replaces the one store of the example, or every case would quietly run the memory store.
+    expect(example.split('memoryStore()').length).toBe(2);
+  });
+
+  for (const swap of [undefined, ...swaps]) {
+    const factory = swap?.factory ?? 'memoryStore';
+    const postgres = factory === 'postgresStore';
+    it.skipIf(postgres && pgUrl === undefined)(`runs the README example on ${factory}`, async () => {
+      const program = exampleFor(swap, example);
+      const dir = join(app, factory);
       mkdirSync(dir, { recursive: true });
-      writeFileSync(join(dir, 'example.mjs'), example);
-      const printed = execFileSync('node', ['example.mjs'], { cwd: dir, encoding: 'utf8' });
-      expect(printed.trim()).toBe("complete true [ 'Hello!', 'Hi! How can I help?' ] { topic: 'greetings', turns: 1 }");
-      writeFileSync(join(app, `example-${store.name}.ts`), example);
-      // tsc type-checks every .ts file of the application against the installed declarations.
-      execFileSync('npx', ['tsc', '-p', '.', '--noEmit'], { cwd: app, stdio: 'pipe' });
+      writeFileSync(join(dir, 'example.mjs'), program);
+      const database = postgres ? await freshDatabase(app) : undefined;
+      try {
+        const printed = execFileSync('node', ['example.mjs'], {
+          cwd: dir,
+          encoding: 'utf8',
+          env: { ...process.env, ...(database ? { DATABASE_URL: database.url } : {}) },
+        });
+        expect(printed.trim()).toBe(expectedOutput(example));
+      } finally {
+        await database?.drop();
+      }
     });
   }
+
+  it('type-checks the example on every store, and `await using` on every store and the service, in strict TypeScript', () => {
+    // tsc checks every .ts file of the application against the installed declarations, in one run.
+    execFileSync('npx', ['tsc', '-p', '.', '--noEmit'], { cwd: app, stdio: 'pipe' });
+  });
   if (pgUrl === undefined) console.log('install-check: the PostgreSQL example is skipped: set SESSIONFOLD_PG_URL to run it');
 });
+
+/**
+ * A new database on the `SESSIONFOLD_PG_URL` server for the example's `DATABASE_URL`, since the example uses the
+ * store's default schema; made with the `pg` the application installed.
+ */
+async function freshDatabase(app: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const pg = createRequire(join(app, 'package.json'))('pg') as typeof import('pg');
+  const name = `install_check_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const admin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: pgUrl });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(pgUrl as string);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}

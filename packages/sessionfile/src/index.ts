@@ -1,3 +1,10 @@
+/**
+ * The session file: its schemas, identity check, and atomic save and load. The atomic writer alone is under
+ * `@sessionfold/sessionfile/atomic`.
+ *
+ * @mergeModuleWith <project>
+ * @module
+ */
 export { SCHEMA_VERSION, READABLE_VERSIONS, validatePayload } from './envelope.js';
 export type { SessionSnapshot, SessionPayload, SchemaVersion } from './envelope.js';
 export { newSnapshot, saveSnapshot, loadSnapshot, type SaveSnapshotOptions } from './snapshot-file.js';

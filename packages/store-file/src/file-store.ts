@@ -27,7 +27,7 @@ import {
   type CheckpointSlot,
   type FollowOptions,
   type StoreStatus,
-  type EventStore,
+  type DisposableEventStore,
   type ExpectedRevision,
   type NewEvent,
   type RecordedEvent,
@@ -121,13 +121,13 @@ const MANIFEST_INTERVAL_MS = 30_000;
  * a damaged record it reads is a `CorruptionError` and nothing is rewritten. With a manifest from an earlier
  * writer, only the files changed since are read (see the README); `verify()` checks every file.
  */
-export async function fileStore(options: FileStoreOptions): Promise<EventStore> {
+export async function fileStore(options: FileStoreOptions): Promise<DisposableEventStore> {
   return (await openFileStore(options, undefined)).store;
 }
 
 /** A view and what it knows of the files, for the next view of a follow to start from (see `followDirectory`). */
 export interface KnownView {
-  store: EventStore;
+  store: DisposableEventStore;
   known(): Manifest;
 }
 
@@ -208,7 +208,7 @@ async function openFileStore(options: FileStoreOptions, known: Manifest | undefi
   }
 }
 
-class FileStore implements EventStore {
+class FileStore implements DisposableEventStore {
   readonly #fs: FileSystem;
   readonly #layout: Layout;
   readonly #readOnly: boolean;
@@ -734,12 +734,13 @@ class FileStore implements EventStore {
    */
   follow(options?: FollowOptions): AsyncIterable<RecordedEvent> {
     this.#assertOpen();
-    const { fromPosition, signal } = validateFollowOptions(options);
+    const { fromPosition, signal, keepAlive } = validateFollowOptions(options);
     if (this.#readOnly) {
       return followDirectory(
         { fs: this.#fs, layout: this.#layout, openView: this.#openView, changes: this.#changes, observe: this.#observe },
         fromPosition,
         signal,
+        keepAlive,
       );
     }
     return followFeed(
@@ -752,6 +753,7 @@ class FileStore implements EventStore {
       },
       fromPosition,
       signal,
+      keepAlive,
     );
   }
 
@@ -799,6 +801,11 @@ class FileStore implements EventStore {
     // Versions held back for feed reads keep descriptors on replaced files: nothing will read them now.
     for (const entry of this.#entries.values()) entry.dropHeldVersions(Number.MAX_SAFE_INTEGER);
     await this.#lock?.release().catch(() => undefined);
+  }
+
+  /** `close()`, for `await using`. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
   }
 
   #touched(entry: StreamEntry): void {

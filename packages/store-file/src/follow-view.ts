@@ -64,9 +64,10 @@ export interface DirectoryFollow {
  * Each view starts from what the previous one knew, as a writer's open starts from the manifest: files whose
  * size, inode and time are unchanged are not read, a journal that grew is read from its last checkpoint, a
  * replaced file in full. Between reads it polls the directory's files (names, sizes, times, inodes) and reads
- * again only when they changed, so a quiet directory costs one `lstat` per stream file per poll.
+ * again only when they changed, so a quiet directory costs one `lstat` per stream file per poll. With `keepAlive`
+ * false no wait of it keeps the process alive.
  */
-export function followDirectory(ctx: DirectoryFollow, fromPosition: number, signal: AbortSignal | undefined): AsyncIterable<RecordedEvent> {
+export function followDirectory(ctx: DirectoryFollow, fromPosition: number, signal: AbortSignal | undefined, keepAlive: boolean): AsyncIterable<RecordedEvent> {
   let lastPrint: string | undefined;
   /** Largest position each recent read saw, with when: the settled limit is the newest one older than VIEW_SETTLE_MS. */
   const seen: { at: number; max: number }[] = [];
@@ -126,7 +127,10 @@ export function followDirectory(ctx: DirectoryFollow, fromPosition: number, sign
         return view.store;
       } catch (error) {
         if (attempt >= OPEN_ATTEMPTS) throw error;
-        await new Promise((resolve) => setTimeout(resolve, VIEW_POLL_MS));
+        await new Promise((resolve) => {
+          const timer = setTimeout(resolve, VIEW_POLL_MS);
+          if (!keepAlive) timer.unref();
+        });
       }
     }
   };
@@ -182,5 +186,6 @@ export function followDirectory(ctx: DirectoryFollow, fromPosition: number, sign
     },
     fromPosition,
     signal,
+    keepAlive,
   );
 }

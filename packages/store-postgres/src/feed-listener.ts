@@ -64,6 +64,9 @@ export class FeedListener {
         client = new pg.Client({ connectionString: this.#source.connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
         client.on('error', () => this.#lost(client));
         await client.connect();
+        // Like the idle connections of the store's own pool, the listening one never keeps the process alive
+        // (pg's Client has `unref`, which its type declarations leave out).
+        (client as pg.Client & { unref(): void }).unref();
       }
       // A pooled client reports errors to the pool, and the store's pool listener ignores them: watch `end` too.
       client.on('error', () => this.#lost(client));

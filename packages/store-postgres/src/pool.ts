@@ -13,11 +13,13 @@ export interface StorePool {
 /**
  * Opens the pool for `connectionString`, or adopts `given`. An idle connection that the server drops (a
  * restart, `pg_terminate_backend`) makes the pool emit 'error', which would end the process without a
- * listener: the store listens while it is open, and the next query simply takes a new connection.
+ * listener: the store listens while it is open, and the next query simply takes a new connection. A pool the
+ * store makes lets the process exit while its connections are idle, so a script that never closes the store
+ * still ends; an application's pool keeps its own settings.
  */
 export function storePool(connectionString: string | undefined, given: PgPool | undefined): StorePool {
   const owned = given === undefined;
-  const pool = given ?? new pg.Pool({ connectionString, max: 10 });
+  const pool = given ?? new pg.Pool({ connectionString, max: 10, allowExitOnIdle: true });
   const ignore = () => undefined;
   pool.on('error', ignore);
   return {

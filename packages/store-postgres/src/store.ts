@@ -30,8 +30,8 @@ import {
   validateSignalOption,
   type AppendResult,
   type CheckpointSlot,
+  type DisposableEventStore,
   type EventRow,
-  type EventStore,
   type ExpectedRevision,
   type Snapshot,
   type StreamId,
@@ -55,7 +55,7 @@ import { checkSchema, feedChannel, migrate } from './schema.js';
 import { verifySchema } from './verify.js';
 
 /** The port, with every optional member there: `verify`, `follow`, `checkpoints` and `status`. */
-export interface PostgresEventStore extends EventStore {
+export interface PostgresEventStore extends DisposableEventStore {
   /** Checks the schema in one read-only transaction; problems are named by table and key. */
   verify(options?: VerifyOptions): Promise<VerifyReport>;
   /** The feed without an end: woken by this object's commits and by NOTIFY, polling at most every second. */
@@ -453,7 +453,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
 
     follow(followOptions) {
       live();
-      const { fromPosition, signal } = validateFollowOptions(followOptions);
+      const { fromPosition, signal, keepAlive } = validateFollowOptions(followOptions);
       listener.start();
       return followFeed(
         {
@@ -468,6 +468,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
         },
         fromPosition,
         signal,
+        keepAlive,
       );
     },
 
@@ -515,6 +516,8 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
         throw translate(error);
       });
     },
+
+    [Symbol.asyncDispose]: () => store.close(),
   };
   return store;
 }

@@ -21,7 +21,7 @@ import {
   storedEventFromRow,
   followFeed,
   validateFollowOptions,
-  type EventStore,
+  type DisposableEventStore,
   type StoreStatus,
   type ValidatedAppend,
 } from '@sessionfold/core/kernel';
@@ -44,7 +44,7 @@ import { createWrites } from './writes.js';
 const FOLLOW_POLL_MS = 50;
 
 /** The port, with `status()` always there. */
-export interface SqliteEventStore extends EventStore {
+export interface SqliteEventStore extends DisposableEventStore {
   /** The feed's last position, and the file's sizes, journal mode, schema version and write lock as `details`. */
   status(): Promise<StoreStatus>;
 }
@@ -156,7 +156,7 @@ export async function sqliteStore(options: SqliteStoreOptions): Promise<SqliteEv
       return work();
     }, jobOptions);
 
-  return {
+  const store: SqliteEventStore = {
     append(stream, events, appendOptions) {
       // Not an async function: an append in a hot loop saves a promise and two turns of the microtask queue.
       let batch: ValidatedAppend;
@@ -291,7 +291,7 @@ export async function sqliteStore(options: SqliteStoreOptions): Promise<SqliteEv
 
     follow(followOptions) {
       live();
-      const { fromPosition, signal } = validateFollowOptions(followOptions);
+      const { fromPosition, signal, keepAlive } = validateFollowOptions(followOptions);
       // Each follower keeps the version it last saw: one follower's look must not hide a change from another.
       // Taken before the first read, so a commit elsewhere after it is found by the first poll.
       let seenDataVersion = guard(() => dataVersion.get());
@@ -313,6 +313,7 @@ export async function sqliteStore(options: SqliteStoreOptions): Promise<SqliteEv
         },
         fromPosition,
         signal,
+        keepAlive,
       );
     },
 
@@ -330,5 +331,8 @@ export async function sqliteStore(options: SqliteStoreOptions): Promise<SqliteEv
       changes.close();
       guarded(translate, () => db.close());
     },
+
+    [Symbol.asyncDispose]: () => store.close(),
   };
+  return store;
 }

@@ -66,6 +66,12 @@ export interface FollowOptions {
   fromPosition?: number;
   /** Ends the iteration cleanly (it returns, never throws) once fired. */
   signal?: AbortSignal;
+  /**
+   * Whether the follow's waits for changes keep the process alive (default true, as an application awaiting
+   * the next record expects). False for a follow in the background: a process with nothing else to do then
+   * exits instead of waiting for changes nobody awaits.
+   */
+  keepAlive?: boolean;
 }
 
 /** What a checkpoint holds: bytes, or text; `load` returns the kind `save` was given. */

@@ -1,4 +1,4 @@
-import { type StorageError, StoreClosedError } from './errors.js';
+import { InvalidInputError, type StorageError, StoreClosedError } from './errors.js';
 import type { ObserverCall, StoreObserver } from './observer.js';
 import type { RecordedEvent } from './port.js';
 import { validateReadAllOptions, validateSignalOption } from './validate.js';
@@ -38,10 +38,13 @@ export class ChangeSignal {
     this.#wake('closed');
   }
 
-  /** Resolves once the version moves past `seen`, after `timeoutMs`, on abort or on close, whichever comes first. */
-  wait(seen: number, timeoutMs: number, signal?: AbortSignal): Promise<WakeReason> {
+  /**
+   * Resolves once the version moves past `seen`, after `timeoutMs`, on abort or on close, whichever comes first.
+   * With `keepAlive` false the timeout does not keep the process alive.
+   */
+  wait(seen: number, timeoutMs: number, signal?: AbortSignal, keepAlive = true): Promise<WakeReason> {
     if (this.#version !== seen && !this.#closed && !signal?.aborted) return Promise.resolve('changed');
-    return this.#sleep(timeoutMs, signal, true, true);
+    return this.#sleep(timeoutMs, signal, true, keepAlive);
   }
 
   /**
@@ -104,10 +107,12 @@ const FOLLOW_RETRY_MIN_MS = 100;
 /** The longest pause between two attempts of a follower in an outage. */
 const FOLLOW_RETRY_MAX_MS = 5000;
 
-/** Checks `follow`'s options once: `fromPosition` as for `readAll`, `signal` an `AbortSignal` when given. */
-export function validateFollowOptions(options: unknown): { fromPosition: number; signal: AbortSignal | undefined } {
+/** Checks `follow`'s options once: `fromPosition` as for `readAll`, `signal` an `AbortSignal` when given, `keepAlive` a boolean. */
+export function validateFollowOptions(options: unknown): { fromPosition: number; signal: AbortSignal | undefined; keepAlive: boolean } {
   const fromPosition = validateReadAllOptions(options);
-  return { fromPosition, signal: validateSignalOption(options) };
+  const keepAlive: unknown = (options as { keepAlive?: unknown } | undefined)?.keepAlive;
+  if (keepAlive !== undefined && typeof keepAlive !== 'boolean') throw new InvalidInputError('keepAlive', 'expected a boolean');
+  return { fromPosition, signal: validateSignalOption(options), keepAlive: keepAlive ?? true };
 }
 
 /**
@@ -116,9 +121,10 @@ export function validateFollowOptions(options: unknown): { fromPosition: number;
  * builds on `readAll` never skipping a change: the next read starts right after the last record yielded. A
  * failure the source calls `transient` is retried after a pause (100 ms, doubling up to 5 s) from that same
  * position, each failed attempt told to `observe` as `followInterrupted` and the first success as
- * `followResumed`; any other failure ends the iteration with it.
+ * `followResumed`; any other failure ends the iteration with it. With `keepAlive` false its waits do not keep the
+ * process alive (see `FollowOptions`); the pauses of an outage never do.
  */
-export async function* followFeed(source: FollowSource, fromPosition: number, signal?: AbortSignal): AsyncGenerator<RecordedEvent> {
+export async function* followFeed(source: FollowSource, fromPosition: number, signal?: AbortSignal, keepAlive = true): AsyncGenerator<RecordedEvent> {
   let next = fromPosition;
   const ended = () => signal?.aborted === true || source.changes.closed;
   /** The outage under way: when its first failure happened and how many attempts failed since. */
@@ -156,7 +162,7 @@ export async function* followFeed(source: FollowSource, fromPosition: number, si
       return;
     }
     for (;;) {
-      const reason = await source.changes.wait(seen, source.pollMs, signal);
+      const reason = await source.changes.wait(seen, source.pollMs, signal, keepAlive);
       if (reason === 'aborted' || reason === 'closed') return;
       if (reason === 'changed' || !source.changedElsewhere) break;
       let elsewhere: boolean;

@@ -8,6 +8,14 @@ async function feedOf(store: ReturnType<typeof memoryStore>): Promise<unknown[]>
 }
 
 describe('memoryStore', () => {
+  it('follow refuses a keepAlive that is not a boolean, naming the option', async () => {
+    const store = memoryStore();
+    const follow = async () => {
+      for await (const _ of store.follow?.({ keepAlive: 'no' as unknown as boolean }) ?? []) break;
+    };
+    await expect(follow()).rejects.toMatchObject({ code: 'invalid_input', field: 'keepAlive' });
+  });
+
   it('appends and reads back a stream', async () => {
     const store = memoryStore();
     await store.append('s-1', [{ type: 'A', data: { n: 1 } }], { expectedRevision: 'no_stream' });

@@ -8,7 +8,7 @@ import {
   DELETED_RECORD,
   SNAPSHOT_RECORD,
   type AppendResult,
-  type EventStore,
+  type DisposableEventStore,
   type RecordedEvent,
   type Snapshot,
   type StreamId,
@@ -61,7 +61,7 @@ interface StreamState {
  * An `EventStore` held in memory: nothing survives the process. It is the reference model of the port —
  * written to be obviously correct, not fast — and the store of tests and examples.
  */
-export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
+export function memoryStore(options: MemoryStoreOptions = {}): DisposableEventStore {
   const clock = options.clock ?? (() => new Date());
   const maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
   const streams = new Map<StreamId, StreamState>();
@@ -111,7 +111,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
     return iterate(feed.slice(low));
   };
 
-  return {
+  const store: DisposableEventStore = {
     async append(stream, events, appendOptions) {
       open();
       // Only what validation read is used from here on: the caller's objects are not looked at again.
@@ -288,8 +288,8 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
 
     follow(followOptions) {
       open();
-      const { fromPosition, signal } = validateFollowOptions(followOptions);
-      return followFeed({ readAll: readFeed, changes, pollMs: MEMORY_FOLLOW_POLL_MS }, fromPosition, signal);
+      const { fromPosition, signal, keepAlive } = validateFollowOptions(followOptions);
+      return followFeed({ readAll: readFeed, changes, pollMs: MEMORY_FOLLOW_POLL_MS }, fromPosition, signal, keepAlive);
     },
 
     checkpoints: {
@@ -315,7 +315,10 @@ export function memoryStore(options: MemoryStoreOptions = {}): EventStore {
       closed = true;
       changes.close();
     },
+
+    [Symbol.asyncDispose]: () => store.close(),
   };
+  return store;
 }
 
 /** The snapshot as a store that keeps JSON text gives it back (so `-0` reads as `0`, like every persistent store). */

@@ -203,3 +203,12 @@ export interface EventStore<E extends EventShape = EventShape> {
    */
   status?(): Promise<StoreStatus>;
 }
+
+/**
+ * A store as its factory returns it: the opener owns it and closes it, with `close()` or at the end of an
+ * `await using` scope (`Symbol.asyncDispose` is `close`).
+ */
+export interface DisposableEventStore<E extends EventShape = EventShape> extends EventStore<E> {
+  /** Closes the store, as `close()` does. */
+  [Symbol.asyncDispose](): Promise<void>;
+}

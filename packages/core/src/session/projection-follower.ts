@@ -21,7 +21,8 @@ const RETRY_MS = 1000;
  * a call asking for them. Records go through the projection's queue (never beside a catch-up or a compaction),
  * in batches of whatever arrived while the previous batch was applied, reading the feed at most once per
  * `GATHER_MS` while commits keep coming. A failure is reported and the follow
- * starts again from the projection's position a second later; `close` ends the loop and waits for it.
+ * starts again from the projection's position a second later; `close` ends the loop and waits for it. Nothing
+ * of the loop keeps the process alive: a script that never closes the service still exits.
  */
 export class ProjectionFollower {
   readonly #follow: (options: FollowOptions) => AsyncIterable<RecordedEvent>;
@@ -71,7 +72,7 @@ export class ProjectionFollower {
       if (batch.length === 0) applying = undefined;
       return batch;
     };
-    for await (const record of this.#follow({ fromPosition: this.#projection.position() + 1, signal })) {
+    for await (const record of this.#follow({ fromPosition: this.#projection.position() + 1, signal, keepAlive: false })) {
       pending.push(record);
       const starts = applying === undefined;
       applying ??= this.#projection.applyFollowed(take).catch((error: unknown) => {
@@ -86,10 +87,11 @@ export class ProjectionFollower {
   }
 }
 
-/** Resolves after `ms`, or at once when `signal` fires. */
+/** Resolves after `ms`, or at once when `signal` fires; the wait does not keep the process alive. */
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(done, ms);
+    timer.unref();
     signal.addEventListener('abort', done, { once: true });
     function done() {
       clearTimeout(timer);

@@ -229,6 +229,8 @@ export interface SessionHistory<S = JsonValue> {
   health(): Promise<void>;
   /** Stops the service; later calls reject. The store stays open. */
   close(): Promise<void>;
+  /** `close()`, for `await using` (the store stays open: declare it before the service, so it closes after). */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
@@ -624,6 +626,8 @@ export async function openSessionHistory<S = JsonValue>(options: SessionHistoryO
       await Promise.all([projection.idle(), sweeping, compactor?.close()]);
       await checkpoints?.close();
     },
+
+    [Symbol.asyncDispose]: () => service.close(),
   };
 
   async function completeWith(stream: StreamId, decide: (state: SessionStreamState, at: Date) => Decision): Promise<SessionRecord<S>> {
