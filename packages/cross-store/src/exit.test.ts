@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openSessionHistory, StoreClosedError } from '@sessionfold/core';
+import { openSessionHistory, type SessionHistory, StoreClosedError } from '@sessionfold/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OWNED_STORE_KINDS, openOwnedStore, type OwnedStoreKind } from './owned-stores.fixture.js';
 import { dropPostgresSchema } from './postgres-subject.js';
@@ -54,7 +54,7 @@ describe('await using', () => {
   for (const kind of OWNED_STORE_KINDS) {
     it.skipIf(kind === 'postgres' && pgUrl === undefined)(`closes the service and then the ${kind} store at the end of the scope`, async () => {
       const where = placeFor(kind);
-      let left: { store: Awaited<ReturnType<typeof openOwnedStore>>; history: Awaited<ReturnType<typeof openSessionHistory>> } | undefined;
+      let left: { store: Awaited<ReturnType<typeof openOwnedStore>>; history: SessionHistory } | undefined;
       {
         await using store = await openOwnedStore(kind, where);
         await using history = await openSessionHistory({ store });
