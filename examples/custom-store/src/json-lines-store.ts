@@ -23,6 +23,7 @@ import {
   snapshotJson,
   type ValidatedEvent,
   validateAppend,
+  validateNewStreamId,
   validateReadAllOptions,
   validateReadOptions,
   validateSha256,
@@ -155,6 +156,8 @@ export function jsonLinesStore(options: JsonLinesStoreOptions): EventStore {
 
     async restoreStream(stream, snapshot) {
       open();
+      // A restore creates the stream, so a name no store creates any more is refused first.
+      validateNewStreamId(stream);
       const validated = validateSnapshot(stream, snapshot);
       const actual = state.streams.get(stream)?.revision ?? 0;
       if (actual !== 0) throw new ConcurrencyError(stream, 'no_stream', actual);

@@ -15,7 +15,7 @@ describe('replaySession toRevision', () => {
     seen.push(await history.get(record.id));
     await history.appendTranscript(record.id, { role: 'assistant-message', text: 'second' });
     seen.push(await history.get(record.id));
-    await history.checkpoint(record.id, { expectedVersion: 1, state: { sessionType: 'conversation', step: 3 } });
+    await history.checkpoint(record.id, { expectedVersion: 1, data: { step: 3 } });
     seen.push(await history.get(record.id));
 
     for (const [index, expected] of seen.entries()) {
