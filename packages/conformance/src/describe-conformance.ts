@@ -6,6 +6,7 @@ import { describeAppendRules } from './rules/append-rules.js';
 import { describeBlobRules } from './rules/blob-rules.js';
 import { describeCheckpointRules } from './rules/checkpoint-rules.js';
 import { describeConcurrencyRules } from './rules/concurrency-rules.js';
+import { describeLinearizabilityRules } from './rules/linearizability-rules.js';
 import { describeFeedRules } from './rules/feed-rules.js';
 import { describeFollowRules } from './rules/follow-rules.js';
 import { describeIdempotencyRules } from './rules/idempotency-rules.js';
@@ -45,6 +46,7 @@ export function describeEventStoreConformance(
     describeInputReadingRules(ctx);
     describeIsolationRules(ctx);
     describeConcurrencyRules(ctx);
+    describeLinearizabilityRules(ctx);
     describeLifecycleRules(ctx);
     describeVerifyRules(ctx);
     describeFollowRules(ctx);

@@ -105,7 +105,8 @@ export interface FoundFiles {
 /**
  * One stream's state and its journal writer. Appends queue and are written by group commit: a flush takes
  * everything queued, writes it with one write and one fdatasync, then answers every caller. Expected
- * revisions are checked against the head including queued appends, so a flush never holds a conflict.
+ * revisions are checked against the head including queued appends, so a flush never holds a conflict; a
+ * refusal that depends on queued appends waits for them to settle first (see `append`).
  * Compaction, deletion and restore run exclusively: they wait for queued appends and hold new ones back.
  */
 export class StreamEntry {
@@ -288,6 +289,12 @@ export class StreamEntry {
         }
       }
       if (!revisionMatches(expected, this.#head, expected === 'never_existed' && this.#ctx.wasDeleted(this.name))) {
+        // A refusal that counts queued appends waits for them: it must name a revision a read can already see,
+        // and if they fail the append may well be accepted.
+        if (this.#head !== this.#revision && this.#flushing) {
+          const settled = this.#flushing;
+          return settled.then(() => this.append(events, dataJson, chars, expected));
+        }
         throw new ConcurrencyError(this.name, expected, this.#head);
       }
     } catch (error) {
