@@ -3,12 +3,13 @@ import { openSessionHistory, type EventStore, type SessionHistory } from '@sessi
 /** A transcript line a careless page would run as markup. */
 export const HOSTILE_TEXT = '<img src=x onerror="window.__injected = 1"><script>window.__injected = 2</script> bold <b>claim</b>';
 
-/** What `fill` made: the session the tests open, its idempotency key, and the completed one's session object id. */
+/** What `fill` made: the session the tests open, its idempotency key, and the completed one (kept) with its session object id. */
 export interface Filled {
   history: SessionHistory;
   busyId: string;
   busyKey: string;
   quietId: string;
+  completedId: string;
   completedObjectId: string;
 }
 
@@ -30,5 +31,5 @@ export async function fill(store: EventStore): Promise<Filled> {
   const quiet = await history.start({ idempotencyId: 'nightly-job', startedAt: '2026-07-23T08:00:00Z', sessionType: 'job' });
   const done = await history.start({ idempotencyId: 'ticket-4700', startedAt: '2026-07-22T10:00:00Z', sessionType: 'conversation' });
   await history.complete(done.value.id, { expectedVersion: done.value.version, state: { sessionObjectId: 'OBJ-4700' } });
-  return { history, busyId, busyKey: 'ticket-4711', quietId: quiet.value.id, completedObjectId: 'OBJ-4700' };
+  return { history, busyId, busyKey: 'ticket-4711', quietId: quiet.value.id, completedId: done.value.id, completedObjectId: 'OBJ-4700' };
 }

@@ -210,8 +210,13 @@ for (const kind of KINDS) {
 
       await page.selectOption('select[name=phase]', 'complete');
       await Promise.all([page.waitForURL(/phase=complete/), page.click('form.filters button')]);
+      // A completed session stays (the default), listed under its own id and found by its session object id.
       expect(await page.locator('tbody tr[data-session]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-session')))).toEqual([
-        filled.completedObjectId,
+        filled.completedId,
+      ]);
+      await page.goto(`${origin}/?search=${filled.completedObjectId}`);
+      expect(await page.locator('tbody tr[data-session]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-session')))).toEqual([
+        filled.completedId,
       ]);
 
       await page.goto(`${origin}/?sessionType=job`);
