@@ -4,7 +4,7 @@ import { isOpenCommand } from './decisions.js';
 import { phaseSchema, type SessionStreamState } from './model.js';
 import type { ProjectedStream } from './projection-image.js';
 import type { Agree, Assert } from './type-agreement.js';
-import type { CompletionReceipt, Phase } from './types.js';
+import type { CompletionReceipt, LifecycleRecord, Phase } from './types.js';
 
 /** The columns a session listing sorts by. */
 export const LIST_SORT_KEYS = ['id', 'phase', 'sessionType', 'version', 'startedAt', 'lastActivityAt', 'openCommands', 'failureCount'] as const;
@@ -79,6 +79,26 @@ export interface ListSource {
 }
 
 /**
+ * What a listing shows, the one rule `list()` and `listPage` share: every session's state, except a completed one
+ * handed to the catalog (its receipt stands for it once recorded), then every receipt no kept session stands for.
+ */
+export function* listedEntries(
+  source: ListSource,
+): Generator<
+  { state: SessionStreamState; record: LifecycleRecord; receipt?: undefined } | { receipt: CompletionReceipt; state?: undefined; record?: undefined }
+> {
+  const archived = new Set(source.receipts.map((receipt) => receipt.sessionObjectId));
+  const listedObjects = new Set<string>();
+  for (const [, projected] of source.sessions) {
+    const { record, receipt, kept } = projected.state;
+    if (!record || (record.phase === 'complete' && kept !== true && receipt && archived.has(receipt.sessionObjectId))) continue;
+    if (receipt && kept === true) listedObjects.add(receipt.sessionObjectId);
+    yield { state: projected.state, record };
+  }
+  for (const receipt of source.receipts) if (!listedObjects.has(receipt.sessionObjectId)) yield { receipt };
+}
+
+/**
  * The page of `source` that `query` asks for: the same sessions and receipts `list()` returns, filtered, sorted by
  * one column (ties by id) and cut at `limit`. Rows are built without copying any session's state.
  */
@@ -86,7 +106,6 @@ export function listPage(source: ListSource, query: z.output<typeof listQuerySch
   // A cursor is the offset of the page's first row, as decimal digits (checked by the schema).
   const offset = query.cursor === undefined ? 0 : Number(query.cursor);
   const search = query.search?.toLowerCase();
-  const archived = new Set(source.receipts.map((receipt) => receipt.sessionObjectId));
   const direction = query.order === 'asc' ? 1 : -1;
   const key = query.sort;
   const before = (a: SessionListRow, b: SessionListRow): number => direction * (compare(a[key], b[key]) || compare(a.id, b.id));
@@ -102,44 +121,40 @@ export function listPage(source: ListSource, query: z.output<typeof listQuerySch
     total++;
     ranked.offer(row);
   };
-  const listedObjects = new Set<string>();
-  for (const [, projected] of source.sessions) {
-    const { record, receipt, kept } = projected.state;
-    // As in `list()`: a completed stream awaiting deletion is listed through its receipt once that is recorded; a
-    // kept one is listed under its own id instead of its receipt.
-    if (!record || (record.phase === 'complete' && kept !== true && receipt && archived.has(receipt.sessionObjectId))) continue;
-    if (receipt && kept === true) listedObjects.add(receipt.sessionObjectId);
+  for (const entry of listedEntries(source)) {
+    if (entry.receipt !== undefined) {
+      const { receipt } = entry;
+      keep({
+        id: receipt.sessionObjectId,
+        phase: 'complete',
+        sessionType: receipt.sessionType,
+        version: 1,
+        startedAt: receipt.createdAt ?? '',
+        lastActivityAt: receipt.committedAt ?? '',
+        openCommands: 0,
+        failureCount: 0,
+        idempotencyKey: null,
+        sessionObjectId: receipt.sessionObjectId,
+        receipt: true,
+      });
+      continue;
+    }
+    const { record, state } = entry;
     const control = record.state;
     let openCommands = 0;
-    for (const command of projected.state.commands) if (isOpenCommand(command)) openCommands++;
+    for (const command of state.commands) if (isOpenCommand(command)) openCommands++;
     keep({
       id: record.id,
       phase: record.phase,
       sessionType: typeof control['sessionType'] === 'string' ? control['sessionType'] : null,
       version: record.version,
       startedAt: record.startedAt,
-      lastActivityAt: projected.state.lastActivityAt ?? record.updatedAt,
+      lastActivityAt: state.lastActivityAt ?? record.updatedAt,
       openCommands,
       failureCount: record.ingressFailureCount,
-      idempotencyKey: projected.state.startKey,
-      sessionObjectId: typeof control['sessionObjectId'] === 'string' ? control['sessionObjectId'] : (receipt?.sessionObjectId ?? null),
+      idempotencyKey: state.startKey,
+      sessionObjectId: typeof control['sessionObjectId'] === 'string' ? control['sessionObjectId'] : (state.receipt?.sessionObjectId ?? null),
       receipt: false,
-    });
-  }
-  for (const receipt of source.receipts) {
-    if (listedObjects.has(receipt.sessionObjectId)) continue;
-    keep({
-      id: receipt.sessionObjectId,
-      phase: 'complete',
-      sessionType: receipt.sessionType,
-      version: 1,
-      startedAt: receipt.createdAt ?? '',
-      lastActivityAt: receipt.committedAt ?? '',
-      openCommands: 0,
-      failureCount: 0,
-      idempotencyKey: null,
-      sessionObjectId: receipt.sessionObjectId,
-      receipt: true,
     });
   }
   const rows = ranked.rows();

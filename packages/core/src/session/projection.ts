@@ -10,7 +10,7 @@ import type { FeedMark, ProjectedStream, ProjectionImage } from './projection-im
 import type { OwnAppend } from './stream-writer.js';
 import { catalogReducer, sessionSummaryReducer, withoutLog } from './reducer.js';
 import { StartKeyIndex } from './start-key-index.js';
-import type { ListSource } from './list-query.js';
+import { listedEntries, type ListSource } from './list-query.js';
 import { receiptRecord, summaryRecord } from './view.js';
 
 export type { ProjectedStream } from './projection-image.js';
@@ -301,17 +301,10 @@ export class SessionProjection {
    */
   list(phase?: Phase, orderBy: 'updatedAt' | 'lastActivityAt' = 'updatedAt'): SessionSummary[] {
     const records: SessionSummary[] = [];
-    const receipts = this.#catalog.state.receipts;
-    const archived = new Set(receipts.map((receipt) => receipt.sessionObjectId));
-    const listedObjects = new Set<string>();
-    for (const [, projected] of this.sessions()) {
-      const { record, receipt, kept } = projected.state;
-      // A completed stream awaiting deletion is listed through its receipt once that is recorded.
-      if (!record || (record.phase === 'complete' && kept !== true && receipt && archived.has(receipt.sessionObjectId))) continue;
-      if (receipt && kept === true) listedObjects.add(receipt.sessionObjectId);
-      records.push(summaryRecord(record, projected.state));
+    // In stream-name order, so sessions whose times tie keep one order.
+    for (const entry of listedEntries({ sessions: this.sessions(), receipts: this.#catalog.state.receipts })) {
+      records.push(entry.receipt === undefined ? summaryRecord(entry.record, entry.state) : receiptRecord(entry.receipt, true));
     }
-    for (const receipt of receipts) if (!listedObjects.has(receipt.sessionObjectId)) records.push(receiptRecord(receipt, true));
     const shown = phase === undefined ? records : records.filter((record) => record.phase === phase);
     // A stable sort keeps sessions (by stream name) ahead of receipts when times tie.
     return shown.sort((a, b) => compareText(b[orderBy], a[orderBy]));
