@@ -79,6 +79,7 @@ describe('listPage over many sessions', () => {
   it('gives the same order on a page far from the start as on the first pages', async () => {
     const { listPage, listQuerySchema } = await import('./list-query.js');
     const { newLifecycleRecord } = await import('./model.js');
+    const { initialSessionState } = await import('./reducer.js');
     const sessions: [string, { revision: number; state: SessionStreamState }][] = [];
     for (let index = 0; index < 2500; index++) {
       const id = `00000000-0000-4000-8000-${String((index * 7919) % 2500).padStart(12, '0')}`;
@@ -88,19 +89,7 @@ describe('listPage over many sessions', () => {
         `session-${id}`,
         {
           revision: 1,
-          state: {
-            sessionId: id,
-            record,
-            commands: [],
-            log: [],
-            logSize: 0,
-            firstUserMessage: null,
-            receipt: null,
-            startKey: null,
-            data: null,
-            lastActivityAt: null,
-            kept: false,
-          },
+          state: { ...initialSessionState(id), record },
         },
       ]);
     }
