@@ -35,6 +35,12 @@ export interface RawFamily {
   replay(dir: string, events: number): Promise<() => Promise<RawRead>>;
   /** Writes `events` events spread over `streams` streams (untimed); the returned function reads them all, timed. */
   readAll(dir: string, events: number, streams: number): Promise<() => Promise<RawRead>>;
+  /**
+   * Writes `perStream` events to each of `streams` new streams, the rows of `group` streams at a time in
+   * statements of at most `batch` rows per stream (as many appends in flight would share them), timed. Absent
+   * where no such limit is measured: the store's fill is then reported without a ratio.
+   */
+  fillSpread?(dir: string, streams: number, perStream: number, group: number, batch: number): Promise<Timed>;
   /** Folds a stream of `events` events, stores the result durably and drops the events. */
   compact(dir: string, events: number): Promise<Timed>;
   /** Opens `sessions` streams of `eventsPerSession` events each and reads them all. */

@@ -56,7 +56,7 @@ function toRow(base: Pick<Row, 'scenario' | 'title' | 'store' | 'unit'>, limit: 
     ...base,
     ...(m.variant ? { scenario: m.variant.id, title: m.variant.title } : {}),
     status: 'ok',
-    limit,
+    limit: m.limit ?? limit,
     rate: m.rate,
     ...(m.latency ? { p50Ms: m.latency.p50Ms, p99Ms: m.latency.p99Ms } : {}),
     ...(m.rawRate === undefined ? {} : { rawRate: m.rawRate }),

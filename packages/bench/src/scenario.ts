@@ -17,6 +17,8 @@ export interface Measurement {
   rssGrowthMb?: number;
   rawRssGrowthMb?: number;
   note?: string;
+  /** What the raw limit is, when a variant's differs from the scenario's. */
+  limit?: string;
   /** Set when one run measures several variants: each becomes its own row under this id and title. */
   variant?: { id: string; title: string };
 }

@@ -130,6 +130,7 @@ export const TARGETS: readonly Target[] = [
   ratioAtLeast('postgres', 'append-64-streams', 0.5, '64 in flight, 64 streams'),
   ratioAtLeast('postgres', 'replay', 0.7, 'replay'),
   ratioAtLeast('postgres', 'read-all', 0.7, 'readAll'),
+  ratioAtLeast('postgres', 'read-all-fill', 0.5, 'fill of the readAll fixture', 'raw multi-row INSERT'),
   replayBounded('file', 100),
   replayBounded('sqlite', 100),
   ratioAtLeast('file', 'service-round-trip', 0.6, 'service round trip'),

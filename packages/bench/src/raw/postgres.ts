@@ -185,6 +185,20 @@ export const rawPostgres: RawFamily = {
     };
   },
 
+  async fillSpread(dir, streams, perStream, group, batch): Promise<Timed> {
+    const { client, S } = await openDb(dir, 'fill');
+    const names = Array.from({ length: streams }, (_, s) => `s${s}`);
+    try {
+      return await timeSequential(1, async () => {
+        for (let s = 0; s < streams; s += group) {
+          for (let i = 0; i < perStream; i += batch) await insertRows(client, S, names.slice(s, s + group), i, Math.min(batch, perStream - i));
+        }
+      });
+    } finally {
+      await client.end();
+    }
+  },
+
   async compact(dir, events): Promise<Timed> {
     const { client, S } = await openDb(dir, 'compact');
     try {

@@ -75,26 +75,41 @@ export const replayStream: Scenario = {
   },
 };
 
-/** Reads the change feed of the same volume spread over 1,000 streams. */
+/**
+ * Reads the change feed of the same volume spread over 1,000 streams. Its fill (one append of up to `fillBatch`
+ * events per stream, 64 in flight) is a second row where the store's raw family measures the same writes as
+ * multi-row inserts, 64 streams' rows per statement.
+ */
 export const readAllStreams: Scenario = {
   id: 'read-all',
   title: 'readAll, 1,000 streams',
   unit: 'events/s',
   requires: ['readAll'],
   rawOperation: 'readAll',
-  run(context, subject) {
+  async run(context, subject) {
     const { readAllEvents, readAllStreams: streams, fillBatch } = context.volumes;
     const per = Math.ceil(readAllEvents / streams);
-    return pairedReads(context, subject, {
+    const workers = subject.lacks.concurrentAppends ? 1 : Math.min(64, streams);
+    let fillMs = 0;
+    const read = await pairedReads(context, subject, {
       label: 'read-all',
       expected: per * streams,
-      // Setup: streams are filled 64 at a time where the store allows concurrent appends.
-      fill: (store) => {
-        const workers = subject.lacks.concurrentAppends ? 1 : Math.min(64, streams);
-        return timeInFlight(streams, workers, (_worker, _call, index) => fillStream(store, `all-${index}`, per, fillBatch));
+      // Streams are filled 64 at a time where the store allows concurrent appends.
+      fill: async (store) => {
+        fillMs = (await timeInFlight(streams, workers, (_worker, _call, index) => fillStream(store, `all-${index}`, per, fillBatch))).ms;
       },
       mode: { kind: 'readAll' },
       prepareRaw: (family, dir) => family.readAll(dir, per * streams, streams),
     });
+    const family = context.raw.family(subject.raw);
+    if (family.fillSpread === undefined) return read;
+    const raw = await family.fillSpread(await context.dir('raw-fill'), streams, per, workers, fillBatch);
+    const fill: Measurement = {
+      variant: { id: 'read-all-fill', title: `fill 1,000 streams, ${workers} in flight` },
+      rate: perSecond(per * streams, fillMs),
+      rawRate: perSecond(per * streams, raw.ms),
+      limit: `${family.name}: the same events, ${workers} streams' rows per multi-row INSERT … SELECT unnest(arrays)`,
+    };
+    return [read, fill];
   },
 };
