@@ -4,7 +4,7 @@ import type { PoolClient } from 'pg';
 import type { PgPool } from './pool.js';
 
 /** The schema version this release writes; the row of `schema_version` in a migrated schema. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** Marks rows of `events`: application events and the two kinds of change-feed records. */
 export const Kind = { event: 0, snapshot: 1, deleted: 2 } as const;
@@ -22,9 +22,10 @@ export const quoted = (schema: string): string => `"${schema}"`;
 export const feedChannel = (schema: string): string => `sessionfold_${createHash('sha256').update(schema).digest('hex').slice(0, 32)}`;
 
 /**
- * Forward migrations: entry `n` takes a schema from version `n` to `n + 1`. Never edit a released entry;
- * append a new one, so every older schema can be brought forward. `S` is the quoted schema name, `channel`
- * its `feedChannel`.
+ * Forward migrations: entry `n` takes a schema from version `n` to `n + 1`. Never change what a released entry
+ * leaves behind; append a new one, so every older schema is brought to the same place. (An entry may stop
+ * creating a function that a later entry replaces outright: the end is the same from every version.) `S` is
+ * the quoted schema name, `channel` its `feedChannel`.
  */
 const MIGRATIONS: ReadonlyArray<(S: string, channel: string) => string> = [
   (S) => `
@@ -111,7 +112,7 @@ const MIGRATIONS: ReadonlyArray<(S: string, channel: string) => string> = [
   CREATE TRIGGER feed_changed AFTER INSERT ON ${S}.events FOR EACH STATEMENT EXECUTE FUNCTION ${S}.notify_feed('${channel}');
 
   -- compact_stream now also answers how many events it dropped, for the store's observer.
-  DROP FUNCTION ${S}.compact_stream(text, bigint, text, text);
+  DROP FUNCTION IF EXISTS ${S}.compact_stream(text, bigint, text, text);
   CREATE FUNCTION ${S}.compact_stream(p_stream text, p_revision bigint, p_snapshot text, p_at text)
   RETURNS TABLE (status smallint, dropped bigint)
   LANGUAGE plpgsql AS $fn$
@@ -142,212 +143,15 @@ const MIGRATIONS: ReadonlyArray<(S: string, channel: string) => string> = [
   (S) => `
   ALTER TABLE ${S}.checkpoints ADD COLUMN inflated_size bigint CHECK (inflated_size >= 0);
   ALTER TABLE ${S}.checkpoints ALTER COLUMN data SET STORAGE EXTERNAL;`,
+  (S) => APPEND_BATCHES(S),
 ];
 
 /**
  * The writes, as functions: each write is one statement, so one round trip and its own transaction (an
  * implicit one: a connection lost midway leaves nothing). Each locks the feed counter first (see feed_head).
+ * `append_batches` is created by the fourth migration and `compact_stream` by the second, which replace them.
  */
 const WRITE_FUNCTIONS = (S: string) => `
-  -- Appends a group of batches in order; p_counts says how many of the event arrays' entries (p_types, p_data,
-  -- p_ids, p_versions: one entry per event, p_versions the version of the data's shape) each batch has.
-  -- p_expected: a revision, 0 for no stream, -1 for any. One result row per batch: status 0 written
-  -- (revision and position of its last event), 1 a retry of an earlier append (that append's result),
-  -- 2 a conflict (revision = the stream's actual revision), 3 a later event id already in the stream
-  -- (revision = the 0-based index of that event in the batch). A batch that is refused writes nothing.
-  CREATE FUNCTION ${S}.append_batches(
-    p_streams text[], p_expected bigint[], p_counts integer[],
-    p_types text[], p_data text[], p_ids text[], p_versions integer[], p_at text)
-  RETURNS TABLE (status smallint, revision bigint, pos bigint)
-  LANGUAGE plpgsql AS $fn$
-  DECLARE
-    v_last    bigint;
-    v_first   integer := 1;
-    v_n       integer;
-    v_head    bigint;
-    v_hit     record;
-    v_bad     bigint;
-    v_ids     boolean;
-    -- The events decided but not inserted yet, inserted by one statement: at the end, or before an event id
-    -- of a stream among them is looked up.
-    v_base    bigint;
-    v_src     integer[] := '{}';
-    v_revs    bigint[] := '{}';
-    v_ends    bigint[] := '{}';
-    v_strs    text[] := '{}';
-    -- The group's streams as they were (v_was) and as the appends before the current one left them (v_now).
-    v_names   text[];
-    v_was     bigint[];
-    v_now     bigint[];
-    v_at      integer;
-    v_status  smallint[] := '{}';
-    v_rev     bigint[] := '{}';
-    v_pos     bigint[] := '{}';
-  BEGIN
-    SELECT f.position INTO v_last FROM ${S}.feed_head AS f FOR UPDATE;
-    IF cardinality(array_remove(p_ids, NULL)) = 0
-       AND (cardinality(p_streams) = 1 OR (SELECT count(DISTINCT x) FROM unnest(p_streams) AS x) = cardinality(p_streams)) THEN
-      -- No event ids and no stream twice: no append of the group depends on another, so one set-based
-      -- statement decides and writes them all, instead of a statement or two per append. The counter is
-      -- held, so the revisions read here are the ones the stream rows move from.
-      RETURN QUERY
-      WITH jobs AS (
-        SELECT u.j, u.stream, u.expected, u.n, (sum(u.n) OVER (ORDER BY u.j) - u.n + 1)::integer AS first,
-               coalesce(s.revision, 0) AS actual
-        FROM unnest(p_streams, p_expected, p_counts) WITH ORDINALITY AS u(stream, expected, n, j)
-        LEFT JOIN ${S}.streams AS s ON s.stream = u.stream),
-      ok AS (
-        SELECT jobs.*, v_last + sum(jobs.n) OVER (ORDER BY jobs.j) AS last_pos
-        FROM jobs WHERE jobs.expected = -1 OR jobs.expected = jobs.actual),
-      moved AS (
-        UPDATE ${S}.streams AS s SET revision = s.revision + ok.n FROM ok
-        WHERE s.stream = ok.stream AND ok.actual > 0 AND s.revision = ok.actual RETURNING s.stream),
-      created AS (
-        INSERT INTO ${S}.streams (stream, revision) SELECT ok.stream, ok.n FROM ok WHERE ok.actual = 0 RETURNING stream),
-      written AS (
-        INSERT INTO ${S}.events (position, stream, kind, revision, type, data, recorded_at, schema_version)
-        SELECT ok.last_pos - ok.n + i, ok.stream, ${Kind.event}, ok.actual + i, p_types[ok.first + i - 1], p_data[ok.first + i - 1]::json, p_at,
-               p_versions[ok.first + i - 1]
-        FROM ok, generate_series(1, ok.n) AS i RETURNING 1),
-      counted AS (
-        UPDATE ${S}.feed_head SET position = v_last + (SELECT coalesce(sum(ok.n), 0) FROM ok) RETURNING position)
-      SELECT (CASE WHEN ok.j IS NULL THEN 2 ELSE 0 END)::smallint,
-             CASE WHEN ok.j IS NULL THEN jobs.actual ELSE ok.actual + ok.n END,
-             ok.last_pos
-      FROM jobs LEFT JOIN ok ON ok.j = jobs.j ORDER BY jobs.j;
-      RETURN;
-    END IF;
-    v_base := v_last;
-    IF cardinality(array_remove(p_ids, NULL)) = 0 THEN
-      -- No event ids, but a stream more than once (many appends to one stream): each stream's revision is
-      -- read once, the appends are decided in order against the revision the ones before them left, and
-      -- each stream row is written once. The counter is held, so nothing else moves the rows meanwhile.
-      SELECT array_agg(u.name), array_agg(coalesce(s.revision, 0)) INTO v_names, v_was
-        FROM (SELECT DISTINCT x AS name FROM unnest(p_streams) AS x) AS u
-        LEFT JOIN ${S}.streams AS s ON s.stream = u.name;
-      v_now := v_was;
-      FOR j IN 1 .. cardinality(p_streams) LOOP
-        v_n := p_counts[j];
-        v_at := array_position(v_names, p_streams[j]);
-        v_head := v_now[v_at];
-        IF p_expected[j] = -1 OR p_expected[j] = v_head THEN
-          FOR i IN 1 .. v_n LOOP
-            v_src := v_src || (v_first + i - 1);
-            v_revs := v_revs || (v_head + i);
-            v_ends := v_ends || NULL::bigint;
-            v_strs := v_strs || p_streams[j];
-          END LOOP;
-          v_now[v_at] := v_head + v_n;
-          v_last := v_last + v_n;
-          v_status := v_status || 0::smallint; v_rev := v_rev || (v_head + v_n); v_pos := v_pos || v_last;
-        ELSE
-          v_status := v_status || 2::smallint; v_rev := v_rev || v_head; v_pos := v_pos || NULL::bigint;
-        END IF;
-        v_first := v_first + v_n;
-      END LOOP;
-      UPDATE ${S}.streams AS s SET revision = u.now FROM unnest(v_names, v_was, v_now) AS u(name, was, now)
-        WHERE s.stream = u.name AND u.was > 0 AND u.now <> u.was AND s.revision = u.was;
-      INSERT INTO ${S}.streams (stream, revision)
-        SELECT u.name, u.now FROM unnest(v_names, v_was, v_now) AS u(name, was, now) WHERE u.was = 0 AND u.now > 0;
-      IF v_last > v_base THEN
-        INSERT INTO ${S}.events (position, stream, kind, revision, type, data, event_id, batch_end, recorded_at, schema_version)
-          SELECT v_base + u.k, u.stream, ${Kind.event}, u.rev, p_types[u.src], p_data[u.src]::json, NULL, NULL, p_at, p_versions[u.src]
-          FROM unnest(v_strs, v_revs, v_src) WITH ORDINALITY AS u(stream, rev, src, k);
-        UPDATE ${S}.feed_head SET position = v_last;
-      END IF;
-      RETURN QUERY SELECT u.st, u.rv, u.ps FROM unnest(v_status, v_rev, v_pos) WITH ORDINALITY AS u(st, rv, ps, k) ORDER BY u.k;
-      RETURN;
-    END IF;
-    FOR j IN 1 .. coalesce(array_length(p_streams, 1), 0) LOOP
-      v_n := p_counts[j];
-      status := NULL;
-      v_ids := cardinality(array_remove(p_ids[v_first : v_first + v_n - 1], NULL)) > 0;
-      -- Event ids are looked up in the table: this stream's pending events must be in it first.
-      IF v_ids AND p_streams[j] = ANY (v_strs) THEN
-        INSERT INTO ${S}.events (position, stream, kind, revision, type, data, event_id, batch_end, recorded_at, schema_version)
-          SELECT v_base + u.k, u.stream, ${Kind.event}, u.rev, p_types[u.src], p_data[u.src]::json, p_ids[u.src], u.batch_end, p_at, p_versions[u.src]
-          FROM unnest(v_strs, v_revs, v_src, v_ends) WITH ORDINALITY AS u(stream, rev, src, batch_end, k);
-        v_base := v_last; v_src := '{}'; v_revs := '{}'; v_ends := '{}'; v_strs := '{}';
-      END IF;
-      IF v_ids AND p_ids[v_first] IS NOT NULL THEN
-        SELECT e.revision, e.position, e.batch_end INTO v_hit
-          FROM ${S}.events AS e WHERE e.stream = p_streams[j] AND e.event_id = p_ids[v_first];
-        IF FOUND THEN
-          status := 1; revision := v_hit.batch_end; pos := v_hit.position + v_hit.batch_end - v_hit.revision;
-        END IF;
-      END IF;
-      IF status IS NULL AND v_ids AND v_n > 1 THEN
-        SELECT min(u.i) INTO v_bad
-          FROM unnest(p_ids[v_first + 1 : v_first + v_n - 1]) WITH ORDINALITY AS u(id, i)
-          JOIN ${S}.events AS e ON e.stream = p_streams[j] AND e.event_id = u.id
-          WHERE u.id IS NOT NULL;
-        IF v_bad IS NOT NULL THEN status := 3; revision := v_bad; pos := NULL; END IF;
-      END IF;
-      IF status IS NULL THEN
-        -- Every mode is decided by the statement that moves the stream row, before any position is drawn.
-        v_head := NULL;
-        IF p_expected[j] > 0 THEN
-          UPDATE ${S}.streams AS s SET revision = s.revision + v_n
-            WHERE s.stream = p_streams[j] AND s.revision = p_expected[j] RETURNING s.revision - v_n INTO v_head;
-        ELSIF p_expected[j] = 0 THEN
-          INSERT INTO ${S}.streams AS s (stream, revision) VALUES (p_streams[j], v_n)
-            ON CONFLICT (stream) DO NOTHING RETURNING 0 INTO v_head;
-        ELSE
-          INSERT INTO ${S}.streams AS s (stream, revision) VALUES (p_streams[j], v_n)
-            ON CONFLICT (stream) DO UPDATE SET revision = s.revision + v_n RETURNING s.revision - v_n INTO v_head;
-        END IF;
-        IF v_head IS NULL THEN
-          status := 2; pos := NULL;
-          SELECT coalesce(max(s.revision), 0) INTO revision FROM ${S}.streams AS s WHERE s.stream = p_streams[j];
-        ELSE
-          FOR i IN 1 .. v_n LOOP
-            v_src := v_src || (v_first + i - 1);
-            v_revs := v_revs || (v_head + i);
-            v_ends := v_ends || CASE WHEN p_ids[v_first + i - 1] IS NULL THEN NULL ELSE v_head + v_n END;
-            v_strs := v_strs || p_streams[j];
-          END LOOP;
-          v_last := v_last + v_n;
-          status := 0; revision := v_head + v_n; pos := v_last;
-        END IF;
-      END IF;
-      RETURN NEXT;
-      v_first := v_first + v_n;
-    END LOOP;
-    IF v_last > v_base THEN
-      INSERT INTO ${S}.events (position, stream, kind, revision, type, data, event_id, batch_end, recorded_at, schema_version)
-        SELECT v_base + u.k, u.stream, ${Kind.event}, u.rev, p_types[u.src], p_data[u.src]::json, p_ids[u.src], u.batch_end, p_at, p_versions[u.src]
-        FROM unnest(v_strs, v_revs, v_src, v_ends) WITH ORDINALITY AS u(stream, rev, src, batch_end, k);
-    END IF;
-    UPDATE ${S}.feed_head SET position = v_last;
-  END
-  $fn$;
-
-  -- Stores a snapshot and drops the events it covers. Returns 0 done, 1 no such stream, 2 past the head,
-  -- 3 older than the stored snapshot.
-  CREATE FUNCTION ${S}.compact_stream(p_stream text, p_revision bigint, p_snapshot text, p_at text)
-  RETURNS smallint
-  LANGUAGE plpgsql AS $fn$
-  DECLARE
-    v_last bigint;
-    v_head bigint;
-    v_kept bigint;
-  BEGIN
-    SELECT f.position INTO v_last FROM ${S}.feed_head AS f FOR UPDATE;
-    SELECT s.revision INTO v_head FROM ${S}.streams AS s WHERE s.stream = p_stream FOR UPDATE;
-    IF v_head IS NULL THEN RETURN 1; END IF;
-    IF p_revision > v_head THEN RETURN 2; END IF;
-    SELECT e.revision INTO v_kept FROM ${S}.events AS e WHERE e.stream = p_stream AND e.kind <> ${Kind.event} AND e.kind = ${Kind.snapshot};
-    IF v_kept IS NOT NULL AND p_revision < v_kept THEN RETURN 3; END IF;
-    v_last := v_last + 1;
-    DELETE FROM ${S}.events AS e WHERE e.stream = p_stream AND e.kind = ${Kind.event} AND e.revision <= p_revision;
-    DELETE FROM ${S}.events AS e WHERE e.stream = p_stream AND e.kind <> ${Kind.event} AND e.kind = ${Kind.snapshot};
-    INSERT INTO ${S}.events (position, stream, kind, revision, type, data, recorded_at)
-      VALUES (v_last, p_stream, ${Kind.snapshot}, p_revision, '$snapshot', p_snapshot::json, p_at);
-    UPDATE ${S}.feed_head SET position = v_last;
-    RETURN 0;
-  END
-  $fn$;
-
   -- Creates a missing stream from a snapshot. Returns (0, position) or (1, the stream's actual revision).
   CREATE FUNCTION ${S}.restore_stream(p_stream text, p_revision bigint, p_snapshot text, p_at text)
   RETURNS TABLE (status smallint, value bigint)
@@ -411,6 +215,120 @@ const WRITE_FUNCTIONS = (S: string) => `
   END
   $fn$;
 `;
+
+/**
+ * Appends a group of batches in order, each decided against its stream as the batches before it left it;
+ * p_counts says how many of the event arrays' entries (p_types, p_data, p_ids, p_versions: one entry per
+ * event, p_versions the version of the data's shape) each batch has. p_expected: a revision, 0 for no stream,
+ * -1 for any, -2 for a stream that never existed (no `$deleted` record either). One result row per batch:
+ * status 0 written (revision and position of its last event), 1 a retry of an earlier append (that append's
+ * result), 2 a conflict (revision = the stream's actual revision), 3 a later event id already in the stream
+ * (revision = the 0-based index of that event in the batch). A batch that is refused writes nothing.
+ *
+ * Work per event is set-based (arrays are unnested, never subscripted per event: an element of a text array
+ * is found by walking the ones before it). One query gathers, per batch, what its decision needs: its
+ * stream's revision, whether the stream was deleted, and where its event ids already are (in the table, or
+ * in earlier batches of the group); a loop over the batches decides them in order; three statements write.
+ */
+const APPEND_BATCHES = (S: string) => `
+  CREATE OR REPLACE FUNCTION ${S}.append_batches(
+    p_streams text[], p_expected bigint[], p_counts integer[],
+    p_types text[], p_data text[], p_ids text[], p_versions integer[], p_at text)
+  RETURNS TABLE (status smallint, revision bigint, pos bigint)
+  LANGUAGE plpgsql AS $fn$
+  DECLARE
+    v_last   bigint;
+    v_base   bigint;
+    v_at     bigint;
+    v_bad    integer;
+    r        record;
+    -- Per batch, by its number: the answer, and its first event's index in the event arrays. Per stream, at
+    -- the number of its first batch: its revision before (v_was) and as the batches so far left it (v_head).
+    v_status smallint[] := array_fill(NULL::smallint, ARRAY[cardinality(p_streams)]);
+    v_rev    bigint[] := array_fill(NULL::bigint, ARRAY[cardinality(p_streams)]);
+    v_pos    bigint[] := array_fill(NULL::bigint, ARRAY[cardinality(p_streams)]);
+    v_first  integer[] := array_fill(NULL::integer, ARRAY[cardinality(p_streams)]);
+    v_was    bigint[] := array_fill(NULL::bigint, ARRAY[cardinality(p_streams)]);
+    v_head   bigint[] := array_fill(NULL::bigint, ARRAY[cardinality(p_streams)]);
+  BEGIN
+    SELECT f.position INTO v_last FROM ${S}.feed_head AS f FOR UPDATE;
+    v_base := v_last;
+    FOR r IN
+      WITH job AS (
+        SELECT u.j::integer AS j, u.stream, u.expected, u.n, (sum(u.n) OVER (ORDER BY u.j) - u.n + 1)::integer AS first,
+               (min(u.j) OVER (PARTITION BY u.stream))::integer AS slot
+        FROM unnest(p_streams, p_expected, p_counts) WITH ORDINALITY AS u(stream, expected, n, j)),
+      id AS (
+        SELECT job.j, job.stream, e.id, (e.k - job.first)::integer AS i
+        FROM unnest(p_ids) WITH ORDINALITY AS e(id, k)
+        JOIN job ON job.j = width_bucket(e.k::integer, (SELECT array_agg(o.first ORDER BY o.j) FROM job AS o))
+        WHERE e.id IS NOT NULL),
+      seen AS (
+        SELECT id.j, id.i, t.batch_end AS known_end, t.position + t.batch_end - t.revision AS known_pos, o.j AS prior
+        FROM id
+        LEFT JOIN ${S}.events AS t ON t.stream = id.stream AND t.event_id IS NOT NULL AND t.event_id = id.id
+        LEFT JOIN id AS o ON o.stream = id.stream AND o.id = id.id AND o.j < id.j),
+      hit AS (
+        SELECT seen.j, max(seen.known_end) FILTER (WHERE seen.i = 0) AS known_end, max(seen.known_pos) FILTER (WHERE seen.i = 0) AS known_pos,
+               array_agg(seen.prior) FILTER (WHERE seen.i = 0 AND seen.prior IS NOT NULL) AS first_prior,
+               min(seen.i) FILTER (WHERE seen.i > 0 AND seen.known_end IS NOT NULL) AS known_later,
+               array_agg(seen.i) FILTER (WHERE seen.i > 0 AND seen.prior IS NOT NULL) AS later_i,
+               array_agg(seen.prior) FILTER (WHERE seen.i > 0 AND seen.prior IS NOT NULL) AS later_prior
+        FROM seen GROUP BY seen.j)
+      SELECT job.j, job.slot, job.expected, job.n, job.first, hit.known_end, hit.known_pos, hit.first_prior,
+             hit.known_later, hit.later_i, hit.later_prior,
+             CASE WHEN job.slot = job.j THEN coalesce((SELECT s.revision FROM ${S}.streams AS s WHERE s.stream = job.stream), 0) END AS was,
+             job.expected = -2 AND EXISTS (SELECT 1 FROM ${S}.events AS d
+                                           WHERE d.stream = job.stream AND d.kind <> ${Kind.event} AND d.kind = ${Kind.deleted}) AS deleted
+      FROM job LEFT JOIN hit ON hit.j = job.j ORDER BY job.j
+    LOOP
+      IF r.slot = r.j THEN v_was[r.j] := r.was; v_head[r.j] := r.was; END IF;
+      v_at := v_head[r.slot];
+      status := NULL; revision := v_at; pos := NULL;
+      IF r.deleted THEN
+        status := 2;
+      ELSIF r.known_end IS NOT NULL THEN
+        status := 1; revision := r.known_end; pos := r.known_pos;
+      ELSIF r.first_prior IS NOT NULL THEN
+        -- At most one earlier batch of the group wrote the id: a second would have been refused.
+        FOR k IN 1 .. cardinality(r.first_prior) LOOP
+          IF v_status[r.first_prior[k]] = 0 THEN status := 1; revision := v_rev[r.first_prior[k]]; pos := v_pos[r.first_prior[k]]; END IF;
+        END LOOP;
+      END IF;
+      IF status IS NULL THEN
+        v_bad := r.known_later;
+        FOR k IN 1 .. coalesce(cardinality(r.later_i), 0) LOOP
+          IF v_status[r.later_prior[k]] = 0 AND (v_bad IS NULL OR r.later_i[k] < v_bad) THEN v_bad := r.later_i[k]; END IF;
+        END LOOP;
+        IF v_bad IS NOT NULL THEN
+          status := 3; revision := v_bad;
+        ELSIF r.expected = -1 OR greatest(r.expected, 0) = v_at THEN
+          v_head[r.slot] := v_at + r.n; v_last := v_last + r.n;
+          status := 0; revision := v_at + r.n; pos := v_last;
+        ELSE
+          status := 2;
+        END IF;
+      END IF;
+      v_status[r.j] := status; v_rev[r.j] := revision; v_pos[r.j] := pos; v_first[r.j] := r.first;
+      RETURN NEXT;
+    END LOOP;
+    IF v_last = v_base THEN RETURN; END IF;
+    -- The counter is held, so nothing else moved the stream rows since they were read.
+    UPDATE ${S}.streams AS s SET revision = u.now FROM unnest(p_streams, v_was, v_head) AS u(name, was, now)
+      WHERE s.stream = u.name AND u.was > 0 AND u.now > u.was;
+    INSERT INTO ${S}.streams (stream, revision)
+      SELECT u.name, u.now FROM unnest(p_streams, v_was, v_head) AS u(name, was, now) WHERE u.was = 0 AND u.now > 0;
+    -- Each event finds its batch by a binary search of the batches' first indexes.
+    INSERT INTO ${S}.events (position, stream, kind, revision, type, data, event_id, batch_end, recorded_at, schema_version)
+      SELECT b.pos - b.last + e.k, b.stream, ${Kind.event}, b.rev - b.last + e.k, e.type, e.data::json, e.id,
+             CASE WHEN e.id IS NOT NULL THEN b.rev END, p_at, e.version
+      FROM unnest(p_types, p_data, p_ids, p_versions) WITH ORDINALITY AS e(type, data, id, version, k)
+      JOIN (SELECT u.j, u.stream, u.rev, u.pos, u.first + u.n - 1 AS last
+            FROM unnest(p_streams, p_counts, v_status, v_rev, v_pos, v_first) WITH ORDINALITY AS u(stream, n, st, rev, pos, first, j)
+            WHERE u.st = 0) AS b ON b.j = width_bucket(e.k::integer, v_first);
+    UPDATE ${S}.feed_head SET position = v_last;
+  END
+  $fn$;`;
 
 /** What `inspect` found: whether the schema exists and its version (0 when it has no sessionfold tables). */
 interface Found {

@@ -75,10 +75,9 @@ export interface PostgresEventStore extends DisposableEventStore {
 const POLL_MS = 1000;
 const POLL_UNHEARD_MS = 250;
 
-/** `expectedRevision` as the SQL functions take it: a revision, 0 for no stream, -1 for any. */
-// 'never_existed' is 'no_stream' to the functions; the store checks for a `$deleted` record first, under the feed's lock.
+/** `expectedRevision` as `append_batches` takes it: a revision, 0 for no stream, -1 for any, -2 for never existed. */
 const expectedCode = (expected: ExpectedRevision): number =>
-  expected === 'any' ? -1 : expected === 'no_stream' || expected === 'never_existed' ? 0 : expected;
+  expected === 'any' ? -1 : expected === 'no_stream' ? 0 : expected === 'never_existed' ? -2 : expected;
 
 /**
  * An `EventStore` in PostgreSQL, shared safely by any number of processes and hosts: every write is one
@@ -173,44 +172,12 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
   type AnswerRow = { status: number; revision: number; pos: number | null };
   const answerOf = (row: AnswerRow): JobAnswer => ({ status: row.status, revision: row.revision, position: row.pos });
 
-  /**
-   * A group with a `'never_existed'` append runs as one transaction that first takes the feed's lock, which every
-   * write takes (deletes too), then looks for `$deleted` records of those streams: one found fails its append
-   * as a conflict, and nothing can delete or create the others before the group commits.
-   */
-  const appendGuarded = async (jobs: readonly AppendJob[], at: string): Promise<JobAnswer[]> => {
-    const client = await tracked(pool.connect());
-    let broken = false;
-    try {
-      await client.query('BEGIN');
-      await client.query(q.lockFeed([]));
-      const fresh = [...new Set(jobs.filter((job) => job.expected === 'never_existed').map((job) => job.stream))];
-      const deleted = new Map(
-        (await client.query<{ stream: string; revision: number }>(q.deletedAmong([fresh]))).rows.map((row) => [row.stream, row.revision]),
-      );
-      const refused = (job: AppendJob) => job.expected === 'never_existed' && deleted.has(job.stream);
-      const sent = jobs.filter((job) => !refused(job));
-      const rows = sent.length === 0 ? [] : (await client.query<AnswerRow>(appendStatement(sent, at))).rows;
-      await client.query('COMMIT');
-      let next = 0;
-      return jobs.map((job) => (refused(job) ? { status: 2, revision: deleted.get(job.stream) ?? 0, position: null } : answerOf(rows[next++] as AnswerRow)));
-    } catch (error) {
-      broken = true;
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release(broken ? true : undefined);
-    }
-  };
-
   const commits = new GroupCommit(async (jobs: readonly AppendJob[]): Promise<JobAnswer[]> => {
     // One commit time for the group. A clock that fails rejects every append of the group with
     // InvalidInputError before anything is sent: the group is one transaction, there is no time to give it.
     const at = now();
     const started = performance.now();
-    const answers = jobs.some((job) => job.expected === 'never_existed')
-      ? await appendGuarded(jobs, at)
-      : (await tracked(pool.query<AnswerRow>(appendStatement(jobs, at)))).rows.map(answerOf);
+    const answers = (await tracked(pool.query<AnswerRow>(appendStatement(jobs, at)))).rows.map(answerOf);
     const syncMs = performance.now() - started;
     const written = jobs.filter((_, index) => answers[index]?.status === 0);
     if (written.length > 0) {
@@ -398,7 +365,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       // Deleting nothing changes nothing, so this check needs no lock: a stream deleted before is refused.
       const [gone] = expected === 'never_existed' ? await rows<{ revision: number }>(q.deletedAmong([[stream]])) : [];
       if (gone) throw new ConcurrencyError(stream, expected, gone.revision);
-      const [row] = await rows<{ matched: boolean; head: number }>(q.deleteStream([stream, expectedCode(expected), at]));
+      const [row] = await rows<{ matched: boolean; head: number }>(q.deleteStream([stream, expected === 'never_existed' ? 0 : expectedCode(expected), at]));
       if (row !== undefined && !row.matched) throw new ConcurrencyError(stream, expected, row.head);
       if (row !== undefined && row.head > 0) changes.notify();
     },
