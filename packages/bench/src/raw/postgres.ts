@@ -189,10 +189,14 @@ export const rawPostgres: RawFamily = {
     const { client, S } = await openDb(dir, 'fill');
     const names = Array.from({ length: streams }, (_, s) => `s${s}`);
     try {
+      // Every statement is queued at once: the connection sends the next as soon as one is answered, and the
+      // rows of the later ones are built while the server writes the earlier ones.
       return await timeSequential(1, async () => {
+        const sent: Array<Promise<unknown>> = [];
         for (let s = 0; s < streams; s += group) {
-          for (let i = 0; i < perStream; i += batch) await insertRows(client, S, names.slice(s, s + group), i, Math.min(batch, perStream - i));
+          for (let i = 0; i < perStream; i += batch) sent.push(insertRows(client, S, names.slice(s, s + group), i, Math.min(batch, perStream - i)));
         }
+        await Promise.all(sent);
       });
     } finally {
       await client.end();
