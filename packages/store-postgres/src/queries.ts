@@ -50,8 +50,6 @@ export function queriesFor(schema: string) {
       n('append'),
       `SELECT status, revision, pos FROM ${S}.append_batches($1::text[], $2::bigint[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::integer[], $8::text)`,
     ),
-    /** () → the feed counter, locked: every write takes it first, so what is read after it stays so until commit */
-    lockFeed: named(n('lock_feed'), `SELECT f.position FROM ${S}.feed_head AS f FOR UPDATE`),
     /** (streams[]) → { stream, revision } for each of them that was deleted at some time (a `$deleted` record of it is kept) */
     deletedAmong: named(
       n('deleted_among'),
@@ -146,7 +144,6 @@ export function queriesFor(schema: string) {
     ),
     /** () → id */
     storeId: namedArray(n('store_id'), `SELECT i.id FROM ${S}.store_identity AS i`),
-    /** (name) → [storeId, isText, data] */
     /** (name) → [storeId, isText, inflatedSize | null, data] */
     loadCheckpoint: namedArray(n('load_checkpoint'), `SELECT c.store_id, c.is_text, c.inflated_size, c.data FROM ${S}.checkpoints AS c WHERE c.name = $1`),
     /** (name, storeId, isText, inflatedSize | null, data): replaces the row in one statement, so atomically. */

@@ -8,9 +8,9 @@ async function versions(store: EventStore): Promise<Array<[string, string, numbe
 }
 
 /**
- * `append_batches` writes events by three paths (distinct streams without event ids; one stream several times
- * without ids; event ids, which flush the pending rows of a stream before looking an id up): appends issued in
- * one turn share a group, so each group below takes one path, and every path must keep each event's version.
+ * Groups of every shape (distinct streams without event ids; one stream several times without ids; event ids
+ * after earlier appends of the same stream): appends issued in one turn share a group, and every event must
+ * keep its version.
  */
 describe.skipIf(PG_URL === undefined)('postgresStore: event schema versions in every path of a group commit', () => {
   const fresh = schemasDroppedAfterAll();
