@@ -1,7 +1,7 @@
 import { ConcurrencyError, InvalidInputError, type EventStore, type NewEvent } from '@sessionfold/core/kernel';
 import { describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from './schema.js';
-import { PG_URL, adminPool, collect, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
+import { PG_URL, adminPool, collect, openStore, schemasDroppedAfterAll, withStoreOn } from './test-support.fixture.js';
 
 /**
  * Appends issued in one turn share one call of `append_batches`: each must be decided against its stream as the
@@ -10,14 +10,7 @@ import { PG_URL, adminPool, collect, openStore, schemasDroppedAfterAll } from '.
 describe.skipIf(PG_URL === undefined)('postgresStore: appends decided in order inside one group', () => {
   const fresh = schemasDroppedAfterAll();
   const event = (type: string, eventId?: string): NewEvent => ({ type, data: { type }, ...(eventId === undefined ? {} : { eventId }) });
-  const inStore = async (label: string, work: (store: EventStore, schema: string) => Promise<void>) => {
-    const { store, schema } = await openStore({ schema: fresh(label) });
-    try {
-      await work(store, schema);
-    } finally {
-      await store.close();
-    }
-  };
+  const inStore = (label: string, work: (store: EventStore, schema: string) => Promise<void>) => withStoreOn(fresh(label), work);
 
   it('a retry of an append earlier in the group is answered with its result', () =>
     inStore('g_retry', async (store) => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AppendResult, EventStore, NewEvent } from '@sessionfold/core/kernel';
-import { PG_URL, adminPool, collect, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
+import { PG_URL, adminPool, collect, schemasDroppedAfterAll, withStoreOn } from './test-support.fixture.js';
 
 /** [stream, type, schemaVersion] of every event of the feed, in position order. */
 async function versions(store: EventStore): Promise<Array<[string, string, number]>> {
@@ -15,15 +15,7 @@ async function versions(store: EventStore): Promise<Array<[string, string, numbe
 describe.skipIf(PG_URL === undefined)('postgresStore: event schema versions in every path of a group commit', () => {
   const fresh = schemasDroppedAfterAll();
   const event = (type: string, schemaVersion?: number): NewEvent => ({ type, data: { type }, ...(schemaVersion === undefined ? {} : { schemaVersion }) });
-  /** Runs `work` on a store opened on a fresh schema, and closes it. */
-  const inStore = async (label: string, work: (store: EventStore, schema: string) => Promise<void>) => {
-    const { store, schema } = await openStore({ schema: fresh(label) });
-    try {
-      await work(store, schema);
-    } finally {
-      await store.close();
-    }
-  };
+  const inStore = (label: string, work: (store: EventStore, schema: string) => Promise<void>) => withStoreOn(fresh(label), work);
 
   it('appends to distinct streams without event ids', () =>
     inStore('v_set', async (store) => {

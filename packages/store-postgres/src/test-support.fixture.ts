@@ -64,6 +64,16 @@ export function schemasDroppedAfterAll(): (label?: string) => string {
   };
 }
 
+/** Runs `work` on a store opened on the schema `schema`, and closes the store whatever `work` does. */
+export async function withStoreOn(schema: string, work: (store: PostgresEventStore, schema: string) => Promise<void>): Promise<void> {
+  const { store } = await openStore({ schema });
+  try {
+    await work(store, schema);
+  } finally {
+    await store.close();
+  }
+}
+
 /** Collects an async iterable. */
 export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
