@@ -31,6 +31,8 @@ export function registerInspect(program: Command): void {
         const service = await openSessionHistory({ store, readOnly: true, follow: true });
         try {
           const inspector = await startInspector({ store, service, storeName: where, host: options.host, port: options.port });
+          // Listening before the URL is printed: whoever reads the URL may stop the server at once.
+          const interrupted = untilInterrupted();
           if (!LOOPBACK.has(options.host)) {
             context.out.warn(`listening on ${options.host}: anyone who can reach it and has the token in the URL can read the whole store`);
           }
@@ -39,7 +41,7 @@ export function registerInspect(program: Command): void {
           await context.out.flush();
           context.out.log('Serving read-only; Ctrl-C stops.');
           if (options.open) openBrowser(inspector.url);
-          await untilInterrupted();
+          await interrupted;
           await inspector.close();
         } finally {
           await service.close();
