@@ -89,9 +89,16 @@ function refuseForeign(db: SqliteDatabase, path: string, version: number): void 
  * foreign or newer database is refused here. Returns the file's schema version.
  */
 export function checkVersion(db: SqliteDatabase, path: string): number {
-  const version = readVersion(db);
-  refuseForeign(db, path, version);
-  return version;
+  // One read transaction: the version and the tables are read from the same state of the file, so another
+  // process migrating meanwhile is seen as done or not begun, never as tables without a version.
+  db.exec('BEGIN');
+  try {
+    const version = readVersion(db);
+    refuseForeign(db, path, version);
+    return version;
+  } finally {
+    if (db.inTransaction) db.exec('COMMIT');
+  }
 }
 
 /**
