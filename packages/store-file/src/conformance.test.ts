@@ -35,4 +35,5 @@ describeEventStoreConformance('fileStore', () => open(join(root, `store-${++coun
   openSecond: (store) => fileStore({ directory: directories.get(store) as string, readOnly: true }),
   // A view's follow polls every 50 ms and yields what has been on disk for 100 ms (plus opening a view).
   followDelayMs: 200,
+  status: true,
 });

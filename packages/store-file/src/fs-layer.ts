@@ -31,25 +31,6 @@ export interface FileSystem {
   /** Writes up to `length` bytes at `position`; resolves with how many were written (may be fewer). */
   write(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): Promise<number>;
   fdatasync(fd: number): Promise<void>;
-  /**
-   * Synchronous twins of `write` and `fdatasync`, used only to flush a lone append without a thread-pool
-   * round trip. Optional: without both, every flush takes the asynchronous calls.
-   */
-  writeSync?(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
-  fdatasyncSync?(fd: number): void;
-  /**
-   * Synchronous twins of `open` and `close`, used only to create a journal for a lone append (and open its
-   * directory for the fsync) without thread-pool round trips. Optional, as above.
-   */
-  openSync?(path: string, flags: string, mode?: number): number;
-  closeSync?(fd: number): void;
-  /** Synchronous twin of `rename`, used only to put a blank journal in place for a lone append. Optional, as above. */
-  renameSync?(from: string, to: string): void;
-  /**
-   * Synchronous twin of `read`, used only to read a few kilobytes this writer has just written (in the page cache)
-   * through its own descriptor, instead of opening the journal. Optional, as above.
-   */
-  readSync?(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
   fsync(fd: number): Promise<void>;
   ftruncate(fd: number, length: number): Promise<void>;
   fchmod(fd: number, mode: number): Promise<void>;
@@ -62,11 +43,6 @@ export interface FileSystem {
   mkdir(path: string, mode: number): Promise<void>;
   /** Size, and (when the file system gives them) the inode and modification time that tell a file changed. */
   lstat(path: string): Promise<{ isDirectory(): boolean; size: number; ino?: number; mtimeMs?: number }>;
-  /**
-   * Synchronous twin of `lstat` (undefined when there is no such file), used only to stamp the files a manifest
-   * records a slice at a time, without a thread-pool round trip per file. Optional, as above.
-   */
-  lstatSync?(path: string): { size: number; ino?: number; mtimeMs?: number } | undefined;
   readFile(path: string): Promise<Buffer>;
 }
 
@@ -148,17 +124,6 @@ async function openChecked(path: string, flags: string, mode: number | undefined
   return checkedFd(path, fd);
 }
 
-/** The synchronous twin of `openChecked`. */
-function openCheckedSync(path: string, flags: string, mode: number | undefined): number {
-  let fd: number;
-  try {
-    fd = fs.openSync(path, safeFlags(flags), mode);
-  } catch (error) {
-    throw openFailure(path, error);
-  }
-  return checkedFd(path, fd);
-}
-
 /** Reads the whole regular file at `path` through `openChecked`: a FIFO, a device or a symlink is refused, never read. */
 async function readRegularFile(path: string): Promise<Buffer> {
   const fd = await openChecked(path, 'r', undefined);
@@ -188,12 +153,6 @@ export const nodeFileSystem: FileSystem = {
   // which under load costs more than the copy. The fdatasync that follows is what waits on the disk.
   write: async (fd, buffer, offset, length, position) => fs.writeSync(fd, buffer, offset, length, position),
   fdatasync: (fd) => call<[number], void>(fs.fdatasync)(fd),
-  writeSync: (fd, buffer, offset, length, position) => fs.writeSync(fd, buffer, offset, length, position),
-  fdatasyncSync: (fd) => fs.fdatasyncSync(fd),
-  openSync: (path, flags, mode) => openCheckedSync(path, flags, mode),
-  closeSync: (fd) => fs.closeSync(fd),
-  renameSync: (from, to) => fs.renameSync(from, to),
-  readSync: (fd, buffer, offset, length, position) => fs.readSync(fd, buffer, offset, length, position),
   fsync: (fd) => call<[number], void>(fs.fsync)(fd),
   ftruncate: (fd, length) => call<[number, number], void>(fs.ftruncate)(fd, length),
   fchmod: (fd, mode) => call<[number, number], void>(fs.fchmod)(fd, mode),
@@ -206,7 +165,6 @@ export const nodeFileSystem: FileSystem = {
     await fs.promises.mkdir(path, { recursive: true, mode });
   },
   lstat: (path) => call<[string], fs.Stats>(fs.lstat)(path),
-  lstatSync: (path) => fs.lstatSync(path, { throwIfNoEntry: false }),
   readFile: (path) => readRegularFile(path),
 };
 
@@ -225,40 +183,7 @@ export function realDirectory(path: string): string {
 /** The default file system with the caller's replacements applied. */
 export function withOverrides(overrides: Partial<FileSystem> | undefined): FileSystem {
   if (!overrides) return nodeFileSystem;
-  const merged: FileSystem = { ...nodeFileSystem, ...overrides };
-  // A replaced `write` or `fdatasync` (an injected fault) must not be bypassed by the default synchronous twin.
-  if (overrides.write && !overrides.writeSync) delete merged.writeSync;
-  if (overrides.fdatasync && !overrides.fdatasyncSync) delete merged.fdatasyncSync;
-  if (overrides.open && !overrides.openSync) delete merged.openSync;
-  if (overrides.close && !overrides.closeSync) delete merged.closeSync;
-  if (overrides.rename && !overrides.renameSync) delete merged.renameSync;
-  if (overrides.read && !overrides.readSync) delete merged.readSync;
-  if (overrides.lstat && !overrides.lstatSync) delete merged.lstatSync;
-  return merged;
-}
-
-/** The synchronous calls of a file system, when it has both. */
-export interface InlineIo {
-  writeSync(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
-  fdatasyncSync(fd: number): void;
-}
-
-/** `fsl` as `InlineIo`, or undefined when it lacks either synchronous call. */
-export function inlineIo(fsl: FileSystem): InlineIo | undefined {
-  return fsl.writeSync && fsl.fdatasyncSync ? (fsl as InlineIo) : undefined;
-}
-
-/** The synchronous calls that create a journal and open its directory, on top of `InlineIo`'s. */
-export interface InlineCreateIo extends InlineIo {
-  openSync(path: string, flags: string, mode?: number): number;
-  closeSync(fd: number): void;
-  /** When present, a blank journal is renamed into place instead (see `BlankJournals`). */
-  renameSync?(from: string, to: string): void;
-}
-
-/** `fsl` as `InlineCreateIo`, or undefined when it lacks any of the synchronous calls. */
-export function inlineCreateIo(fsl: FileSystem): InlineCreateIo | undefined {
-  return inlineIo(fsl) && fsl.openSync && fsl.closeSync ? (fsl as InlineCreateIo) : undefined;
+  return { ...nodeFileSystem, ...overrides };
 }
 
 /** Writes all of `bytes` at `position`, looping over short writes (a full disk shows up as one). */
@@ -271,28 +196,7 @@ export async function writeAll(fsl: FileSystem, fd: number, bytes: Uint8Array, p
   }
 }
 
-/** `writeAll` with the synchronous call: the same loop over short writes. */
-export function writeAllSync(io: InlineIo, fd: number, bytes: Uint8Array, position: number): void {
-  let done = 0;
-  while (done < bytes.length) {
-    const written = io.writeSync(fd, bytes, done, bytes.length - done, position + done);
-    if (written <= 0) throw Object.assign(new Error('write made no progress'), { code: 'EIO' });
-    done += written;
-  }
-}
-
-/** Reads `bytes.length` bytes at `position` with the synchronous call, looping over short reads; how many it got (fewer at the end of the file). */
-export function readAllSync(io: Required<Pick<FileSystem, 'readSync'>>, fd: number, bytes: Uint8Array, position: number): number {
-  let got = 0;
-  while (got < bytes.length) {
-    const n = io.readSync(fd, bytes, got, bytes.length - got, position + got);
-    if (n === 0) break;
-    got += n;
-  }
-  return got;
-}
-
-/** `readAllSync` with the asynchronous call: reads `bytes.length` bytes at `position`; how many it got (fewer at the end of the file). */
+/** Reads `bytes.length` bytes at `position`; how many it got (fewer at the end of the file). */
 export async function readAll(fsl: FileSystem, fd: number, bytes: Uint8Array, position: number): Promise<number> {
   let got = 0;
   while (got < bytes.length) {

@@ -1,2 +1,2 @@
-export { fileStore, type FileStoreOptions } from './file-store.js';
+export { fileStore, type FileEventStore, type FileStoreOptions } from './log/log-store.js';
 export type { FileSystem } from './fs-layer.js';

@@ -7,12 +7,13 @@ import { decodeLine, frameLine } from './journal-codec.js';
 export const STORE_FORMAT = 'sessionfold.file-store';
 /**
  * The newest layout this release reads and writes. 1: release 0.1.0, which wrote no format file. 2: the format
- * file, and a blob's owner recorded before the blob. 3: journal lines may carry `schemaVersion`. A store of
- * version 1 is read as it is; its first writer records 2, and the first append of an event whose schema
- * version is not 1 records 3 before writing its line — so a release that would ignore the member refuses the
- * store instead of misreading it, and a store that never needs it stays readable by that release.
+ * file, and a blob's owner recorded before the blob. 3: journal lines may carry `schemaVersion`. 4: one
+ * segmented log instead of a journal per stream. A store of version 1–3 is upgraded to 4 by its first writer
+ * (see `legacy/upgrade.ts`); the format file is the switch, so a release that knows only 1–3 refuses the result.
  */
-export const STORE_FORMAT_VERSION = 3;
+export const STORE_FORMAT_VERSION = 4;
+/** The newest layout of one journal per stream: stores of this version or older are read by `legacy/` only. */
+export const LAST_LEGACY_FORMAT_VERSION = 3;
 /** What a writer records when it opens a store of an older layout: everything but event schema versions. */
 export const BASE_FORMAT_VERSION = 2;
 /** The first layout whose journal lines may carry `schemaVersion`. */

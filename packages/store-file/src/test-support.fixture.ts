@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -136,13 +136,42 @@ export async function openFailure(options: FileStoreOptions): Promise<unknown> {
   );
 }
 
-/**
- * Removes the mark of a clean close from `dir`, as a writer that was killed leaves it: the next open then checks
- * each file against the manifest (and reads what changed) instead of taking the files as the manifest records
- * them. For tests that change files by hand to stand for a crash or for damage that open must find.
- */
-export function withoutCleanClose(dir: string): void {
-  rmSync(join(dir, 'clean-close.json'), { force: true });
+/** The segment files of the store in `dir`, in log order (full paths). */
+export function segmentsOf(dir: string): string[] {
+  const log = join(dir, 'log');
+  return readdirSync(log)
+    .filter((name) => /^\d{20}\.jsonl$/.test(name))
+    .sort()
+    .map((name) => join(log, name));
+}
+
+/** One line of a segment: its file, 1-based line number, byte offset, bytes (newline included) and parsed payload. */
+export interface SegmentLine {
+  path: string;
+  line: number;
+  offset: number;
+  bytes: Buffer;
+  payload: Record<string, unknown>;
+}
+
+/** Every whole line of every segment of the store in `dir`, in log order, with where it lies. */
+export function logLines(dir: string): SegmentLine[] {
+  const lines: SegmentLine[] = [];
+  for (const path of segmentsOf(dir)) {
+    const bytes = readFileSync(path);
+    let offset = 0;
+    let line = 1;
+    for (let end = bytes.indexOf(0x0a); end !== -1; offset = end + 1, end = bytes.indexOf(0x0a, offset), line++) {
+      const text = bytes.toString('utf8', offset + 65, end);
+      lines.push({ path, line, offset, bytes: bytes.subarray(offset, end + 1), payload: JSON.parse(text) as Record<string, unknown> });
+    }
+  }
+  return lines;
+}
+
+/** The lines of the store in `dir` that belong to `stream` (events, `$snapshot`, `$deleted` and blob-owner lines). */
+export function linesOf(dir: string, stream: StreamId): SegmentLine[] {
+  return logLines(dir).filter((line) => line.payload.stream === stream);
 }
 
 /**

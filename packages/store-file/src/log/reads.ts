@@ -1,0 +1,141 @@
+import { CorruptionError, PagedEvents, type EventRow, type Snapshot } from '@sessionfold/core/kernel';
+import type { FileSystem } from '../fs-layer.js';
+import { decodeLogLine, type ChangeRecord } from './records.js';
+import { segmentIndexFor, type Segment } from './segments.js';
+import { RUN_SLOTS, type MarkRecord, type StreamEntry, type StreamIndex } from './stream-index.js';
+
+/** Bytes of runs one page of a stream read fetches; a feed read's chunk. */
+const PAGE_BYTES = 1 << 20;
+const NEWLINE = 0x0a;
+
+/** What reads need of the store: the index and the segments as they are now. */
+export interface ReadContext {
+  readonly fs: FileSystem;
+  readonly index: StreamIndex;
+  readonly segments: readonly Segment[];
+  /** Tells the store's observer of damage a read met (and poisons a writer). */
+  corrupt(error: CorruptionError): CorruptionError;
+}
+
+function segmentOf(ctx: ReadContext, base: number): Segment {
+  const segment = ctx.segments[segmentIndexFor(ctx.segments, base)];
+  if (segment === undefined || segment.base !== base) throw new Error(`no segment ${base}`);
+  return segment;
+}
+
+/** Each change record of the whole lines in `bytes` (read from `segment` at `offset`), in order; damage is a `CorruptionError`. */
+function* changesIn(ctx: ReadContext, segment: Segment, bytes: Buffer, offset: number): Generator<ChangeRecord> {
+  let start = 0;
+  for (let end = bytes.indexOf(NEWLINE); end !== -1; start = end + 1, end = bytes.indexOf(NEWLINE, start)) {
+    const record = decodeLogLine(bytes, start, end);
+    if ('damage' in record) throw ctx.corrupt(new CorruptionError(segment.path, undefined, `the line at byte ${offset + start}: ${record.damage}`));
+    if (record.kind === 'change') yield record;
+  }
+}
+
+function rowOf(record: ChangeRecord): EventRow {
+  return [record.position, record.stream, record.revision, record.type, record.dataJson, record.eventId ?? null, record.recordedAt, record.schemaVersion ?? 1];
+}
+
+/** A stream's live events as a read found them when it started: later appends and compactions do not change it. */
+export interface HeldStream {
+  name: string;
+  runs: readonly number[];
+  through: number;
+}
+
+/** `entry` as a read holds it. */
+export function holdStream(entry: StreamEntry): HeldStream {
+  return { name: entry.name, runs: entry.runs.slice(), through: entry.revision };
+}
+
+/** The snapshot the record at `mark` holds. */
+export async function readSnapshot(ctx: ReadContext, stream: string, mark: MarkRecord): Promise<Snapshot> {
+  const segment = segmentOf(ctx, mark.at.segment);
+  const [record] = changesIn(ctx, segment, await segment.read(ctx.fs, mark.at.offset, mark.at.bytes), mark.at.offset);
+  if (record === undefined || record.position !== mark.position) {
+    throw ctx.corrupt(new CorruptionError(segment.path, undefined, `the snapshot of ${stream} is not at byte ${mark.at.offset}`));
+  }
+  return JSON.parse(record.dataJson) as Snapshot;
+}
+
+/**
+ * The events of `entry` from revision `from` (after its snapshot), as rows, page by page: the runs are taken
+ * when the read starts, so later appends do not show and a compaction does not pull lines from under it.
+ */
+export function streamPages(ctx: ReadContext, held: HeldStream, from: number): { first: Promise<EventRow[]>; next: () => Promise<EventRow[] | undefined> } {
+  const { runs, through, name } = held;
+  let run = 0;
+  // Skips runs that end before `from`.
+  while (run + RUN_SLOTS < runs.length && (runs[run + RUN_SLOTS + 3] as number) <= from) run += RUN_SLOTS;
+  const page = async (): Promise<EventRow[] | undefined> => {
+    if (run >= runs.length) return undefined;
+    const rows: EventRow[] = [];
+    let bytes = 0;
+    while (run < runs.length && (rows.length === 0 || bytes < PAGE_BYTES)) {
+      const segment = segmentOf(ctx, runs[run] as number);
+      const offset = runs[run + 1] as number;
+      const length = runs[run + 2] as number;
+      run += RUN_SLOTS;
+      bytes += length;
+      const read = await segment.read(ctx.fs, offset, length);
+      if (read.length !== length) throw ctx.corrupt(new CorruptionError(segment.path, undefined, `the file ends before byte ${offset + length}`));
+      for (const record of changesIn(ctx, segment, read, offset)) {
+        if (record.stream !== name) throw ctx.corrupt(new CorruptionError(segment.path, undefined, `the line at byte ${offset} is not of ${name}`));
+        if (record.revision >= from && record.revision <= through) rows.push(rowOf(record));
+      }
+    }
+    return rows;
+  };
+  return { first: page().then((rows) => rows ?? []), next: page };
+}
+
+/** `streamPages` as an iterable of events (or of stored events with `stored`). */
+export async function streamEvents<T>(ctx: ReadContext, held: HeldStream, from: number, fromRow: (row: EventRow) => T): Promise<PagedEvents<T>> {
+  const pages = streamPages(ctx, held, from);
+  return new PagedEvents<T>(await pages.first, pages.next, fromRow);
+}
+
+/**
+ * The feed from `from`: a sequential read of the log from the segment and mark that hold `from`, up to its end
+ * when the read started, listing each record the index still calls live.
+ */
+export async function* feedRows(ctx: ReadContext, from: number): AsyncGenerator<EventRow> {
+  const segments = ctx.segments.slice();
+  if (segments.length === 0 || from > ctx.index.lastPosition) return;
+  const feed = ctx.index.beginFeed();
+  try {
+    yield* liveRows(ctx, segments, from, feed.end);
+  } finally {
+    feed.done();
+  }
+}
+
+async function* liveRows(ctx: ReadContext, segments: readonly Segment[], from: number, last: number): AsyncGenerator<EventRow> {
+  const ends = segments.map((segment) => segment.size);
+  let at = segmentIndexFor(segments, from);
+  let offset = (segments[at] as Segment).startFor(from).offset;
+  for (; at < segments.length; at++, offset = 0) {
+    const segment = segments[at] as Segment;
+    const end = ends[at] as number;
+    let carry: Buffer = Buffer.alloc(0);
+    while (offset < end) {
+      const chunk = await segment.read(ctx.fs, offset, Math.min(PAGE_BYTES, end - offset));
+      if (chunk.length === 0) throw ctx.corrupt(new CorruptionError(segment.path, undefined, `the file ends before byte ${end}`));
+      const bytes = carry.length === 0 ? chunk : Buffer.concat([carry, chunk]);
+      const whole = bytes.lastIndexOf(NEWLINE) + 1;
+      const rows: EventRow[] = [];
+      for (const record of changesIn(ctx, segment, bytes.subarray(0, whole), offset - carry.length)) {
+        if (record.position < from) continue;
+        if (record.position > last) {
+          yield* rows;
+          return;
+        }
+        if (ctx.index.entry(record.stream)?.isLive(record.type, record.revision, record.position, last) === true) rows.push(rowOf(record));
+      }
+      carry = bytes.subarray(whole);
+      offset += chunk.length;
+      yield* rows;
+    }
+  }
+}

@@ -1,0 +1,217 @@
+import { DELETED_RECORD, SNAPSHOT_RECORD, type AppendResult } from '@sessionfold/core/kernel';
+import type { BlobRecord, ChangeRecord } from './records.js';
+
+/** Where a record or a run of records lies: the segment (by its name's number), the byte offset and length. */
+export interface Location {
+  segment: number;
+  offset: number;
+  bytes: number;
+}
+
+/** A `$snapshot` or `$deleted` record of a stream, where the feed finds it. */
+export interface MarkRecord {
+  revision: number;
+  position: number;
+  at: Location;
+}
+
+/** Slots of one run in `StreamEntry.runs`: segment, offset, bytes, first revision. */
+export const RUN_SLOTS = 4;
+
+/**
+ * What the index knows of one stream: its revision (0 while it does not exist), its current snapshot and last
+ * deletion, where its live events lie (runs of whole lines, adjacent batches merged), its event ids and blobs.
+ */
+export class StreamEntry {
+  revision = 0;
+  snapshot: MarkRecord | undefined;
+  deleted: MarkRecord | undefined;
+  /** Flattened runs of the live events, in revision order: `RUN_SLOTS` numbers each. */
+  runs: number[] = [];
+  /** Each event id of the live events, with the result of the append that wrote it. */
+  eventIds: Map<string, { result: AppendResult; revision: number }> | undefined;
+  blobs: Set<string> | undefined;
+
+  constructor(readonly name: string) {}
+
+  /** The revision of the first live event, or undefined when the stream has none after its snapshot. */
+  get firstEventRevision(): number | undefined {
+    return this.runs.length === 0 ? undefined : this.runs[3];
+  }
+
+  /**
+   * What the stream was before each snapshot or deletion applied while a feed read was under way (`until` the
+   * position of that record), oldest first: such a read lists what was live when it started.
+   */
+  past: PastState[] | undefined;
+
+  /** Whether a feed read that started when the log ended at `end` lists the record of this stream at `position`, of `type` and `revision`. */
+  isLive(type: string, revision: number, position: number, end = Number.POSITIVE_INFINITY): boolean {
+    const state: LiveState = this.past?.find((past) => past.until > end) ?? this;
+    if (type === DELETED_RECORD) return state.deleted?.position === position;
+    if (type === SNAPSHOT_RECORD) return state.snapshot?.position === position;
+    return state.revision > 0 && position > (state.deleted?.position ?? 0) && revision > (state.snapshot?.revision ?? 0);
+  }
+}
+
+/** What decides which records of a stream the feed lists. */
+interface LiveState {
+  revision: number;
+  snapshot: MarkRecord | undefined;
+  deleted: MarkRecord | undefined;
+}
+
+/** A stream's `LiveState` up to the position `until`. */
+interface PastState extends LiveState {
+  until: number;
+}
+
+/** Bytes that no read will ask for again, per segment: what cleaning a segment would reclaim. */
+export type DeadBytes = Map<number, number>;
+
+/**
+ * The in-memory index of the log: every stream's entry, the last position, and the rules each record must keep
+ * (positions grow; a stream's events count up from its revision; a snapshot and a deletion fit the stream). The
+ * writer, the open scan and a read-only view apply records through the same rules; a record that breaks one is
+ * damage, named by `apply`'s result.
+ */
+export class StreamIndex {
+  readonly streams = new Map<string, StreamEntry>();
+  lastPosition = 0;
+  readonly dead: DeadBytes = new Map();
+  /** Feed reads under way, and the entries that keep past states for them. */
+  #feeds = 0;
+  readonly #withPast = new Set<StreamEntry>();
+
+  /** Starts a feed read: it lists records up to the current last position, as live as they were now. Call `end` when done. */
+  beginFeed(): { end: number; done(): void } {
+    this.#feeds++;
+    let ended = false;
+    return {
+      end: this.lastPosition,
+      done: () => {
+        if (ended) return;
+        ended = true;
+        if (--this.#feeds > 0) return;
+        for (const entry of this.#withPast) entry.past = undefined;
+        this.#withPast.clear();
+      },
+    };
+  }
+
+  #keepPast(entry: StreamEntry, until: number): void {
+    if (this.#feeds === 0) return;
+    (entry.past ??= []).push({ until, revision: entry.revision, snapshot: entry.snapshot, deleted: entry.deleted });
+    this.#withPast.add(entry);
+  }
+
+  entry(stream: string): StreamEntry | undefined {
+    return this.streams.get(stream);
+  }
+
+  #entry(stream: string): StreamEntry {
+    let entry = this.streams.get(stream);
+    if (entry === undefined) {
+      entry = new StreamEntry(stream);
+      this.streams.set(stream, entry);
+    }
+    return entry;
+  }
+
+  #kill(at: Location): void {
+    this.dead.set(at.segment, (this.dead.get(at.segment) ?? 0) + at.bytes);
+  }
+
+  /** Why `batch` (one record, or the lines of one append) cannot follow what the index holds, or undefined. */
+  check(batch: readonly ChangeRecord[]): string | undefined {
+    const first = batch[0] as ChangeRecord;
+    const entry = this.streams.get(first.stream);
+    const revision = entry?.revision ?? 0;
+    let position = this.lastPosition;
+    for (let i = 0; i < batch.length; i++) {
+      const record = batch[i] as ChangeRecord;
+      if (record.position <= position) return `position ${record.position} does not follow position ${position}`;
+      position = record.position;
+      if (i > 0 && record.stream !== first.stream) return `the batch of ${first.stream} goes on with a line of ${record.stream}`;
+    }
+    if (first.type === SNAPSHOT_RECORD) {
+      if (revision > 0 && first.revision > revision) return `the snapshot's revision ${first.revision} is past the stream's revision ${revision}`;
+      if (revision > 0 && first.revision < (entry?.snapshot?.revision ?? 0))
+        return `the snapshot's revision ${first.revision} is older than the stream's snapshot`;
+      return undefined;
+    }
+    // A stream the index holds nothing of may start at any revision: its earlier records were cleaned away
+    // (dead since a snapshot or a deletion), or dropped by the layout the log was upgraded from.
+    if (first.type === DELETED_RECORD) {
+      return revision === 0 || first.revision === revision ? undefined : `a deletion at revision ${first.revision} of a stream at revision ${revision}`;
+    }
+    const base = revision === 0 ? first.revision - 1 : revision;
+    for (let i = 0; i < batch.length; i++) {
+      const record = batch[i] as ChangeRecord;
+      if (record.revision !== base + i + 1) return `revision ${record.revision} of ${record.stream} does not follow revision ${base + i}`;
+      if (i > 0 && (record.type === SNAPSHOT_RECORD || record.type === DELETED_RECORD)) return `a ${record.type} record inside a batch`;
+    }
+    return undefined;
+  }
+
+  /** Applies a batch that `check` accepted, found at `at` (the whole batch's bytes). */
+  apply(batch: readonly ChangeRecord[], at: Location): void {
+    const first = batch[0] as ChangeRecord;
+    const last = batch[batch.length - 1] as ChangeRecord;
+    const entry = this.#entry(first.stream);
+    this.lastPosition = last.position;
+    if (first.type === SNAPSHOT_RECORD || first.type === DELETED_RECORD) this.#keepPast(entry, first.position);
+    if (first.type === SNAPSHOT_RECORD) {
+      if (entry.snapshot !== undefined) this.#kill(entry.snapshot.at);
+      entry.snapshot = { revision: first.revision, position: first.position, at };
+      if (entry.revision === 0) {
+        entry.revision = first.revision;
+        return;
+      }
+      this.#dropThrough(entry, first.revision);
+      return;
+    }
+    if (first.type === DELETED_RECORD) {
+      if (entry.deleted !== undefined) this.#kill(entry.deleted.at);
+      if (entry.snapshot !== undefined) this.#kill(entry.snapshot.at);
+      this.#dropThrough(entry, Number.POSITIVE_INFINITY);
+      entry.deleted = { revision: first.revision, position: first.position, at };
+      entry.revision = 0;
+      entry.snapshot = undefined;
+      entry.eventIds = undefined;
+      entry.blobs = undefined;
+      return;
+    }
+    entry.revision = last.revision;
+    const result = { revision: last.revision, position: last.position };
+    for (const record of batch) if (record.eventId !== undefined) (entry.eventIds ??= new Map()).set(record.eventId, { result, revision: record.revision });
+    const runs = entry.runs;
+    const n = runs.length;
+    if (n > 0 && runs[n - 4] === at.segment && (runs[n - 3] as number) + (runs[n - 2] as number) === at.offset)
+      runs[n - 2] = (runs[n - 2] as number) + at.bytes;
+    else runs.push(at.segment, at.offset, at.bytes, first.revision);
+  }
+
+  /** Records that `blob.stream` owns `blob.sha256`. */
+  applyBlob(blob: BlobRecord): void {
+    (this.#entry(blob.stream).blobs ??= new Set()).add(blob.sha256);
+  }
+
+  /** Forgets the events of `entry` up to `revision` (runs wholly covered; event ids of the dropped events). */
+  #dropThrough(entry: StreamEntry, revision: number): number {
+    const runs = entry.runs;
+    let keepFrom = 0;
+    while (keepFrom < runs.length) {
+      const next = keepFrom + RUN_SLOTS < runs.length ? (runs[keepFrom + RUN_SLOTS + 3] as number) : entry.revision + 1;
+      if (next - 1 > revision) break;
+      this.#kill({ segment: runs[keepFrom] as number, offset: 0, bytes: runs[keepFrom + 2] as number });
+      keepFrom += RUN_SLOTS;
+    }
+    if (keepFrom > 0) entry.runs = runs.slice(keepFrom);
+    if (entry.eventIds !== undefined) {
+      for (const [id, held] of entry.eventIds) if (held.revision <= revision) entry.eventIds.delete(id);
+      if (entry.eventIds.size === 0) entry.eventIds = undefined;
+    }
+    return keepFrom / RUN_SLOTS;
+  }
+}
