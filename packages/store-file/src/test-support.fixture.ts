@@ -136,6 +136,15 @@ export async function openFailure(options: FileStoreOptions): Promise<unknown> {
   );
 }
 
+/**
+ * Removes the index snapshots of the store in `dir`, as if no writer had saved one: the next open then reads and
+ * checks the whole log. For tests that change a segment by hand to stand for damage that open must find (with a
+ * snapshot, open reads only the log after it, and the damage is found by the read that meets it).
+ */
+export function withoutIndexSnapshots(dir: string): void {
+  rmSync(join(dir, 'index'), { recursive: true, force: true });
+}
+
 /** The segment files of the store in `dir`, in log order (full paths). */
 export function segmentsOf(dir: string): string[] {
   const log = join(dir, 'log');

@@ -45,7 +45,7 @@ import {
   type VerifyReport,
 } from '@sessionfold/core/kernel';
 import { createCheckpointSlot, ensureStoreId, readStoreId } from '../checkpoint-slot.js';
-import { errorCode, realDirectory, withOverrides, type FileSystem } from '../fs-layer.js';
+import { errorCode, listDir, realDirectory, unlinkIfPresent, withOverrides, type FileSystem } from '../fs-layer.js';
 import { Layout } from '../layout.js';
 import { acquireLock, lockHolder, type WriterLock } from '../lock.js';
 import { STORE_FORMAT_VERSION, readStoreFormat, writeStoreFormat } from '../store-format.js';
@@ -53,6 +53,8 @@ import { sha256Hex } from '../journal-codec.js';
 import { BlobFiles } from './blob-files.js';
 import { LogWriter, MAX_FLUSH_CHARS, lineCharsBound, type LogWrite, type WriteOutcome } from './log-writer.js';
 import { catchUp, createDirectory, createLogDirectory, readLog, refuseLinkedDirectories } from './open-log.js';
+import { cleanSegment, segmentsToClean } from './cleaner.js';
+import { saveIndexSnapshot } from './index-snapshot.js';
 import { feedRows, holdStream, readSnapshot, streamEvents, type ReadContext } from './reads.js';
 import { Segment, listSegments } from './segments.js';
 import { StreamIndex } from './stream-index.js';
@@ -60,6 +62,8 @@ import { verifyLog } from './verify-log.js';
 
 /** How often a read-only view's follower looks for what the writer added. */
 const VIEW_POLL_MS = 50;
+/** A writer saves an index snapshot in the background after this many positions. */
+const INDEX_EVERY_POSITIONS = 50_000;
 /** The writer wakes its followers at every flush; the timer is only a safety net. */
 const WRITER_POLL_MS = 1000;
 
@@ -154,8 +158,9 @@ export async function fileStore(options: FileStoreOptions): Promise<FileEventSto
     } else if (!readOnly) {
       const { removeLegacyLeftovers } = await import('../legacy/upgrade.js');
       await removeLegacyLeftovers(fs, layout.directory);
+      await removeTemporaries(fs, logDir);
     }
-    const opened = legacy !== undefined ? { segments: [legacy], index: new StreamIndex() } : await readLog(fs, logDir, !readOnly);
+    const opened = legacy !== undefined ? { segments: [legacy], index: new StreamIndex() } : await readLog(fs, logDir, layout.index, !readOnly);
     if (legacy !== undefined) await catchUp(fs, opened.index, legacy, true, false);
     const storeId = readOnly ? await readStoreId(fs, layout) : await ensureStoreId(fs, layout);
     return new LogStore({
@@ -178,6 +183,11 @@ export async function fileStore(options: FileStoreOptions): Promise<FileEventSto
     if (error instanceof SessionfoldError) throw error;
     throw new StorageError(`@sessionfold/store-file: could not open ${layout.directory}.`, { cause: error });
   }
+}
+
+/** Removes what a cleaning cut short left in the log directory (hidden `.….tmp` files). */
+async function removeTemporaries(fs: FileSystem, logDir: string): Promise<void> {
+  for (const name of await listDir(fs, logDir)) if (name.startsWith('.') && name.endsWith('.tmp')) await unlinkIfPresent(fs, join(logDir, name));
 }
 
 async function isAbsent(fs: FileSystem, path: string): Promise<boolean> {
@@ -217,6 +227,12 @@ class LogStore implements FileEventStore {
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly checkpoints: CheckpointSlot;
   #closed = false;
+  /** The last position the newest index snapshot covers (that this store object knows of). */
+  #indexSavedAt: number;
+  #savingIndex = false;
+  /** Segments a cleaning replaced, kept open for the reads that hold them until the store closes. */
+  readonly #retired: Segment[] = [];
+  #cleaning = false;
   #poisoned: { reason: string; cause: unknown } | undefined;
   /** A view's catch-up with the writer under way, shared by the calls that need it. */
   #refreshing: Promise<void> | undefined;
@@ -225,6 +241,7 @@ class LogStore implements FileEventStore {
     this.#p = parts;
     this.#segments = parts.segments;
     this.#index = parts.index;
+    this.#indexSavedAt = parts.index.lastPosition;
     this.#blobs = new BlobFiles(parts.fs, parts.layout.blobs);
     const corrupt = (error: CorruptionError) => {
       parts.observe?.('corruptionFound', { error });
@@ -240,7 +257,11 @@ class LogStore implements FileEventStore {
           index: this.#index,
           segments: this.#segments,
           observe: parts.observe,
-          changed: () => this.#changes.notify(),
+          changed: () => {
+            this.#changes.notify();
+            this.#saveIndexNowAndThen();
+            this.#cleanNowAndThen();
+          },
           poison: (reason, cause) => this.#poison(reason, cause),
           assertWritable: () => this.#assertWritable(),
         });
@@ -286,10 +307,9 @@ class LogStore implements FileEventStore {
     if (entry === undefined || entry.revision === 0) return { revision: 0, events: new PagedEvents<T>([], undefined, fromRow) };
     // Everything the read returns is taken from the index before the first await: a write settling meanwhile
     // (a deletion, a compaction) shows in a later read, never in part of this one.
-    const held = holdStream(entry);
-    const mark = entry.snapshot;
-    const snapshotRevision = mark?.revision ?? 0;
-    const snapshot = mark !== undefined && snapshotRevision >= from ? await readSnapshot(this.#reads, stream, mark) : undefined;
+    const held = holdStream(this.#reads, entry);
+    const snapshotRevision = held.snapshot?.mark.revision ?? 0;
+    const snapshot = snapshotRevision >= from ? await readSnapshot(this.#reads, held) : undefined;
     const events = await streamEvents(this.#reads, held, snapshot !== undefined ? snapshotRevision + 1 : Math.max(from, snapshotRevision + 1), fromRow);
     return { revision: held.through, ...(snapshot !== undefined ? { snapshot } : {}), events };
   }
@@ -459,8 +479,52 @@ class LogStore implements FileEventStore {
     await this.#writer?.settled();
     await Promise.allSettled([...this.#inFlight]);
     await this.#writer?.close();
-    for (const segment of this.#segments) await segment.close(this.#p.fs);
+    // Only ever saves the next open work: failing to save it does not fail the close.
+    if (this.#writer !== undefined && this.#poisoned === undefined && this.#index.lastPosition !== this.#indexSavedAt) {
+      await saveIndexSnapshot(this.#p.fs, this.#p.layout.index, this.#segments, this.#index).catch(() => undefined);
+    }
+    for (const segment of [...this.#segments, ...this.#retired]) await segment.close(this.#p.fs);
     await this.#p.lock?.release().catch(() => undefined);
+  }
+
+  /**
+   * Saves an index snapshot in the background once `INDEX_EVERY_POSITIONS` positions were added since the last
+   * one, so a crash costs an open at most that much log to read.
+   */
+  #saveIndexNowAndThen(): void {
+    if (this.#savingIndex || this.#index.lastPosition - this.#indexSavedAt < INDEX_EVERY_POSITIONS) return;
+    this.#savingIndex = true;
+    const at = this.#index.lastPosition;
+    void this.#track(() => saveIndexSnapshot(this.#p.fs, this.#p.layout.index, this.#segments, this.#index))
+      .then(
+        () => {
+          this.#indexSavedAt = at;
+        },
+        () => undefined,
+      )
+      .finally(() => {
+        this.#savingIndex = false;
+      });
+  }
+
+  /** Cleans, in the background and one at a time, the sealed segments that are mostly dead (see `cleanSegment`). */
+  #cleanNowAndThen(): void {
+    if (this.#cleaning || this.#poisoned !== undefined || segmentsToClean(this.#segments, this.#index).length === 0) return;
+    this.#cleaning = true;
+    void this.#track(async () => {
+      try {
+        for (let next = segmentsToClean(this.#segments, this.#index)[0]; next !== undefined && !this.#closed; next = segmentsToClean(this.#segments, this.#index)[0]) {
+          const cleaned = await cleanSegment(this.#p.fs, this.#p.logDir, next, this.#index, this.#p.layout.index);
+          this.#segments[this.#segments.indexOf(next)] = cleaned;
+          this.#retired.push(next);
+          this.#indexSavedAt = 0;
+        }
+      } catch {
+        // Cleaning only reclaims space: the log reads the same without it, and the next flush tries again.
+      } finally {
+        this.#cleaning = false;
+      }
+    });
   }
 
   /** Whether a blob is owned by any stream the index knows. */
@@ -503,6 +567,18 @@ class LogStore implements FileEventStore {
 
   async #readNewLines(fs: FileSystem, logDir: string): Promise<void> {
     const found = await listSegments(fs, logDir);
+    const bases = new Set(found.map((segment) => segment.base));
+    let cleaned = false;
+    for (const segment of this.#segments.slice(0, -1)) if (!bases.has(segment.base) || (await segment.replaced(fs))) cleaned = true;
+    if (cleaned) {
+      // The writer rewrote a sealed segment without its dead lines: what this view knew of its offsets is gone.
+      // Reads under way keep the old files open; later ones use the log as it is now.
+      const fresh = await readLog(fs, logDir, this.#p.layout.index, false);
+      this.#retired.push(...this.#segments);
+      this.#segments.splice(0, this.#segments.length, ...fresh.segments);
+      this.#index.replaceWith(fresh.index);
+      return;
+    }
     for (const segment of found) if (segment.base > (this.#segments.at(-1)?.base ?? 0)) this.#segments.push(segment);
     for (let i = 0; i < this.#segments.length; i++) {
       const segment = this.#segments[i] as Segment;

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { CorruptionError, StorageError } from '@sessionfold/core/kernel';
 import { errorCode, syncDir, type FileSystem } from '../fs-layer.js';
+import { loadIndexSnapshot } from './index-snapshot.js';
 import { scanSegment } from './scan.js';
 import { listSegments, type Segment } from './segments.js';
 import { StreamIndex } from './stream-index.js';
@@ -12,13 +13,14 @@ export interface OpenedLog {
 }
 
 /**
- * Reads the log of `logDir` into a fresh index, segment by segment. A writer (`cut`) cuts a torn tail of the last
+ * Reads the log of `logDir` into an index: from the newest index snapshot in `indexDir` that still fits the
+ * segments, else from nothing, then every line after what it covers. A writer (`cut`) cuts a torn tail of the last
  * segment; a view leaves it and stops before it. Damage anywhere else is a `CorruptionError` naming the segment
  * and line; nothing is rewritten.
  */
-export async function readLog(fs: FileSystem, logDir: string, cut: boolean): Promise<OpenedLog> {
-  const segments = await listSegments(fs, logDir);
-  const index = new StreamIndex();
+export async function readLog(fs: FileSystem, logDir: string, indexDir: string, cut: boolean): Promise<OpenedLog> {
+  const found = await listSegments(fs, logDir);
+  const { segments, index } = (await loadIndexSnapshot(fs, indexDir, logDir, found)) ?? { segments: found, index: new StreamIndex() };
   for (const segment of segments) await catchUp(fs, index, segment, segment === segments.at(-1), cut);
   return { segments, index };
 }

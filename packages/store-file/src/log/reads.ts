@@ -37,24 +37,40 @@ function rowOf(record: ChangeRecord): EventRow {
   return [record.position, record.stream, record.revision, record.type, record.dataJson, record.eventId ?? null, record.recordedAt, record.schemaVersion ?? 1];
 }
 
-/** A stream's live events as a read found them when it started: later appends and compactions do not change it. */
+/**
+ * A stream's live events as a read found them when it started, each run with the segment object it lies in:
+ * later appends, compactions and a cleaning that rewrites a segment do not change what it reads.
+ */
 export interface HeldStream {
   name: string;
   runs: readonly number[];
+  segments: readonly Segment[];
   through: number;
+  snapshot: { mark: MarkRecord; segment: Segment } | undefined;
 }
 
-/** `entry` as a read holds it. */
-export function holdStream(entry: StreamEntry): HeldStream {
-  return { name: entry.name, runs: entry.runs.slice(), through: entry.revision };
+/** `entry` as a read holds it (taken synchronously, before the read's first await). */
+export function holdStream(ctx: ReadContext, entry: StreamEntry): HeldStream {
+  const runs = entry.runs.slice();
+  const segments: Segment[] = [];
+  for (let i = 0; i < runs.length; i += RUN_SLOTS) segments.push(segmentOf(ctx, runs[i] as number));
+  const mark = entry.snapshot;
+  return {
+    name: entry.name,
+    runs,
+    segments,
+    through: entry.revision,
+    snapshot: mark === undefined ? undefined : { mark, segment: segmentOf(ctx, mark.at.segment) },
+  };
 }
 
-/** The snapshot the record at `mark` holds. */
-export async function readSnapshot(ctx: ReadContext, stream: string, mark: MarkRecord): Promise<Snapshot> {
-  const segment = segmentOf(ctx, mark.at.segment);
+/** The snapshot the held stream's snapshot record holds. */
+export async function readSnapshot(ctx: ReadContext, held: HeldStream): Promise<Snapshot | undefined> {
+  if (held.snapshot === undefined) return undefined;
+  const { mark, segment } = held.snapshot;
   const [record] = changesIn(ctx, segment, await segment.read(ctx.fs, mark.at.offset, mark.at.bytes), mark.at.offset);
   if (record === undefined || record.position !== mark.position) {
-    throw ctx.corrupt(new CorruptionError(segment.path, undefined, `the snapshot of ${stream} is not at byte ${mark.at.offset}`));
+    throw ctx.corrupt(new CorruptionError(segment.path, undefined, `the snapshot of ${held.name} is not at byte ${mark.at.offset}`));
   }
   return JSON.parse(record.dataJson) as Snapshot;
 }
@@ -64,7 +80,7 @@ export async function readSnapshot(ctx: ReadContext, stream: string, mark: MarkR
  * when the read starts, so later appends do not show and a compaction does not pull lines from under it.
  */
 export function streamPages(ctx: ReadContext, held: HeldStream, from: number): { first: Promise<EventRow[]>; next: () => Promise<EventRow[] | undefined> } {
-  const { runs, through, name } = held;
+  const { runs, through, name, segments } = held;
   let run = 0;
   // Skips runs that end before `from`.
   while (run + RUN_SLOTS < runs.length && (runs[run + RUN_SLOTS + 3] as number) <= from) run += RUN_SLOTS;
@@ -73,7 +89,7 @@ export function streamPages(ctx: ReadContext, held: HeldStream, from: number): {
     const rows: EventRow[] = [];
     let bytes = 0;
     while (run < runs.length && (rows.length === 0 || bytes < PAGE_BYTES)) {
-      const segment = segmentOf(ctx, runs[run] as number);
+      const segment = segments[run / RUN_SLOTS] as Segment;
       const offset = runs[run + 1] as number;
       const length = runs[run + 2] as number;
       run += RUN_SLOTS;

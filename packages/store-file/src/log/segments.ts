@@ -25,6 +25,8 @@ export function segmentFileName(base: number): string {
 export class Segment {
   size = 0;
   lines = 0;
+  /** The inode its read descriptor has open, once it has one. */
+  ino: number | undefined;
   readonly marks: number[] = [];
   #fd: Promise<number> | undefined;
 
@@ -52,11 +54,27 @@ export class Segment {
 
   /** The descriptor reads go through, opened once. */
   descriptor(fsl: FileSystem): Promise<number> {
-    this.#fd ??= fsl.open(this.path, 'r').catch((cause: unknown) => {
-      this.#fd = undefined;
-      throw errorCode(cause) === 'ENOENT' ? new StorageError(`@sessionfold/store-file: ${this.path} is missing.`, { cause }) : unreadable(this.path, cause);
-    });
+    this.#fd ??= fsl.open(this.path, 'r').then(
+      async (fd) => {
+        this.ino = (await fsl.fstat(fd)).ino;
+        return fd;
+      },
+      (cause: unknown) => {
+        this.#fd = undefined;
+        throw errorCode(cause) === 'ENOENT' ? new StorageError(`@sessionfold/store-file: ${this.path} is missing.`, { cause }) : unreadable(this.path, cause);
+      },
+    );
     return this.#fd;
+  }
+
+  /** Whether the file at the segment's path is no longer the one its descriptor reads (the writer cleaned it). */
+  async replaced(fsl: FileSystem): Promise<boolean> {
+    if (this.ino === undefined || this.image !== undefined) return false;
+    try {
+      return (await fsl.lstat(this.path)).ino !== this.ino;
+    } catch {
+      return true;
+    }
   }
 
   /** Reads `length` bytes at `offset`; fewer only when the file is shorter. */

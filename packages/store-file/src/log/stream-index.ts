@@ -105,6 +105,15 @@ export class StreamIndex {
     this.#withPast.add(entry);
   }
 
+  /** Takes what `other` holds in place of what this index held (a view that read the log again). */
+  replaceWith(other: StreamIndex): void {
+    this.streams.clear();
+    for (const [name, entry] of other.streams) this.streams.set(name, entry);
+    this.dead.clear();
+    for (const [segment, bytes] of other.dead) this.dead.set(segment, bytes);
+    this.lastPosition = other.lastPosition;
+  }
+
   entry(stream: string): StreamEntry | undefined {
     return this.streams.get(stream);
   }

@@ -1,0 +1,105 @@
+import { join } from 'node:path';
+import { StorageError } from '@sessionfold/core/kernel';
+import { fullDiskReason, syncDir, unlinkIfPresent, writeAll, type FileSystem } from '../fs-layer.js';
+import { removeIndexSnapshots } from './index-snapshot.js';
+import { decodeLogLine } from './records.js';
+import { Segment, segmentFileName } from './segments.js';
+import { RUN_SLOTS, type Location, type StreamIndex } from './stream-index.js';
+
+/** A sealed segment is cleaned once at least this share of its bytes is dead. */
+export const CLEAN_DEAD_SHARE = 0.5;
+const NEWLINE = 0x0a;
+
+/** The live lines of a cleaned segment: where each was and where it is now (flattened old offset, new offset, bytes). */
+type Moves = number[];
+
+/** The sealed segments worth cleaning now: the active (last) one is never cleaned. */
+export function segmentsToClean(segments: readonly Segment[], index: StreamIndex): Segment[] {
+  return segments.slice(0, -1).filter((segment) => segment.size > 0 && (index.dead.get(segment.base) ?? 0) >= segment.size * CLEAN_DEAD_SHARE);
+}
+
+/**
+ * Rewrites `segment` with only its live lines, byte for byte and with their positions, so the log keeps its
+ * order and each line its checksum: written to a temporary file and made durable, the index snapshots removed
+ * (they point into the old file), then renamed over the segment and the directory synced. Returns the new segment
+ * object, whose lines the index now points at; the old one stays readable for reads that hold it.
+ */
+export async function cleanSegment(fs: FileSystem, logDir: string, segment: Segment, index: StreamIndex, indexDir: string): Promise<Segment> {
+  const bytes = await segment.read(fs, 0, segment.size);
+  const kept: Buffer[] = [];
+  const moves: Moves = [];
+  const cleaned = new Segment(segment.base, join(logDir, segmentFileName(segment.base)));
+  let newOffset = 0;
+  let line = 1;
+  for (let start = 0, end = bytes.indexOf(NEWLINE); end !== -1; start = end + 1, end = bytes.indexOf(NEWLINE, start)) {
+    const record = decodeLogLine(bytes, start, end);
+    // The index was built from these lines: anything it cannot read again is kept as it is, for verify to name.
+    const live =
+      'damage' in record ||
+      (record.kind === 'blob'
+        ? index.entry(record.stream)?.blobs?.has(record.sha256) === true
+        : index.entry(record.stream)?.isLive(record.type, record.revision, record.position) === true);
+    if (!live) continue;
+    const length = end + 1 - start;
+    if (!('damage' in record) && record.kind === 'change') cleaned.mark(record.position, newOffset, line);
+    kept.push(bytes.subarray(start, end + 1));
+    moves.push(start, newOffset, length);
+    newOffset += length;
+    line++;
+  }
+  const temp = join(logDir, `.${segmentFileName(segment.base)}.clean.tmp`);
+  let fd: number | undefined;
+  try {
+    fd = await fs.open(temp, 'w', 0o600);
+    await writeAll(fs, fd, Buffer.concat(kept), 0);
+    await fs.fdatasync(fd);
+  } catch (cause) {
+    if (fd !== undefined) await fs.close(fd).catch(() => undefined);
+    await unlinkIfPresent(fs, temp).catch(() => undefined);
+    throw new StorageError(`Could not clean ${segment.path}${fullDiskReason(cause)}.`, { cause });
+  }
+  await fs.close(fd);
+  // Opened before the rename, the old file stays readable for reads that hold it.
+  await segment.descriptor(fs);
+  await removeIndexSnapshots(fs, indexDir);
+  await fs.rename(temp, cleaned.path);
+  await syncDir(fs, logDir);
+  cleaned.size = newOffset;
+  cleaned.lines = line - 1;
+  remap(index, segment.base, moves);
+  index.dead.delete(segment.base);
+  return cleaned;
+}
+
+/** Points every location in segment `base` at where its lines are after cleaning. */
+function remap(index: StreamIndex, base: number, moves: Moves): void {
+  /** The index in `moves` of the first kept line at or after old offset `offset`. */
+  const at = (offset: number): number => {
+    let lo = 0;
+    let hi = moves.length / 3;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((moves[mid * 3] as number) < offset) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo * 3;
+  };
+  const moved = (location: Location): void => {
+    const first = at(location.offset);
+    const last = at(location.offset + location.bytes);
+    location.offset = moves[first + 1] as number;
+    location.bytes = last - first === 0 ? 0 : (moves[last - 2] as number) + (moves[last - 1] as number) - location.offset;
+  };
+  for (const entry of index.streams.values()) {
+    if (entry.snapshot?.at.segment === base) moved(entry.snapshot.at);
+    if (entry.deleted?.at.segment === base) moved(entry.deleted.at);
+    const runs = entry.runs;
+    for (let i = 0; i < runs.length; i += RUN_SLOTS) {
+      if (runs[i] !== base) continue;
+      const location = { segment: base, offset: runs[i + 1] as number, bytes: runs[i + 2] as number };
+      moved(location);
+      runs[i + 1] = location.offset;
+      runs[i + 2] = location.bytes;
+    }
+  }
+}

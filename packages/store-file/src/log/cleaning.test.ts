@@ -1,0 +1,111 @@
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ConcurrencyError, type EventStore } from '@sessionfold/core/kernel';
+import { fileStore } from '../index.js';
+import { collect, freshDir, segmentsOf, withoutIndexSnapshots } from '../test-support.fixture.js';
+import { setSegmentBytesForTests } from './log-writer.js';
+
+let previous: number;
+beforeEach(() => {
+  previous = setSegmentBytesForTests(4096);
+});
+afterEach(() => {
+  setSegmentBytesForTests(previous);
+});
+
+/** Everything a reader can see of a store: each stream's read, the feed and the blobs of `owner`. */
+async function everything(store: EventStore, streams: readonly string[]) {
+  const reads: Record<string, unknown> = {};
+  for (const stream of streams) {
+    const read = await store.read(stream);
+    reads[stream] = { revision: read.revision, snapshot: read.snapshot, events: await collect(read.events) };
+  }
+  return { reads, feed: await collect(store.readAll()), listed: await collect(store.streams()) };
+}
+
+const logBytes = (dir: string) => segmentsOf(dir).reduce((sum, path) => sum + statSync(path).size, 0);
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('cleaning sealed segments', () => {
+  it('reclaims the lines a compaction and a deletion left dead; every read, the feed and a reopen see the same', async () => {
+    const dir = freshDir();
+    const store = await fileStore({ directory: dir });
+    const streams = ['compacted', 'deleted', 'kept'];
+    for (let n = 0; n < 60; n++) {
+      for (const stream of streams) await store.append(stream, [{ type: 'Step', data: { n, pad: 'x'.repeat(40) } }], { expectedRevision: n });
+    }
+    await store.putBlob('deleted', new Uint8Array([1, 2, 3]));
+    const kept = await store.putBlob('kept', new Uint8Array([4, 5, 6]));
+    await store.compact('compacted', { revision: 55, state: { upTo: 55 }, identity: { stream: 'compacted', schemaVersion: 1 } });
+    await store.deleteStream('deleted', { expectedRevision: 60 });
+    const before = logBytes(dir);
+    const segmentsBefore = segmentsOf(dir).length;
+    // A later flush finds the dead segments and cleans them in the background.
+    for (let n = 60; n < 140; n++) await store.append('kept', [{ type: 'Step', data: { n, pad: 'y'.repeat(40) } }], { expectedRevision: n });
+    await until(() => readdirSync(join(dir, 'log')).every((name) => !name.endsWith('.tmp')) && logBytes(dir) < before, 'cleaning');
+    expect(segmentsOf(dir).length).toBeGreaterThanOrEqual(segmentsBefore);
+    const seen = await everything(store, streams);
+    expect((seen.reads.compacted as { events: unknown[] }).events).toHaveLength(5);
+    expect(seen.reads.deleted).toEqual({ revision: 0, snapshot: undefined, events: [] });
+    expect(await store.getBlob(kept)).toEqual(new Uint8Array([4, 5, 6]));
+    await expect(store.append('deleted', [{ type: 'Again', data: {} }], { expectedRevision: 'never_existed' })).rejects.toBeInstanceOf(ConcurrencyError);
+    expect((await store.verify()).problems).toEqual([]);
+    await store.close();
+
+    for (const fresh of [false, true]) {
+      if (fresh) withoutIndexSnapshots(dir);
+      const reopened = await fileStore({ directory: dir });
+      expect(await everything(reopened, streams)).toEqual(seen);
+      expect(await collect(reopened.blobs('kept'))).toEqual([kept]);
+      await expect(reopened.append('deleted', [{ type: 'Again', data: {} }], { expectedRevision: 'never_existed' })).rejects.toBeInstanceOf(ConcurrencyError);
+      await reopened.close();
+    }
+  });
+
+  it('a read-only view opened before a cleaning reads the same afterwards', async () => {
+    const dir = freshDir();
+    const store = await fileStore({ directory: dir });
+    for (let n = 0; n < 100; n++) await store.append('a', [{ type: 'Step', data: { n, pad: 'x'.repeat(40) } }], { expectedRevision: n });
+    const view = await fileStore({ directory: dir, readOnly: true });
+    await store.compact('a', { revision: 95, state: { upTo: 95 }, identity: { stream: 'a', schemaVersion: 1 } });
+    const before = logBytes(dir);
+    for (let n = 100; n < 160; n++) await store.append('b', [{ type: 'Step', data: { n, pad: 'y'.repeat(40) } }], { expectedRevision: n - 100 });
+    await until(() => logBytes(dir) < before, 'cleaning');
+    const fromWriter = await everything(store, ['a', 'b']);
+    expect(await everything(view, ['a', 'b'])).toEqual(fromWriter);
+    await view.close();
+    await store.close();
+  });
+});
+
+describe('index snapshots', () => {
+  it('a writer saves one at close; the next open reads only the log after it, and reads as a full scan does', async () => {
+    const dir = freshDir();
+    const store = await fileStore({ directory: dir });
+    for (let n = 0; n < 30; n++) await store.append(`s-${n % 3}`, [{ type: 'Step', data: { n } }, { type: 'Step', data: { n } }], { expectedRevision: 'any' });
+    await store.append('ids', [{ type: 'Once', data: {}, eventId: 'once-1' }], { expectedRevision: 'no_stream' });
+    await store.close();
+    expect(readdirSync(join(dir, 'index'))).toHaveLength(1);
+    const streams = ['s-0', 's-1', 's-2', 'ids'];
+    const reopened = await fileStore({ directory: dir });
+    const seen = await everything(reopened, streams);
+    // An event id survives through the snapshot: the retried append is recognised.
+    expect(await reopened.append('ids', [{ type: 'Once', data: {}, eventId: 'once-1' }], { expectedRevision: 'no_stream' })).toEqual({ revision: 1, position: 61 });
+    await reopened.append('s-0', [{ type: 'After', data: {} }], { expectedRevision: 20 });
+    await reopened.close();
+    withoutIndexSnapshots(dir);
+    const scanned = await fileStore({ directory: dir, readOnly: true });
+    const after = await everything(scanned, streams);
+    expect(after.reads['s-1']).toEqual(seen.reads['s-1']);
+    expect((after.reads['s-0'] as { revision: number }).revision).toBe(21);
+    await scanned.close();
+  });
+});

@@ -1,0 +1,121 @@
+import { join } from 'node:path';
+import { writeFileAtomic } from '@sessionfold/atomic-write';
+import { atomicWriteFs, errorCode, listDir, unlinkIfPresent, type FileSystem } from '../fs-layer.js';
+import { decodeLine, frameLine } from '../journal-codec.js';
+import { paddedName, Segment, segmentFileName } from './segments.js';
+import { StreamEntry, StreamIndex, type MarkRecord } from './stream-index.js';
+
+const INDEX_NAME = /^(\d{20})\.json$/;
+const FORMAT = 'sessionfold.log-index';
+const FORMAT_VERSION = 1;
+
+type Mark = [revision: number, position: number, segment: number, offset: number, bytes: number];
+type Ids = [id: string, revision: number, resultRevision: number, resultPosition: number][];
+type EntryRow = [name: string, revision: number, snapshot: Mark | 0, deleted: Mark | 0, runs: number[], ids: Ids | 0, blobs: string[] | 0];
+interface SnapshotBody {
+  format: typeof FORMAT;
+  formatVersion: number;
+  lastPosition: number;
+  segments: [base: number, size: number, lines: number, marks: number[]][];
+  dead: [segment: number, bytes: number][];
+  streams: EntryRow[];
+}
+
+const markOf = (mark: MarkRecord | undefined): Mark | 0 =>
+  mark === undefined ? 0 : [mark.revision, mark.position, mark.at.segment, mark.at.offset, mark.at.bytes];
+const fromMark = (mark: Mark | 0): MarkRecord | undefined =>
+  mark === 0 ? undefined : { revision: mark[0], position: mark[1], at: { segment: mark[2], offset: mark[3], bytes: mark[4] } };
+
+/**
+ * Saves the index as it is now in `<indexDir>/<last position>.json` (one framed line, written atomically) and
+ * removes the older ones: an open then reads only the log after it. Only a cache: losing it costs a longer open.
+ */
+export async function saveIndexSnapshot(fs: FileSystem, indexDir: string, segments: readonly Segment[], index: StreamIndex): Promise<void> {
+  // Taken in one synchronous pass: the index and the segments' sizes agree.
+  const body: SnapshotBody = {
+    format: FORMAT,
+    formatVersion: FORMAT_VERSION,
+    lastPosition: index.lastPosition,
+    segments: segments.map((segment) => [segment.base, segment.size, segment.lines, segment.marks.slice()]),
+    dead: [...index.dead],
+    streams: [...index.streams.values()].map((entry): EntryRow => [
+      entry.name,
+      entry.revision,
+      markOf(entry.snapshot),
+      markOf(entry.deleted),
+      entry.runs.slice(),
+      entry.eventIds === undefined ? 0 : [...entry.eventIds].map(([id, held]) => [id, held.revision, held.result.revision, held.result.position]),
+      entry.blobs === undefined ? 0 : [...entry.blobs],
+    ]),
+  };
+  const line = frameLine(JSON.stringify(body));
+  const name = `${paddedName(index.lastPosition)}.json`;
+  await fs.mkdir(indexDir, 0o700);
+  await writeFileAtomic(join(indexDir, name), line, { mode: 0o600, fs: atomicWriteFs(fs) });
+  for (const other of await listDir(fs, indexDir)) if (other !== name) await unlinkIfPresent(fs, join(indexDir, other));
+}
+
+/** Removes every index snapshot (before cleaning rewrites a segment they point into). */
+export async function removeIndexSnapshots(fs: FileSystem, indexDir: string): Promise<void> {
+  for (const name of await listDir(fs, indexDir)) await unlinkIfPresent(fs, join(indexDir, name));
+}
+
+/**
+ * The newest index snapshot of `indexDir` whose segments are all still there, at least as long as it recorded,
+ * with the segments as it knew them (later segments follow from the directory); undefined when there is none
+ * to trust, and the log is read from its start.
+ */
+export async function loadIndexSnapshot(
+  fs: FileSystem,
+  indexDir: string,
+  logDir: string,
+  found: readonly Segment[],
+): Promise<{ segments: Segment[]; index: StreamIndex } | undefined> {
+  const names = (await listDir(fs, indexDir).catch(() => [])).filter((name) => INDEX_NAME.test(name)).sort();
+  const newest = names.at(-1);
+  if (newest === undefined) return undefined;
+  let body: SnapshotBody;
+  try {
+    const bytes = await fs.readFile(join(indexDir, newest));
+    const decoded = decodeLine(bytes, 0, bytes.length - 1);
+    if ('reason' in decoded) return undefined;
+    body = decoded.value as SnapshotBody;
+    if (body?.format !== FORMAT || body.formatVersion !== FORMAT_VERSION || !Array.isArray(body.segments) || !Array.isArray(body.streams)) return undefined;
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return undefined;
+    return undefined;
+  }
+  const byBase = new Map(found.map((segment) => [segment.base, segment]));
+  const segments: Segment[] = [];
+  for (const [base, size, lines, marks] of body.segments) {
+    if (!byBase.has(base)) return undefined;
+    let stats: { size: number };
+    try {
+      stats = await fs.lstat(join(logDir, segmentFileName(base)));
+    } catch {
+      return undefined;
+    }
+    if (stats.size < size) return undefined;
+    const segment = new Segment(base, join(logDir, segmentFileName(base)));
+    segment.size = size;
+    segment.lines = lines;
+    segment.marks.push(...marks);
+    segments.push(segment);
+  }
+  const last = segments.at(-1)?.base ?? 0;
+  for (const segment of found) if (segment.base > last) segments.push(segment);
+  const index = new StreamIndex();
+  index.lastPosition = body.lastPosition;
+  for (const [segment, bytes] of body.dead) index.dead.set(segment, bytes);
+  for (const [name, revision, snapshot, deleted, runs, ids, blobs] of body.streams) {
+    const entry = new StreamEntry(name);
+    entry.revision = revision;
+    entry.snapshot = fromMark(snapshot);
+    entry.deleted = fromMark(deleted);
+    entry.runs = runs;
+    if (ids !== 0) entry.eventIds = new Map(ids.map(([id, rev, resultRevision, resultPosition]) => [id, { revision: rev, result: { revision: resultRevision, position: resultPosition } }]));
+    if (blobs !== 0) entry.blobs = new Set(blobs);
+    index.streams.set(name, entry);
+  }
+  return { segments, index };
+}
