@@ -46,9 +46,14 @@ export const benchReducer: StreamReducer<BenchRecord> = {
   },
 };
 
-/** One checksummed journal line (`<sha256 hex> <payload>\n`), byte for byte as the file store frames an event. */
-export function journalLine(event: NewEvent, revision: number, position: number, recordedAt: string): string {
-  const payload = JSON.stringify({ revision, position, recordedAt, type: event.type, data: event.data });
+/**
+ * One checksummed line of the file store's log (`<sha256 hex> <payload>\n`), byte for byte as the store frames
+ * an event of `stream` (`more` on every line of a batch but its last).
+ */
+export function logLine(stream: string, event: NewEvent, revision: number, position: number, recordedAt: string, more = false): string {
+  const payload =
+    `{"stream":${JSON.stringify(stream)},"revision":${revision},"position":${position},"recordedAt":${JSON.stringify(recordedAt)},` +
+    `"type":${JSON.stringify(event.type)}${more ? ',"more":true' : ''},"data":${JSON.stringify(event.data)}}`;
   return `${createHash('sha256').update(payload).digest('hex')} ${payload}\n`;
 }
 

@@ -26,10 +26,13 @@ export interface RawFamily {
   /**
    * Where each new stream is a file of its own: write `i` creates stream `i` and makes `writesPerStream` single
    * events of it durable one after another (the first with its directory entry). The least a round trip of
-   * calls on a new session costs there; absent where a new stream is only rows.
+   * calls on a new session costs there; absent where a new stream is only rows or lines of a shared log.
    */
   newStreamWrites?(dir: string, writesPerStream: number): Promise<RawWriter>;
-  /** A writer of `streams` streams: write `i` stores one event in every stream, all made durable together. */
+  /**
+   * A writer of `streams` streams: write `i` stores one event in every stream, all made durable together (where
+   * the streams share one log, one write and one sync: the same limit as as many appends to one stream).
+   */
   appendSpread(dir: string, streams: number, writes: number): Promise<RawWriter>;
   /** Writes one stream of `events` events (untimed); the returned function reads and folds it, timed. */
   replay(dir: string, events: number): Promise<() => Promise<RawRead>>;

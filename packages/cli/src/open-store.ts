@@ -83,9 +83,12 @@ function assertDirectory(directory: string, where: string): void {
   if (!statSync(directory).isDirectory()) throw notFound(`${where} is not a directory`, `Try: --store sqlite:${directory} if it is a SQLite file`);
 }
 
-/** Whether `directory` holds a file store: its format file, or the streams directory of a store of format 1. */
+/**
+ * Whether `directory` holds a file store of any format: its format file, the log of format 4, or the streams
+ * directory of formats 1–3 (format 1 has no format file).
+ */
 export function holdsFileStore(directory: string): boolean {
-  return existsSync(join(directory, 'format.json')) || existsSync(join(directory, 'streams'));
+  return ['format.json', 'log', 'streams'].some((entry) => existsSync(join(directory, entry)));
 }
 
 function assertSqliteFile(path: string, where: string): void {

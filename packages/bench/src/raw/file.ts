@@ -1,69 +1,105 @@
-import { closeSync, fdatasyncSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, writeFileSync, writeSync } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { closeSync, fdatasyncSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { benchEvent, emptyRecord, foldData, journalLine } from '../fixtures.js';
+import { benchEvent, emptyRecord, foldData, logLine } from '../fixtures.js';
 import type { RawFamily, RawRead, RawWriter } from '../raw-limits.js';
 import { RssTracker, timeSequential, type Timed } from '../stats.js';
-import { readJournal } from './journal.js';
+import { readLog } from './journal.js';
 
 const NOW = new Date().toISOString();
+/** Where a log starts its next segment: the store's size, so a long read crosses segments as the store's does. */
+const SEGMENT_BYTES = 64 * 1024 * 1024;
+/** The one stream of the single-stream limits. */
+const STREAM = 's';
 
-/** Lines of `count` events, grouped `perWrite` to a Buffer, ready to write. */
-function journalChunks(count: number, perWrite: number, firstPosition = 1): Buffer[] {
+/** A segment's name: the position of its first line, zero-padded to 20 digits, as the store names them. */
+const segmentName = (position: number) => `${String(position).padStart(20, '0')}.jsonl`;
+
+/**
+ * Lines of `count` events of one stream, grouped `perWrite` to a Buffer, ready to write: a group is one batch
+ * (`more` on all but its last line), its events at revisions and positions from 1.
+ */
+function batchChunks(count: number, perWrite: number): Buffer[] {
   const chunks: Buffer[] = [];
   for (let i = 0; i < count; i += perWrite) {
+    const end = Math.min(count, i + perWrite);
     let text = '';
-    for (let k = i; k < Math.min(count, i + perWrite); k++) text += journalLine(benchEvent(k), k + 1, firstPosition + k, NOW);
+    for (let k = i; k < end; k++) text += logLine(STREAM, benchEvent(k), k + 1, k + 1, NOW, k < end - 1);
     chunks.push(Buffer.from(text));
   }
   return chunks;
 }
 
-/** Writes a whole journal of `count` events at `path`, durably (setup, untimed). */
-function writeJournal(path: string, count: number, firstPosition = 1): void {
-  const fd = openSync(path, 'w', 0o600);
-  try {
-    for (const chunk of journalChunks(count, 5_000, firstPosition)) writeSync(fd, chunk);
+/**
+ * Writes a log of `count` lines, line `k` at position k + 1 from `lineOf`, as segments of `root/log/`, durably
+ * (setup, untimed). Returns the path of its last segment.
+ */
+function writeLog(root: string, count: number, lineOf: (k: number) => string): string {
+  const log = join(root, 'log');
+  mkdirSync(log, { recursive: true });
+  let fd: number | undefined;
+  let path = '';
+  let size = 0;
+  let text = '';
+  const flush = () => {
+    if (fd !== undefined && text !== '') writeSync(fd, text);
+    text = '';
+  };
+  const seal = () => {
+    flush();
+    if (fd === undefined) return;
     fdatasyncSync(fd);
-  } finally {
     closeSync(fd);
+  };
+  for (let k = 0; k < count; k++) {
+    if (fd === undefined || size >= SEGMENT_BYTES) {
+      seal();
+      path = join(log, segmentName(k + 1));
+      fd = openSync(path, 'w', 0o600);
+      size = 0;
+    }
+    const line = lineOf(k);
+    text += line;
+    size += Buffer.byteLength(line);
+    if (text.length >= 1 << 20) flush();
   }
+  seal();
+  return path;
 }
 
-/** Replaces `path` with `bytes` atomically: temp sibling, write, fsync, rename, fsync the directory. */
-function atomicWrite(dir: string, name: string, bytes: string): void {
-  const temp = join(dir, `.${name}.tmp`);
-  const fd = openSync(temp, 'wx', 0o600);
-  try {
-    writeSync(fd, bytes);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temp, join(dir, name));
-  const dirFd = openSync(dir, 'r');
-  try {
-    fsyncSync(dirFd);
-  } finally {
-    closeSync(dirFd);
-  }
+/** A chunked read of the log under `root`, folding every event; samples RSS as it goes. */
+function readAndFold(root: string): RawRead {
+  const rss = new RssTracker();
+  const record = emptyRecord();
+  const start = performance.now();
+  let n = 0;
+  const count = readLog(join(root, 'log'), (line) => {
+    foldData(record, line.data, line.revision);
+    if (++n % 4096 === 0) rss.sample();
+  });
+  const ms = performance.now() - start;
+  rss.sample();
+  return { events: count, ms, rssGrowthMb: rss.growthMb };
 }
 
-/** The file system's limits: `writeSync` of checksummed journal lines and `fdatasync`, chunked journal reads. */
+/**
+ * The file system's limits for the file store's one log: `writeSync` of pre-framed lines and one `fdatasync` to
+ * one file, whichever streams the lines belong to; chunked reads of its segments.
+ */
 export const rawFile: RawFamily = {
   name: 'file',
   describe: {
-    appendBatches: 'writeSync of the batch’s journal lines + fdatasyncSync, one file',
-    appendSpread: 'one line written to each of the files, then all fdatasync’d in parallel',
-    replay: '1 MiB chunked read, split on \\n, sha256 verify, JSON.parse, fold',
-    readAll: 'chunked read + verify + parse of every journal',
-    compact: 'chunked read + fold, atomic snapshot write, empty journal swapped in atomically',
-    coldOpen: 'readdir + chunked read + verify + parse of every journal',
+    appendBatches: 'writeSync of the batch’s pre-framed log lines + fdatasyncSync, one file',
+    appendSpread: 'one writeSync of a line for each stream + one fdatasyncSync, one file (the log they share)',
+    replay: '1 MiB chunked read of the log’s segments, split on \\n, sha256 verify, JSON.parse, fold',
+    readAll: 'the same chunked read + verify + parse of the log’s segments, every stream’s lines',
+    compact: 'chunked read + fold of the log, one $snapshot line appended + fdatasyncSync',
+    coldOpen: 'readdir + chunked read + verify + parse of the log’s segments',
   },
 
   async appendBatches(dir, batchSize, writes): Promise<RawWriter> {
-    const chunks = journalChunks(batchSize * writes, batchSize);
-    const fd = openSync(join(dir, 'raw-append.jsonl'), 'a', 0o600);
+    const chunks = batchChunks(batchSize * writes, batchSize);
+    mkdirSync(join(dir, 'log'), { recursive: true });
+    const fd = openSync(join(dir, 'log', segmentName(1)), 'a', 0o600);
     return {
       write(i) {
         writeSync(fd, chunks[i % chunks.length] as Buffer);
@@ -73,98 +109,62 @@ export const rawFile: RawFamily = {
     };
   },
 
-  async newStreamWrites(dir, writesPerStream): Promise<RawWriter> {
-    const root = join(dir, 'raw-new-streams');
-    mkdirSync(root, { recursive: true });
-    const lines = journalChunks(writesPerStream, 1);
-    const dirFd = openSync(root, 'r');
-    return {
-      write(i) {
-        const fd = openSync(join(root, `s${i}.jsonl`), 'wx', 0o600);
-        try {
-          lines.forEach((line, k) => {
-            writeSync(fd, line);
-            fdatasyncSync(fd);
-            if (k === 0) fsyncSync(dirFd);
-          });
-        } finally {
-          closeSync(fd);
-        }
-      },
-      close: async () => closeSync(dirFd),
-    };
-  },
+  // A new stream is lines in the log, like any other: no file of its own, so no new-stream floor.
 
   async appendSpread(dir, streams, writes): Promise<RawWriter> {
-    const lines = journalChunks(writes, 1);
-    const handles = await Promise.all(Array.from({ length: streams }, (_, s) => open(join(dir, `raw-spread-${s}.jsonl`), 'a', 0o600)));
+    const chunks: Buffer[] = [];
+    for (let i = 0; i < writes; i++) {
+      let text = '';
+      for (let s = 0; s < streams; s++) text += logLine(`s-${s}`, benchEvent(i), i + 1, i * streams + s + 1, NOW);
+      chunks.push(Buffer.from(text));
+    }
+    mkdirSync(join(dir, 'log'), { recursive: true });
+    const fd = openSync(join(dir, 'log', segmentName(1)), 'a', 0o600);
     return {
-      async write(i) {
-        const line = lines[i % lines.length] as Buffer;
-        await Promise.all(handles.map((handle) => handle.write(line)));
-        await Promise.all(handles.map((handle) => handle.datasync()));
+      write(i) {
+        writeSync(fd, chunks[i % chunks.length] as Buffer);
+        fdatasyncSync(fd);
       },
-      close: async () => {
-        await Promise.all(handles.map((handle) => handle.close()));
-      },
+      close: async () => closeSync(fd),
     };
   },
 
   async replay(dir, events) {
-    const path = join(dir, 'raw-replay.jsonl');
-    writeJournal(path, events);
-    return async (): Promise<RawRead> => {
-      const rss = new RssTracker();
-      const record = emptyRecord();
-      const start = performance.now();
-      let n = 0;
-      const count = readJournal(path, (line) => {
-        foldData(record, line.data, line.revision);
-        if (++n % 4096 === 0) rss.sample();
-      });
-      const ms = performance.now() - start;
-      rss.sample();
-      return { events: count, ms, rssGrowthMb: rss.growthMb };
-    };
+    const root = join(dir, 'raw-replay');
+    writeLog(root, events, (k) => logLine(STREAM, benchEvent(k), k + 1, k + 1, NOW));
+    return async () => readAndFold(root);
   },
 
   async readAll(dir, events, streams) {
     const root = join(dir, 'raw-all');
-    mkdirSync(root, { recursive: true });
     const per = Math.ceil(events / streams);
-    for (let s = 0; s < streams; s++) writeJournal(join(root, `s${s}.jsonl`), per, s * per + 1);
-    return async (): Promise<RawRead> => {
-      const rss = new RssTracker();
-      const record = emptyRecord();
-      const start = performance.now();
-      let count = 0;
-      for (const name of readdirSync(root)) {
-        count += readJournal(join(root, name), (line) => foldData(record, line.data, line.revision));
-        rss.sample();
-      }
-      return { events: count, ms: performance.now() - start, rssGrowthMb: rss.growthMb };
-    };
+    writeLog(root, per * streams, (k) => logLine(`all-${Math.floor(k / per)}`, benchEvent(k), (k % per) + 1, k + 1, NOW));
+    return async () => readAndFold(root);
   },
 
   async compact(dir, events): Promise<Timed> {
     const root = join(dir, 'raw-compact');
-    mkdirSync(root, { recursive: true });
-    writeJournal(join(root, 's.jsonl'), events);
+    const last = writeLog(root, events, (k) => logLine(STREAM, benchEvent(k), k + 1, k + 1, NOW));
     return timeSequential(1, () => {
       const record = emptyRecord();
-      readJournal(join(root, 's.jsonl'), (line) => foldData(record, line.data, line.revision));
-      atomicWrite(root, 's.snapshot.json', JSON.stringify({ version: 1, identity: { stream: 's', schemaVersion: 1 }, revision: events, state: record }));
-      atomicWrite(root, 's.jsonl', '');
+      readLog(join(root, 'log'), (line) => foldData(record, line.data, line.revision));
+      const snapshot = { revision: events, state: { ...record }, identity: { stream: STREAM, schemaVersion: 1 } };
+      const fd = openSync(last, 'a');
+      try {
+        writeSync(fd, logLine(STREAM, { type: '$snapshot', data: snapshot }, events, events + 1, NOW));
+        fdatasyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
     });
   },
 
   async coldOpen(dir, sessions, eventsPerSession): Promise<Timed> {
     const root = join(dir, 'raw-cold');
-    mkdirSync(root, { recursive: true });
-    for (let s = 0; s < sessions; s++) writeFileSync(join(root, `s${s}.jsonl`), journalChunks(eventsPerSession, eventsPerSession)[0] ?? '');
+    writeLog(root, sessions * eventsPerSession, (k) => logLine(`s${Math.floor(k / eventsPerSession)}`, benchEvent(k), (k % eventsPerSession) + 1, k + 1, NOW));
     return timeSequential(1, () => {
       const record = emptyRecord();
-      for (const name of readdirSync(root)) readJournal(join(root, name), (line) => foldData(record, line.data, line.revision));
+      readLog(join(root, 'log'), (line) => foldData(record, line.data, line.revision));
     });
   },
 };

@@ -1,13 +1,21 @@
 import { hash } from 'node:crypto';
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readSync } from 'node:fs';
+import { join } from 'node:path';
 import type { JsonValue } from '@sessionfold/core';
 
 const NEWLINE = 0x0a;
 const CHUNK = 1 << 20;
 
+/** Reads the segments of the log in `directory` in name order (log order) with `readJournal`; returns the count. */
+export function readLog(directory: string, onRecord: (record: { revision: number; data: JsonValue }) => void): number {
+  let count = 0;
+  for (const name of readdirSync(directory).sort()) count += readJournal(join(directory, name), onRecord);
+  return count;
+}
+
 /**
- * Reads a checksummed JSONL journal in 1 MiB chunks: finds each `\n`, hashes the payload bytes, compares the
- * digest with the line's hex prefix and parses the payload. Calls `onRecord` per record; returns the count.
+ * Reads a checksummed JSONL file (a log segment) in 1 MiB chunks: finds each `\n`, hashes the payload bytes,
+ * compares the digest with the line's hex prefix and parses the payload. Calls `onRecord` per record; returns the count.
  * This is the fastest reader found for the framing, and the raw limit of every file-store read.
  */
 export function readJournal(path: string, onRecord: (record: { revision: number; data: JsonValue }) => void): number {

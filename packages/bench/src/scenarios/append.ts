@@ -103,7 +103,7 @@ export const appendBatch: Scenario = {
   },
 };
 
-/** 64 single-event appends in flight to one stream. Raw: one write + one fdatasync per 64 lines / 64 rows per transaction. */
+/** 64 single-event appends in flight to one stream. Raw: one write + one fdatasync per 64 lines of the log / 64 rows per transaction. */
 export const appendInFlightOneStream: Scenario = {
   id: 'append-64-one-stream',
   title: '64 in flight, 1 stream',
@@ -131,7 +131,10 @@ export const appendInFlightOneStream: Scenario = {
   },
 };
 
-/** 64 single-event appends in flight, one per stream, to 64 streams. Raw: 64 files written then fdatasync'd in parallel / 64 rows per transaction. */
+/**
+ * 64 single-event appends in flight, one per stream, to 64 streams. Raw: one write + one fdatasync per 64 lines
+ * (the streams share the one log) / 64 rows per transaction.
+ */
 export const appendInFlightManyStreams: Scenario = {
   id: 'append-64-streams',
   title: '64 in flight, 64 streams',

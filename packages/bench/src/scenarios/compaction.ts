@@ -3,7 +3,7 @@ import { benchReducer } from '../fixtures.js';
 import { fillStream, withStore, type Scenario } from '../scenario.js';
 import { perSecond } from '../stats.js';
 
-/** Folds a long stream and compacts it to a snapshot (`compactStream`). Raw: fold + atomic snapshot write + dropping the events. */
+/** Folds a long stream and compacts it to a snapshot (`compactStream`). Raw: fold + a durable snapshot line / snapshot row + dropping the events. */
 export const compaction: Scenario = {
   id: 'compaction',
   title: 'compact 1 stream',

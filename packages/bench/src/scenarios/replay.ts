@@ -56,7 +56,7 @@ async function pairedReads(context: ScenarioContext, subject: StoreSubject, spec
   };
 }
 
-/** Replays one stream to a folded record. Raw: chunked journal read + sha256 + JSON.parse / stmt.iterate + JSON.parse. */
+/** Replays one stream to a folded record. Raw: chunked log read + sha256 + JSON.parse / stmt.iterate + JSON.parse. */
 export const replayStream: Scenario = {
   id: 'replay',
   title: 'replay 1 stream',

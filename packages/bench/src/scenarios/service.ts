@@ -141,7 +141,7 @@ export const serviceConcurrentTranscript: Scenario = {
   },
 };
 
-/** Opens a store holding many sessions, cold: open store, open service, first `get`. Raw: read every journal/row once. */
+/** Opens a store holding many sessions, cold: open store, open service, first `get`. Raw: read the log/every row once. */
 export const coldOpen: Scenario = {
   id: 'cold-open',
   title: 'cold open → first get',

@@ -1,41 +1,33 @@
-import * as crypto from 'node:crypto';
-import { closeSync, lstatSync, readSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import { CliError } from '../exit-codes.js';
-import { kindOf, openRegularFile, openRegularFileSync } from '../files.js';
 import type { Progress } from '../progress.js';
+import { scanLog } from './log-scan.js';
 import type { Findings } from './problems.js';
 import { PositionBits } from './position-bits.js';
-
-/** Bytes read from a file at a time: large sequential reads, and a buffer reused for the whole scan. */
-const READ_BYTES = 1 << 20;
-/**
- * The scan's buffer, shared by every file: a store has thousands of small journals, and a fresh megabyte for each
- * cost more in allocation and garbage collection than reading them. A file is read without an await in between,
- * so no two reads ever share it at once.
- */
-let shared = Buffer.allocUnsafe(0);
-const HASH_HEX = 64;
-const SPACE = 0x20;
-const NEWLINE = 0x0a;
-const sha256Hex: (data: Uint8Array) => string =
-  typeof crypto.hash === 'function' ? (data) => crypto.hash('sha256', data, 'hex') : (data) => crypto.createHash('sha256').update(data).digest('hex');
-
-/** One complete framed line of a journal-like file. */
-interface FramedLine {
-  line: number;
-  payload: unknown;
-}
+import { blobNamesOf, checkBlobBytes, forEachFramedLine, framedLines, listFiles, type Namer, present } from './store-files.js';
 
 /**
  * Checks every file of a file store as it lies on disk, without the store's code: the framing and checksum
- * of every line, revision and position order in each journal, snapshot identities, owner records against
- * blob files, and each blob's bytes against its name. Every problem is named by file and 1-based line;
- * an unfinished last line (which the next writer cuts) is a warning.
+ * of every line, revision and position order (per journal up to format 3, along the one log from format 4),
+ * snapshot identities, blob owners against blob files, and each blob's bytes against its name. Every problem
+ * is named by file and 1-based line; an unfinished last line (which the next writer cuts) is a warning.
  */
 export async function scanFileStore(directory: string, findings: Findings, bar: Progress): Promise<void> {
-  const name = (path: string) => relative(directory, path) || path;
+  const name: Namer = (path) => relative(directory, path) || path;
+  const formatPath = join(directory, 'format.json');
+  const format = present(formatPath) ? formatVersion(await framedLines(formatPath, name(formatPath), findings)) : undefined;
+  // Format 1 has no format file; without one (or with one that cannot be read) a log marks format 4.
+  if ((format ?? (present(join(directory, 'log')) ? 4 : 1)) >= 4) return scanLog(directory, name, findings, bar);
+  return scanJournals(directory, name, findings, bar);
+}
+
+/** The `formatVersion` format.json's line names; undefined when it names none. */
+function formatVersion(lines: readonly { payload: unknown }[]): number | undefined {
+  const version = (lines[0]?.payload as { formatVersion?: unknown } | undefined)?.formatVersion;
+  return typeof version === 'number' ? version : undefined;
+}
+
+/** The scan of formats 1–3: one journal per stream, a snapshot file beside it, an owners file per stream. */
+async function scanJournals(directory: string, name: Namer, findings: Findings, bar: Progress): Promise<void> {
   const streamsDir = join(directory, 'streams');
   const ownersDir = join(directory, 'owners');
   const blobsDir = join(directory, 'blobs');
@@ -44,8 +36,6 @@ export async function scanFileStore(directory: string, findings: Findings, bar: 
   const blobFiles = await listFiles(blobsDir, name, findings);
   bar.total(streamFiles.length + ownerFiles.length + blobFiles.length + 2);
 
-  const formatPath = join(directory, 'format.json');
-  if (present(formatPath)) await framedLines(formatPath, name(formatPath), findings);
   const tombstones = join(directory, 'tombstones.jsonl');
   if (present(tombstones)) await framedLines(tombstones, name(tombstones), findings);
   bar.tick(2);
@@ -72,7 +62,7 @@ export async function scanFileStore(directory: string, findings: Findings, bar: 
     bar.tick();
   }
 
-  const blobNames = new Set(blobFiles.filter((entry) => /^[0-9a-f]{64}$/.test(entry)));
+  const blobNames = blobNamesOf(blobFiles);
   for (const file of ownerFiles.filter((entry) => entry.endsWith('.jsonl'))) {
     const path = join(ownersDir, file);
     for (const { line, payload } of await framedLines(path, name(path), findings)) {
@@ -82,129 +72,7 @@ export async function scanFileStore(directory: string, findings: Findings, bar: 
     }
     bar.tick();
   }
-  for (const sha of blobNames) {
-    const path = join(blobsDir, sha);
-    const actual = await hashFile(path, name(path), findings);
-    findings.blobs++;
-    if (actual !== undefined && actual !== sha) findings.error(name(path), undefined, `the blob's bytes hash to ${actual}, not to its name`);
-    bar.tick();
-  }
-}
-
-/** Whether anything (a dangling link too) is at `path`: it is then read, or refused by name. */
-const present = (path: string) => lstatSync(path, { throwIfNoEntry: false }) !== undefined;
-
-/**
- * The regular files of one of the store's directories. A store writes only regular files there: a link (which
- * could lead out of the store), a FIFO, a socket or a device is an error naming it, and is never opened.
- */
-async function listFiles(directory: string, name: (path: string) => string, findings: Findings): Promise<string[]> {
-  const stats = lstatSync(directory, { throwIfNoEntry: false });
-  if (!stats) return [];
-  if (!stats.isDirectory()) {
-    findings.error(name(directory), undefined, `${kindOf(stats)}, not a directory: a store keeps only its own directories here; it was not read`);
-    findings.notRegular++;
-    return [];
-  }
-  const files: string[] = [];
-  for (const entry of await readdir(directory, { withFileTypes: true })) {
-    if (entry.isFile()) files.push(entry.name);
-    else if (!entry.isDirectory()) {
-      const kind = kindOf(lstatSync(join(directory, entry.name)));
-      findings.error(name(join(directory, entry.name)), undefined, `${kind}, not a regular file: a store writes only regular files; it was not read`);
-      findings.notRegular++;
-    }
-  }
-  return files.sort();
-}
-
-/** A file that may not be read (not a regular file, or unreadable) becomes an error on it, and the scan goes on. */
-function refusedFile(error: unknown, file: string, findings: Findings): void {
-  if (!(error instanceof CliError)) throw error;
-  findings.error(file, undefined, error.message);
-  findings.notRegular++;
-}
-
-/**
- * Calls `onLine` with each complete, intact line of a framed file, read in large chunks into one buffer so that
- * a journal of any size is checked in bounded memory, each line hashed and parsed where it lies. A bad line is
- * an error and ends the file (what follows it cannot be trusted to be in order); bytes after the last newline
- * are a torn tail: a warning.
- */
-/** Resolves false when a damaged line, or `onLine`, stopped the scan before the file's end. */
-async function forEachFramedLine(path: string, file: string, findings: Findings, onLine: (line: FramedLine) => boolean | undefined): Promise<boolean> {
-  findings.files++;
-  // Synchronous reads: verify does nothing else meanwhile, and a read that waits for the thread pool left the
-  // process idle for a tenth of a scan of many small journals.
-  let fd: number;
-  try {
-    fd = openRegularFileSync(path, 'store file');
-  } catch (error) {
-    refusedFile(error, file, findings);
-    return false;
-  }
-  try {
-    if (shared.length < READ_BYTES) shared = Buffer.allocUnsafe(READ_BYTES);
-    let buffer = shared;
-    let filled = 0;
-    let line = 0;
-    for (;;) {
-      // A line longer than the buffer: grow it, so the line is still checked whole.
-      if (filled === buffer.length) buffer = shared = Buffer.concat([buffer, Buffer.allocUnsafe(buffer.length)]);
-      const bytesRead = readSync(fd, buffer, filled, buffer.length - filled, null);
-      if (bytesRead === 0) break;
-      filled += bytesRead;
-      const view = buffer.subarray(0, filled);
-      let start = 0;
-      for (let end = view.indexOf(NEWLINE, start); end >= 0; end = view.indexOf(NEWLINE, start)) {
-        line++;
-        const payload = checkLine(buffer, start, end, file, line, findings);
-        start = end + 1;
-        if (payload === undefined || onLine({ line, payload: payload.value }) === false) return false;
-      }
-      buffer.copyWithin(0, start, filled);
-      filled -= start;
-    }
-    if (filled > 0) {
-      const tail = buffer.subarray(0, filled);
-      findings.warning(
-        file,
-        line + 1,
-        tail.every((byte) => byte === 0)
-          ? 'NUL bytes after the last record (a torn tail; a writer cuts it on open)'
-          : 'an unfinished last line (a torn tail; a writer cuts it on open)',
-      );
-    }
-    return true;
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** The payload of the line `buffer[start, end)`, or undefined (an error recorded) when the line is damaged. */
-function checkLine(buffer: Buffer, start: number, end: number, file: string, line: number, findings: Findings): { value: unknown } | undefined {
-  findings.records++;
-  if (end - start < HASH_HEX + 1 || buffer[start + HASH_HEX] !== SPACE) {
-    findings.error(file, line, 'not a framed record (`sha256 payload`)');
-    return undefined;
-  }
-  if (sha256Hex(buffer.subarray(start + HASH_HEX + 1, end)) !== buffer.toString('latin1', start, start + HASH_HEX)) {
-    findings.error(file, line, 'checksum mismatch: the record was changed after it was written');
-    return undefined;
-  }
-  try {
-    return { value: JSON.parse(buffer.toString('utf8', start + HASH_HEX + 1, end)) as unknown };
-  } catch {
-    findings.error(file, line, 'the record is not valid JSON');
-    return undefined;
-  }
-}
-
-/** Every intact line of a small framed file (a snapshot, format.json, an owners file). */
-async function framedLines(path: string, file: string, findings: Findings): Promise<FramedLine[]> {
-  const lines: FramedLine[] = [];
-  await forEachFramedLine(path, file, findings, (line) => void lines.push(line));
-  return lines;
+  await checkBlobBytes(blobsDir, blobNames, name, findings, bar);
 }
 
 /**
@@ -259,18 +127,4 @@ async function checkJournal(path: string, file: string, stream: string, snapshot
   // A batch left open by a line the scan stopped at is that line's damage, not a torn tail.
   if (whole && !failed && openBatch !== undefined)
     findings.warning(file, openBatch, 'a batch whose last record never made it (a torn tail; a writer drops it on open)');
-}
-
-/** The sha256 of a blob file's bytes; undefined (an error recorded) when it is not a regular file. */
-async function hashFile(path: string, file: string, findings: Findings): Promise<string | undefined> {
-  let handle;
-  try {
-    handle = await openRegularFile(path, 'blob');
-  } catch (error) {
-    refusedFile(error, file, findings);
-    return undefined;
-  }
-  const hash = crypto.createHash('sha256');
-  for await (const chunk of handle.createReadStream()) hash.update(chunk as Buffer);
-  return hash.digest('hex');
 }
