@@ -3,18 +3,25 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CorruptionError, StorageError } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
-import { collect, freshDir } from './test-support.fixture.js';
+import { collect, freshDir, logLines } from './test-support.fixture.js';
 
 describe('the checkpoint slot', () => {
-  it('lives in checkpoints/, outside the streams, and a new store has its id from creation', async () => {
+  it('lives in checkpoints/, outside the log, and a new store has its id from creation', async () => {
     const directory = freshDir();
     const store = await fileStore({ directory });
     expect(readdirSync(directory)).toContain('store-id.json');
     await store.checkpoints!.save('projection', '{"at":1}');
     expect(readdirSync(join(directory, 'checkpoints'))).toEqual(['projection']);
-    expect(readdirSync(join(directory, 'streams'))).toEqual([]);
+    // No stream, no feed record and no line of the log comes of a checkpoint.
+    expect(logLines(directory)).toEqual([]);
     expect(await collect(store.streams())).toEqual([]);
+    expect(await collect(store.readAll())).toEqual([]);
+    expect((await store.status!()).lastPosition).toBe(0);
     await store.close();
+    const reopened = await fileStore({ directory, readOnly: true });
+    expect(await reopened.checkpoints!.load('projection')).toBe('{"at":1}');
+    expect(await collect(reopened.streams())).toEqual([]);
+    await reopened.close();
   });
 
   it('a checkpoint file copied from another store reads as absent', async () => {
@@ -41,7 +48,9 @@ describe('the checkpoint slot', () => {
     expect(error).toBeInstanceOf(CorruptionError);
     expect((error as CorruptionError).file).toBe(path);
     const report = await store.verify!();
+    // verify checks checkpoints as well as the log: the damage is its one problem.
     expect(report.problems.map((p) => [p.severity, p.code, p.file])).toEqual([['error', 'damaged_record', path]]);
+    expect(report.ok).toBe(false);
     await store.close();
   });
 

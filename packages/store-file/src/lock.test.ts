@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StorageError, StoreLockedError } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
-import { ChildOutput, collect, freshDir, randomStream, startChild } from './test-support.fixture.js';
+import { ChildOutput, collect, freshDir, logLines, randomStream, segmentsOf, startChild } from './test-support.fixture.js';
 
 /** The pid of a process that has already exited. */
 function deadPid(): number {
@@ -85,7 +86,7 @@ describe('read-only', () => {
     await expect(stat(dir)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 
-  it('a read-only view whose journal the writer has since compacted reads the stream again instead of misreading it', async () => {
+  it('a read-only view opened before the writer appends and compacts reads the stream as it is now, and so does its feed', async () => {
     const dir = freshDir();
     const stream = randomStream();
     const writer = await fileStore({ directory: dir });
@@ -95,23 +96,29 @@ describe('read-only', () => {
       { expectedRevision: 'no_stream' },
     );
     const reader = await fileStore({ directory: dir, readOnly: true });
+    expect((await collect((await reader.read(stream)).events)).map((e) => e.data)).toEqual([1, 2, 3]);
     await writer.append(stream, [{ type: 'N', data: 4 }], { expectedRevision: 3 });
-    // An append to the same journal after the open: the view's read looks again and shows it.
+    // An append after the open: the view's read shows it.
     expect((await collect((await reader.read(stream)).events)).map((e) => e.data)).toEqual([1, 2, 3, 4]);
     await writer.compact(stream, { revision: 2, state: null, identity: { stream, schemaVersion: 1 } });
-    // The view's offsets no longer apply: it reads the stream's files again and sees them whole, never a mix.
-    const again = await reader.read(stream, { fromRevision: 3 });
-    expect(again.revision).toBe(4);
-    expect((await collect(again.events)).map((e) => e.data)).toEqual([3, 4]);
-    await expect(collect(reader.readAll())).rejects.toThrow(/reopen it/);
+    // The compaction shows whole: the snapshot and the events after it, never a mix of before and after.
+    const now = await reader.read(stream);
+    expect(now.revision).toBe(4);
+    expect(now.snapshot).toEqual({ revision: 2, state: null, identity: { stream, schemaVersion: 1 } });
+    expect((await collect(now.events)).map((e) => e.data)).toEqual([3, 4]);
+    expect((await collect((await reader.read(stream, { fromRevision: 3 })).events)).map((e) => e.data)).toEqual([3, 4]);
+    const feed = (await collect(reader.readAll())).map((record) => [record.type, record.revision]);
+    expect(feed).toEqual((await collect(writer.readAll())).map((record) => [record.type, record.revision]));
+    expect(feed).toEqual([
+      ['N', 3],
+      ['N', 4],
+      ['$snapshot', 2],
+    ]);
     await reader.close();
-    const reopened = await fileStore({ directory: dir, readOnly: true });
-    expect((await collect((await reopened.read(stream, { fromRevision: 3 })).events)).map((e) => e.data)).toEqual([3, 4]);
-    await reopened.close();
     await writer.close();
   });
 
-  it('a read-only view whose snapshot the writer has since replaced or removed reads the stream again; its feed asks to be reopened', async () => {
+  it('a read-only view opened before the writer replaces a snapshot or deletes the stream reads the stream as it is now', async () => {
     const dir = freshDir();
     const stream = randomStream();
     const writer = await fileStore({ directory: dir });
@@ -128,14 +135,11 @@ describe('read-only', () => {
     expect(replaced.snapshot).toEqual({ revision: 2, state: 'two', identity: { stream, schemaVersion: 1 } });
     expect((await collect(replaced.events)).map((e) => e.data)).toEqual([3]);
     await writer.compact(stream, { revision: 3, state: 'three', identity: { stream, schemaVersion: 1 } });
-    const refused = await collect(reader.readAll()).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    expect(refused).toBeInstanceOf(StorageError);
-    expect(String(refused)).toMatch(/replaced by the writer.*reopen it/);
+    expect((await collect(reader.readAll())).map((record) => [record.type, record.revision])).toEqual([['$snapshot', 3]]);
     await writer.deleteStream(stream, { expectedRevision: 3 });
     expect(await reader.read(stream)).toMatchObject({ revision: 0 });
+    expect(await collect(reader.streams())).toEqual([]);
+    expect((await collect(reader.readAll())).map((record) => [record.type, record.revision])).toEqual([['$deleted', 3]]);
     await reader.close();
     await writer.close();
   });
@@ -163,19 +167,38 @@ describe('files and paths', () => {
     const other = randomStream();
     await store.append(other, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
     await store.deleteStream(other, { expectedRevision: 1 });
+    await store.checkpoints!.save('projection', 'state');
     const mode = async (path: string) => (await stat(path)).mode & 0o777;
-    for (const path of [dir, join(dir, 'streams'), join(dir, 'blobs'), join(dir, 'owners')]) expect(await mode(path), path).toBe(0o700);
+    for (const path of [dir, join(dir, 'log'), join(dir, 'blobs'), join(dir, 'checkpoints')]) expect(await mode(path), path).toBe(0o700);
+    const segments = segmentsOf(dir);
+    expect(segments.length).toBeGreaterThan(0);
     for (const path of [
       join(dir, 'LOCK'),
-      join(dir, 'streams', `${stream}.jsonl`),
-      join(dir, 'streams', `${stream}.snapshot.json`),
+      join(dir, 'format.json'),
+      join(dir, 'store-id.json'),
+      ...segments,
       join(dir, 'blobs', sha),
-      join(dir, 'owners', `${stream}.jsonl`),
-      join(dir, 'tombstones.jsonl'),
+      join(dir, 'checkpoints', 'projection'),
     ]) {
       expect(await mode(path), path).toBe(0o600);
     }
     await store.close();
+  });
+
+  it('a segment started after a segment is sealed is 0600 too', async () => {
+    const { setSegmentBytesForTests } = await import('./log/log-writer.js');
+    const previous = setSegmentBytesForTests(1);
+    try {
+      const dir = freshDir();
+      const store = await fileStore({ directory: dir });
+      for (let n = 1; n <= 3; n++) await store.append(randomStream(), [{ type: 'A', data: n }], { expectedRevision: 'no_stream' });
+      await store.close();
+      const segments = segmentsOf(dir);
+      expect(segments.length).toBeGreaterThan(1);
+      for (const path of segments) expect((await stat(path)).mode & 0o777, path).toBe(0o600);
+    } finally {
+      setSegmentBytesForTests(previous);
+    }
   });
 
   it('refuses stream ids that could name a path outside the directory before touching anything', async () => {
@@ -187,8 +210,9 @@ describe('files and paths', () => {
       await expect(store.putBlob(stream, new Uint8Array([1]))).rejects.toMatchObject({ code: 'invalid_input' });
     }
     await store.close();
-    await expect(stat(join(root, 'escape.jsonl'))).rejects.toMatchObject({ code: 'ENOENT' });
-    await expect(stat(join(dir, 'escape.jsonl'))).rejects.toMatchObject({ code: 'ENOENT' });
+    // Nothing was written for them: no file beside the store, no line in its log.
+    expect(readdirSync(root)).toEqual(['store']);
+    expect(logLines(dir)).toEqual([]);
   });
 });
 

@@ -1,15 +1,25 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StorageError, type EventStore } from '@sessionfold/core/kernel';
 import { fileStore } from './index.js';
-import { collect, freshDir, withoutCleanClose } from './test-support.fixture.js';
+import { setSegmentBytesForTests } from './log/log-writer.js';
+import { collect, freshDir, segmentsOf } from './test-support.fixture.js';
 
 // Each test would hang forever on a FIFO opened for reading: the timeout, far above the real time, turns a hang
 // into a failure.
 const HANG = 30_000;
 const posix = process.platform !== 'win32';
+
+// Small segments, so a store has sealed segments as well as the active one.
+let previousSegmentBytes = 0;
+beforeAll(() => {
+  previousSegmentBytes = setSegmentBytesForTests(1);
+});
+afterAll(() => {
+  setSegmentBytesForTests(previousSegmentBytes);
+});
 
 /** Puts a FIFO where `path` was. */
 function fifoAt(path: string): void {
@@ -17,9 +27,9 @@ function fifoAt(path: string): void {
   execFileSync('mkfifo', [path]);
 }
 
-/** A closed store with stream `a` (two events, compacted at 1), a blob it owns, a deleted stream and a checkpoint. */
 const BLOB = '039058c6f2c0cb492c533b0a4d14ef77cc0f78abccced5287d84a1a2011cfb81';
 
+/** A closed store with stream `a` (two events, compacted at 1), a blob it owns, a deleted stream and a checkpoint, in several segments. */
 async function written(): Promise<{ dir: string; sha: string }> {
   const dir = freshDir();
   const store = await fileStore({ directory: dir });
@@ -38,6 +48,7 @@ async function written(): Promise<{ dir: string; sha: string }> {
   await store.deleteStream('gone', { expectedRevision: 1 });
   await store.checkpoints!.save('projection', 'state');
   await store.close();
+  expect(segmentsOf(dir).length).toBeGreaterThan(2);
   return { dir, sha };
 }
 
@@ -57,6 +68,7 @@ async function everyCall(dir: string, readOnly: boolean): Promise<unknown[]> {
   await attempt(() => store.status!());
   await attempt(() => store.checkpoints!.load('projection'));
   await attempt(() => collect(store.blobs('a')));
+  await attempt(() => store.getBlob(BLOB));
   await store.close().catch(() => undefined);
   return outcomes;
 }
@@ -70,17 +82,15 @@ function names(outcome: unknown, path: string): boolean {
 
 describe.skipIf(!posix)('files that are not what they seem, inside the store', () => {
   it.each([
-    ['a journal', (dir: string) => join(dir, 'streams', 'a.jsonl')],
-    ['a snapshot', (dir: string) => join(dir, 'streams', 'a.snapshot.json')],
+    ['the first (sealed) segment', (dir: string) => segmentsOf(dir)[0] as string],
+    ['the last (active) segment', (dir: string) => segmentsOf(dir).at(-1) as string],
     ['the format file', (dir: string) => join(dir, 'format.json')],
     ['the store id', (dir: string) => join(dir, 'store-id.json')],
-    ['the tombstones', (dir: string) => join(dir, 'tombstones.jsonl')],
-    ['an owners file', (dir: string) => join(dir, 'owners', 'a.jsonl')],
     ['a checkpoint', (dir: string) => join(dir, 'checkpoints', 'projection')],
     ['a blob', (dir: string) => join(dir, 'blobs', BLOB)],
     ['the lock', (dir: string) => join(dir, 'LOCK')],
   ])(
-    'a FIFO in place of %s never hangs open, read, readAll, verify, status or a load: what fails is a StorageError naming it',
+    'a FIFO in place of %s never hangs open, read, readAll, verify, status, a load or a blob read: what fails is a StorageError naming it',
     async (_label, where) => {
       for (const readOnly of [true, false]) {
         const { dir } = await written();
@@ -94,15 +104,13 @@ describe.skipIf(!posix)('files that are not what they seem, inside the store', (
     HANG,
   );
 
-  it.each([
-    ['the manifest', 'manifest.json'],
-    ['the clean-close mark', 'clean-close.json'],
-  ])(
-    'a FIFO in place of %s, which only speeds an open up, is passed over: the store opens and reads from the files',
-    async (_label, name) => {
+  it(
+    'a FIFO in the index directory, which only speeds an open up, is passed over: the store opens and reads from the log',
+    async () => {
       for (const readOnly of [true, false]) {
         const { dir } = await written();
-        fifoAt(join(dir, name));
+        mkdirSync(join(dir, 'index'), { recursive: true });
+        fifoAt(join(dir, 'index', `${'1'.padStart(20, '0')}.json`));
         const outcomes = await everyCall(dir, readOnly);
         expect(outcomes.filter((outcome) => outcome instanceof Error)).toEqual([]);
         expect((outcomes[0] as { data: unknown }[]).map((event) => event.data)).toEqual([2]);
@@ -112,18 +120,20 @@ describe.skipIf(!posix)('files that are not what they seem, inside the store', (
   );
 
   it(
-    'a journal linked to /dev/zero is refused as a symbolic link, never read',
+    'a segment linked to /dev/zero is refused as a symbolic link, never read',
     async () => {
-      const { dir } = await written();
-      const path = join(dir, 'streams', 'a.jsonl');
-      rmSync(path);
-      symlinkSync('/dev/zero', path);
-      withoutCleanClose(dir);
-      for (const readOnly of [true, false]) {
-        const error = await fileStore({ directory: dir, readOnly }).catch((e: unknown) => e);
-        expect(error).toBeInstanceOf(StorageError);
-        expect(String(error)).toContain(path);
-        expect(String(error)).toContain('is a symbolic link');
+      for (const which of ['first', 'last'] as const) {
+        const { dir } = await written();
+        const segments = segmentsOf(dir);
+        const path = (which === 'first' ? segments[0] : segments.at(-1)) as string;
+        rmSync(path);
+        symlinkSync('/dev/zero', path);
+        for (const readOnly of [true, false]) {
+          const error = await fileStore({ directory: dir, readOnly }).catch((e: unknown) => e);
+          expect(error).toBeInstanceOf(StorageError);
+          expect(String(error)).toContain(path);
+          expect(String(error)).toContain('is a symbolic link');
+        }
       }
     },
     HANG,
@@ -131,19 +141,24 @@ describe.skipIf(!posix)('files that are not what they seem, inside the store', (
 });
 
 describe.skipIf(!posix)('links inside the store never make it write outside its directory', () => {
-  /** A directory outside the store holding a copy of what the link replaced; returns how to read it back. */
-  function linkedAway(path: string): () => string[] {
+  /** Moves what is at `path` outside the store and links `path` to it; returns how to read what is outside back. */
+  function linkedAway(path: string): () => Record<string, string> {
     const outside = join(freshDir(), 'outside');
     renameSync(path, outside);
     symlinkSync(outside, path);
-    return () => readdirSync(outside).sort();
+    return () => {
+      const files: Record<string, string> = {};
+      for (const name of readdirSync(outside).sort()) files[name] = readFileSync(join(outside, name)).toString('base64');
+      return files;
+    };
   }
 
-  it.each(['streams', 'checkpoints', 'owners', 'blobs'])(
+  it.each(['log', 'blobs', 'checkpoints', 'index'])(
     'a linked %s/ is refused at open, naming it, and nothing is written through it',
     async (name) => {
       const { dir } = await written();
       const path = join(dir, name);
+      mkdirSync(path, { recursive: true });
       const contents = linkedAway(path);
       const before = contents();
       for (const readOnly of [true, false]) {
@@ -157,15 +172,19 @@ describe.skipIf(!posix)('links inside the store never make it write outside its 
   );
 
   it.each([
-    ['the tombstones', 'tombstones.jsonl'],
-    ['an owners file', join('owners', 'a.jsonl')],
+    ['the last segment', (dir: string) => segmentsOf(dir).at(-1) as string],
+    ['the format file', (dir: string) => join(dir, 'format.json')],
+    ['the store id', (dir: string) => join(dir, 'store-id.json')],
+    ['a checkpoint', (dir: string) => join(dir, 'checkpoints', 'projection')],
+    ['a blob', (dir: string) => join(dir, 'blobs', BLOB)],
   ])(
     'a linked %s is refused naming it, and the file it points at is left as it was',
-    async (_label, name) => {
+    async (_label, where) => {
       const { dir } = await written();
-      const path = join(dir, name);
-      const outside = join(freshDir(), 'outside.jsonl');
-      renameSync(path, outside);
+      const path = where(dir);
+      const outside = join(freshDir(), 'outside');
+      copyFileSync(path, outside);
+      rmSync(path);
       symlinkSync(outside, path);
       const before = readFileSync(outside);
       const outcomes: unknown[] = [];
@@ -173,9 +192,10 @@ describe.skipIf(!posix)('links inside the store never make it write outside its 
       if (store instanceof Error) outcomes.push(store);
       else {
         const opened = store as EventStore;
-        outcomes.push(await opened.putBlob('a', new Uint8Array([9])).catch((error: unknown) => error));
-        await opened.append('b', [{ type: 'B', data: 0 }], { expectedRevision: 'no_stream' });
-        outcomes.push(await opened.deleteStream('b', { expectedRevision: 1 }).catch((error: unknown) => error));
+        outcomes.push(await opened.checkpoints!.load('projection').catch((error: unknown) => error));
+        outcomes.push(await opened.getBlob(BLOB).catch((error: unknown) => error));
+        outcomes.push(await opened.putBlob('a', new Uint8Array([1, 2, 3])).catch((error: unknown) => error));
+        outcomes.push(await opened.append('b', [{ type: 'B', data: 0 }], { expectedRevision: 'no_stream' }).catch((error: unknown) => error));
         await opened.close().catch(() => undefined);
       }
       expect(outcomes.some((outcome) => outcome instanceof StorageError && outcome.message.includes(path))).toBe(true);
@@ -193,10 +213,14 @@ describe.skipIf(!posix)('links inside the store never make it write outside its 
       const store = await fileStore({ directory: link });
       await store.append('a', [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
       await store.close();
-      expect(existsSync(join(real, 'streams', 'a.jsonl'))).toBe(true);
+      expect(segmentsOf(real).length).toBeGreaterThan(0);
+      expect(readdirSync(real)).toContain('format.json');
       const again = await fileStore({ directory: link, readOnly: true });
       expect((await again.read('a')).revision).toBe(1);
       await again.close();
+      const writer = await fileStore({ directory: link });
+      expect((await writer.append('a', [{ type: 'A', data: 2 }], { expectedRevision: 1 })).revision).toBe(2);
+      await writer.close();
     },
     HANG,
   );

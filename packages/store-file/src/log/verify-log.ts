@@ -1,9 +1,9 @@
 import { join } from 'node:path';
-import { CorruptionError, type VerifyCode, type VerifyOptions, type VerifyProblem, type VerifyReport } from '@sessionfold/core/kernel';
+import { CorruptionError, isReservedName, type VerifyCode, type VerifyOptions, type VerifyProblem, type VerifyReport } from '@sessionfold/core/kernel';
 import { listDir, type FileSystem } from '../fs-layer.js';
 import { sha256Hex } from '../journal-codec.js';
-import type { Layout } from '../layout.js';
-import { readStoreId } from '../checkpoint-slot.js';
+import { Layout } from '../layout.js';
+import { decodeCheckpoint, readStoreId } from '../checkpoint-slot.js';
 import { readStoreFormat } from '../store-format.js';
 import { scanSegment } from './scan.js';
 import type { Segment } from './segments.js';
@@ -45,6 +45,7 @@ export async function verifyLog(fs: FileSystem, layout: Layout, live: readonly S
   const index = new StreamIndex();
   let records = 0;
   let snapshots = 0;
+  let batches = 0;
   const segments = live.map((segment) => segment.reopened());
   for (let i = 0; i < segments.length; i++) {
     signal?.throwIfAborted();
@@ -55,6 +56,7 @@ export async function verifyLog(fs: FileSystem, layout: Layout, live: readonly S
       try {
         result = await scanSegment(fs, segment, from, {
           batch(batch, at) {
+            if ((++batches & 0x3ff) === 0) signal?.throwIfAborted();
             const broken = index.check(batch);
             if (broken !== undefined) return broken;
             index.apply(batch, at);
@@ -68,6 +70,7 @@ export async function verifyLog(fs: FileSystem, layout: Layout, live: readonly S
           },
         });
       } catch (error) {
+        if (signal?.aborted && error === signal.reason) throw error;
         add('error', 'unreadable', segment.path, undefined, `${segment.path} could not be read: ${(error as Error).message}`);
         break;
       }
@@ -110,5 +113,26 @@ export async function verifyLog(fs: FileSystem, layout: Layout, live: readonly S
     if (sha256Hex(bytes) !== sha) add('error', 'blob_hash', path, undefined, `${path}: the bytes do not match their sha256`);
     if (!owned.has(sha)) add('warning', 'blob_orphan', path, undefined, `${path} is owned by no stream (kept; remove it by hand if nothing needs it)`);
   }
+  for (const name of await listDir(fs, layout.checkpoints)) {
+    signal?.throwIfAborted();
+    if (Layout.isTemporary(name)) continue;
+    const path = join(layout.checkpoints, name);
+    try {
+      decodeCheckpoint(await fs.readFile(path), path);
+    } catch (error) {
+      if (error instanceof CorruptionError) add('error', 'damaged_record', error.file, error.line, error.message);
+      else add('error', 'unreadable', path, undefined, `${path} could not be read: ${(error as Error).message}`);
+    }
+    if (isReservedName(name)) {
+      add(
+        'warning',
+        'reserved_name',
+        path,
+        undefined,
+        `${path}: checkpoint ${name} has a name Windows reserves; it still reads, but no store creates such a name any more and the directory cannot be copied to Windows (save it under another name)`,
+      );
+    }
+  }
+  signal?.throwIfAborted();
   return { ok: problems.every((problem) => problem.severity !== 'error'), problems, checked: { streams, records, snapshots, blobs } };
 }
