@@ -90,7 +90,15 @@ describe('index snapshots', () => {
   it('a writer saves one at close; the next open reads only the log after it, and reads as a full scan does', async () => {
     const dir = freshDir();
     const store = await fileStore({ directory: dir });
-    for (let n = 0; n < 30; n++) await store.append(`s-${n % 3}`, [{ type: 'Step', data: { n } }, { type: 'Step', data: { n } }], { expectedRevision: 'any' });
+    for (let n = 0; n < 30; n++)
+      await store.append(
+        `s-${n % 3}`,
+        [
+          { type: 'Step', data: { n } },
+          { type: 'Step', data: { n } },
+        ],
+        { expectedRevision: 'any' },
+      );
     await store.append('ids', [{ type: 'Once', data: {}, eventId: 'once-1' }], { expectedRevision: 'no_stream' });
     await store.close();
     expect(readdirSync(join(dir, 'index'))).toHaveLength(1);
@@ -98,7 +106,10 @@ describe('index snapshots', () => {
     const reopened = await fileStore({ directory: dir });
     const seen = await everything(reopened, streams);
     // An event id survives through the snapshot: the retried append is recognised.
-    expect(await reopened.append('ids', [{ type: 'Once', data: {}, eventId: 'once-1' }], { expectedRevision: 'no_stream' })).toEqual({ revision: 1, position: 61 });
+    expect(await reopened.append('ids', [{ type: 'Once', data: {}, eventId: 'once-1' }], { expectedRevision: 'no_stream' })).toEqual({
+      revision: 1,
+      position: 61,
+    });
     await reopened.append('s-0', [{ type: 'After', data: {} }], { expectedRevision: 20 });
     await reopened.close();
     withoutIndexSnapshots(dir);

@@ -38,15 +38,17 @@ export async function saveIndexSnapshot(fs: FileSystem, indexDir: string, segmen
     lastPosition: index.lastPosition,
     segments: segments.map((segment) => [segment.base, segment.size, segment.lines, segment.marks.slice()]),
     dead: [...index.dead],
-    streams: [...index.streams.values()].map((entry): EntryRow => [
-      entry.name,
-      entry.revision,
-      markOf(entry.snapshot),
-      markOf(entry.deleted),
-      entry.runs.slice(),
-      entry.eventIds === undefined ? 0 : [...entry.eventIds].map(([id, held]) => [id, held.revision, held.result.revision, held.result.position]),
-      entry.blobs === undefined ? 0 : [...entry.blobs],
-    ]),
+    streams: [...index.streams.values()].map(
+      (entry): EntryRow => [
+        entry.name,
+        entry.revision,
+        markOf(entry.snapshot),
+        markOf(entry.deleted),
+        entry.runs.slice(),
+        entry.eventIds === undefined ? 0 : [...entry.eventIds].map(([id, held]) => [id, held.revision, held.result.revision, held.result.position]),
+        entry.blobs === undefined ? 0 : [...entry.blobs],
+      ],
+    ),
   };
   const line = frameLine(JSON.stringify(body));
   const name = `${paddedName(index.lastPosition)}.json`;
@@ -113,7 +115,10 @@ export async function loadIndexSnapshot(
     entry.snapshot = fromMark(snapshot);
     entry.deleted = fromMark(deleted);
     entry.runs = runs;
-    if (ids !== 0) entry.eventIds = new Map(ids.map(([id, rev, resultRevision, resultPosition]) => [id, { revision: rev, result: { revision: resultRevision, position: resultPosition } }]));
+    if (ids !== 0)
+      entry.eventIds = new Map(
+        ids.map(([id, rev, resultRevision, resultPosition]) => [id, { revision: rev, result: { revision: resultRevision, position: resultPosition } }]),
+      );
     if (blobs !== 0) entry.blobs = new Set(blobs);
     index.streams.set(name, entry);
   }

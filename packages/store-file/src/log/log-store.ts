@@ -513,7 +513,11 @@ class LogStore implements FileEventStore {
     this.#cleaning = true;
     void this.#track(async () => {
       try {
-        for (let next = segmentsToClean(this.#segments, this.#index)[0]; next !== undefined && !this.#closed; next = segmentsToClean(this.#segments, this.#index)[0]) {
+        for (
+          let next = segmentsToClean(this.#segments, this.#index)[0];
+          next !== undefined && !this.#closed;
+          next = segmentsToClean(this.#segments, this.#index)[0]
+        ) {
           const cleaned = await cleanSegment(this.#p.fs, this.#p.logDir, next, this.#index, this.#p.layout.index);
           this.#segments[this.#segments.indexOf(next)] = cleaned;
           this.#retired.push(next);

@@ -100,7 +100,8 @@ export class LogWriter {
   submit(write: LogWrite): Promise<WriteOutcome> {
     return new Promise<WriteOutcome>((resolve, reject) => {
       this.#queue.push({ write, startedAt: this.ctx.observe ? performance.now() : 0, resolve, reject });
-      this.#flushing ??= this.#run();
+      // Started a microtask later: appends made in the same turn (a `Promise.all` of them) share the first flush.
+      this.#flushing ??= Promise.resolve().then(() => this.#run());
     });
   }
 
