@@ -14,7 +14,8 @@ import {
   type ValidatedSnapshot,
 } from '@sessionfold/core/kernel';
 import { join } from 'node:path';
-import { errorCode, fullDiskReason, syncDir, writeAll, type FileSystem } from '../fs-layer.js';
+import { errorCode, fullDiskReason, nodeFileSystem, syncDir, writeAll, type FileSystem } from '../fs-layer.js';
+import { syncLoneFlush } from './lone-flush.js';
 import { eventPayloadJson, frameLine } from '../journal-codec.js';
 import { blobPayload, type BlobRecord, type ChangeRecord } from './records.js';
 import { Segment, segmentFileName } from './segments.js';
@@ -303,7 +304,7 @@ export class LogWriter {
       let failure: unknown;
       let syncMs = 0;
       try {
-        syncMs = await this.#write(lines);
+        syncMs = await this.#write(lines, pendings.length === 1 && this.#queue.length === 0);
       } catch (error) {
         failure = error;
       }
@@ -358,7 +359,7 @@ export class LogWriter {
   }
 
   /** Writes `lines` at the end of the active segment (starting a new one first when it is full) and syncs them; the sync's milliseconds. */
-  async #write(lines: readonly string[]): Promise<number> {
+  async #write(lines: readonly string[], lone: boolean): Promise<number> {
     const { fs } = this.ctx;
     let segment = this.ctx.segments.at(-1);
     if (segment === undefined || segment.size >= segmentBytes) segment = await this.#startSegment();
@@ -379,7 +380,8 @@ export class LogWriter {
     }
     const syncStart = performance.now();
     try {
-      await fs.fdatasync(fd);
+      if (lone && fs === nodeFileSystem) syncLoneFlush(fd);
+      else await fs.fdatasync(fd);
     } catch (cause) {
       this.ctx.poison(`a write to ${segment.path} failed to sync`, cause);
       throw new StorageError(`Could not sync ${segment.path}; the store refuses writes until it is reopened.`, { cause, poisoned: true });
