@@ -119,8 +119,8 @@ export async function loadIndexSnapshot(
       entry.eventIds = new Map(
         ids.map(([id, rev, resultRevision, resultPosition]) => [id, { revision: rev, result: { revision: resultRevision, position: resultPosition } }]),
       );
-    if (blobs !== 0) entry.blobs = new Set(blobs);
     index.streams.set(name, entry);
+    if (blobs !== 0) for (const sha of blobs) index.applyBlob({ kind: 'blob', stream: name, sha256: sha });
   }
   return { segments, index };
 }

@@ -398,7 +398,7 @@ class LogStore implements FileEventStore {
     // The deletion is durable: the blobs no other stream owns go (an interrupted removal leaves files no stream
     // owns, which verify reports and nothing reads).
     await this.#track(async () => {
-      for (const sha of owned) if (!this.#owned(sha)) await this.#blobs.remove(sha).catch(() => undefined);
+      for (const sha of owned) if (!this.#index.owned(sha)) await this.#blobs.remove(sha).catch(() => undefined);
     });
   }
 
@@ -424,7 +424,7 @@ class LogStore implements FileEventStore {
     this.#assertOpen();
     validateSha256(sha256);
     await this.#refresh();
-    if (!this.#owned(sha256)) return undefined;
+    if (!this.#index.owned(sha256)) return undefined;
     try {
       return await this.#blobs.get(sha256);
     } catch (error) {
@@ -529,12 +529,6 @@ class LogStore implements FileEventStore {
         this.#cleaning = false;
       }
     });
-  }
-
-  /** Whether a blob is owned by any stream the index knows. */
-  #owned(sha: string): boolean {
-    for (const entry of this.#index.streams.values()) if (entry.blobs?.has(sha)) return true;
-    return false;
   }
 
   async #submit(write: LogWrite): Promise<WriteOutcome> {

@@ -101,7 +101,8 @@ export class LogWriter {
   submit(write: LogWrite): Promise<WriteOutcome> {
     return new Promise<WriteOutcome>((resolve, reject) => {
       this.#queue.push({ write, startedAt: this.ctx.observe ? performance.now() : 0, resolve, reject });
-      // Started a microtask later: appends made in the same turn (a `Promise.all` of them) share the first flush.
+      // Started once the current turn's promise reactions ran: callers answered by the last flush that append
+      // again at once, and appends made in the same turn (a `Promise.all`), share the next flush.
       this.#flushing ??= Promise.resolve().then(() => this.#run());
     });
   }

@@ -79,6 +79,8 @@ export class StreamIndex {
   readonly streams = new Map<string, StreamEntry>();
   lastPosition = 0;
   readonly dead: DeadBytes = new Map();
+  /** How many streams own each blob: a blob no stream owns any more is not read and may be removed. */
+  readonly blobOwners = new Map<string, number>();
   /** Feed reads under way, and the entries that keep past states for them. */
   #feeds = 0;
   readonly #withPast = new Set<StreamEntry>();
@@ -112,6 +114,8 @@ export class StreamIndex {
     this.dead.clear();
     for (const [segment, bytes] of other.dead) this.dead.set(segment, bytes);
     this.lastPosition = other.lastPosition;
+    this.blobOwners.clear();
+    for (const [sha, owners] of other.blobOwners) this.blobOwners.set(sha, owners);
   }
 
   entry(stream: string): StreamEntry | undefined {
@@ -188,6 +192,11 @@ export class StreamIndex {
       entry.revision = 0;
       entry.snapshot = undefined;
       entry.eventIds = undefined;
+      for (const sha of entry.blobs ?? []) {
+        const owners = (this.blobOwners.get(sha) ?? 1) - 1;
+        if (owners > 0) this.blobOwners.set(sha, owners);
+        else this.blobOwners.delete(sha);
+      }
       entry.blobs = undefined;
       return;
     }
@@ -203,7 +212,15 @@ export class StreamIndex {
 
   /** Records that `blob.stream` owns `blob.sha256`. */
   applyBlob(blob: BlobRecord): void {
-    (this.#entry(blob.stream).blobs ??= new Set()).add(blob.sha256);
+    const owned = (this.#entry(blob.stream).blobs ??= new Set());
+    if (owned.has(blob.sha256)) return;
+    owned.add(blob.sha256);
+    this.blobOwners.set(blob.sha256, (this.blobOwners.get(blob.sha256) ?? 0) + 1);
+  }
+
+  /** Whether any stream owns the blob `sha256`. */
+  owned(sha256: string): boolean {
+    return (this.blobOwners.get(sha256) ?? 0) > 0;
   }
 
   /** Forgets the events of `entry` up to `revision` (runs wholly covered; event ids of the dropped events). */
