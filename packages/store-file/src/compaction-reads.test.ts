@@ -6,15 +6,15 @@ import { collect, freshDir, randomStream } from './test-support.fixture.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A slow disk: every fsync and close takes 40 ms, which holds a compaction open across many reads. */
+/**
+ * A slow disk: every fdatasync takes 200 ms, which holds a compaction (its `$snapshot` line written, not yet
+ * durable) open across many reads, while `slow.on`.
+ */
+const slow = { on: false };
 const slowFs: Partial<FileSystem> = {
-  fsync: async (fd) => {
-    await sleep(40);
-    return nodeFileSystem.fsync(fd);
-  },
-  close: async (fd) => {
-    await sleep(40);
-    return nodeFileSystem.close(fd);
+  fdatasync: async (fd) => {
+    if (slow.on) await sleep(200);
+    return nodeFileSystem.fdatasync(fd);
   },
 };
 
@@ -45,10 +45,13 @@ function feedShape(records: RecordedEvent[]): string {
   return records.map((r) => (r.type === SNAPSHOT_RECORD ? `$${r.revision}` : `${r.revision}`)).join(',');
 }
 
-/** Runs `probe` every 5 ms until `work` settles; returns every outcome (a shape or an error's message). */
+/** Runs `probe` every 5 ms until `work` settles; returns every outcome (a shape or an error's message). Ends the slow disk. */
 async function probeDuring(work: Promise<unknown>, probe: () => Promise<string>): Promise<string[]> {
   let done = false;
-  const finished = work.finally(() => (done = true));
+  const finished = work.finally(() => {
+    done = true;
+    slow.on = false;
+  });
   const seen: string[] = [];
   while (!done) {
     seen.push(await probe().catch((error: Error) => `error ${error.name}: ${error.message}`));
@@ -66,6 +69,7 @@ describe('reads during a compaction see the stream before it or after it, never 
     const store = await fileStore({ directory: freshDir(), fs: slowFs });
     const s = randomStream();
     await compactedStream(store, s);
+    slow.on = true;
     const seen = await probeDuring(store.compact(s, snapshotAt(s, 60)), () => readShape(store, s));
     expect(seen.length).toBeGreaterThan(5);
     expect(seen.filter((shape) => shape !== before && shape !== after)).toEqual([]);
@@ -79,6 +83,7 @@ describe('reads during a compaction see the stream before it or after it, never 
     await compactedStream(store, s);
     const feedBefore = feedShape(await collect(store.readAll()));
     expect(feedBefore).toBe(`${range(31, 100).join(',')},$30`);
+    slow.on = true;
     const seen = await probeDuring(store.compact(s, snapshotAt(s, 60)), async () => feedShape(await collect(store.readAll())));
     const feedAfter = `${range(61, 100).join(',')},$60`;
     expect(seen.filter((shape) => shape !== feedBefore && shape !== feedAfter)).toEqual([]);
@@ -92,6 +97,7 @@ describe('reads during a compaction see the stream before it or after it, never 
     const s = randomStream();
     await compactedStream(store, s);
     const view = await fileStore({ directory, readOnly: true });
+    slow.on = true;
     const seen = await probeDuring(store.compact(s, snapshotAt(s, 60)), () => readShape(view, s));
     expect(seen.filter((shape) => shape !== before && shape !== after)).toEqual([]);
     expect(await readShape(view, s)).toBe(after);
@@ -100,48 +106,43 @@ describe('reads during a compaction see the stream before it or after it, never 
   });
 });
 
-describe('a compaction or deletion holds the feed back only until its snapshot or tombstone is durable', () => {
-  it('appends to other streams show in readAll while the journal is still being rewritten', async () => {
-    const store = await fileStore({ directory: freshDir(), fs: slowFs });
+describe('a deletion holds the feed back only until its $deleted record is durable', () => {
+  it('appends to other streams show in readAll while the blobs of the deleted stream are still being removed', async () => {
+    let slowUnlinks = false;
+    const store = await fileStore({
+      directory: freshDir(),
+      fs: {
+        unlink: async (path) => {
+          if (slowUnlinks && path.includes('/blobs/')) await sleep(300);
+          return nodeFileSystem.unlink(path);
+        },
+      },
+    });
     const [s, other] = [randomStream('s'), randomStream('other')];
     await compactedStream(store, s);
-    let done = false;
-    const compaction = store.compact(s, snapshotAt(s, 60)).finally(() => (done = true));
-    // The snapshot is written (two fsyncs and closes) long before the journal rewrite ends.
-    await sleep(250);
-    expect(done).toBe(false);
-    const { position } = await store.append(other, [{ type: 'Elsewhere', data: 1 }], { expectedRevision: 'no_stream' });
-    const feed = await collect(store.readAll());
-    expect(done).toBe(false);
-    expect(feed.at(-1)).toMatchObject({ streamId: other, position });
-    expect(feedShape(feed.filter((r) => r.streamId === s))).toBe(`${range(61, 100).join(',')},$60`);
-    await compaction;
-    await store.close();
-  });
-
-  it('the same for a deletion while its files are being removed', async () => {
-    const store = await fileStore({ directory: freshDir(), fs: slowFs });
-    const [s, other] = [randomStream('s'), randomStream('other')];
-    await compactedStream(store, s);
+    await store.putBlob(s, new Uint8Array([1, 2, 3]));
+    slowUnlinks = true;
     let done = false;
     const deletion = store.deleteStream(s, { expectedRevision: 100 }).finally(() => (done = true));
-    const { position } = await store.append(other, [{ type: 'Elsewhere', data: 1 }], { expectedRevision: 'no_stream' });
     let feed = await collect(store.readAll());
-    // Wait for the tombstone; the files are removed (one more directory fsync) only after it.
-    while (feed.some((r) => r.streamId === s && r.type !== '$deleted')) {
+    // Wait for the $deleted record; the blob is removed only after it is durable.
+    while (!feed.some((r) => r.streamId === s && r.type === '$deleted')) {
       await sleep(5);
       feed = await collect(store.readAll());
     }
+    const { position } = await store.append(other, [{ type: 'Elsewhere', data: 1 }], { expectedRevision: 'no_stream' });
+    feed = await collect(store.readAll());
     expect(done).toBe(false);
     expect(feed.map((r) => `${r.streamId === s ? 's' : 'other'}:${r.type}`)).toEqual(['s:$deleted', 'other:Elsewhere']);
     expect(feed.at(-1)?.position).toBe(position);
+    expect((await store.read(s)).revision).toBe(0);
     await deletion;
     await store.close();
   });
 });
 
 describe('a read is one state of the stream', () => {
-  it('its events end at the revision it returned, even when appends land while it opens the journal', async () => {
+  it('its events end at the revision it returned, even when appends land while it opens the segment', async () => {
     let slowOpens = false;
     const store = await fileStore({
       directory: freshDir(),

@@ -37,7 +37,8 @@ export async function cleanSegment(fs: FileSystem, logDir: string, segment: Segm
     const live =
       'damage' in record ||
       (record.kind === 'blob'
-        ? index.entry(record.stream)?.blobs?.has(record.sha256) === true
+        ? // A line taking ownership back stays: an owner line it answers may still be in an earlier segment.
+          record.gone || index.entry(record.stream)?.blobs?.has(record.sha256) === true
         : index.entry(record.stream)?.isLive(record.type, record.revision, record.position) === true);
     if (!live) continue;
     const length = end + 1 - start;

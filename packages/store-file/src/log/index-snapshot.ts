@@ -120,7 +120,7 @@ export async function loadIndexSnapshot(
         ids.map(([id, rev, resultRevision, resultPosition]) => [id, { revision: rev, result: { revision: resultRevision, position: resultPosition } }]),
       );
     index.streams.set(name, entry);
-    if (blobs !== 0) for (const sha of blobs) index.applyBlob({ kind: 'blob', stream: name, sha256: sha });
+    if (blobs !== 0) for (const sha of blobs) index.applyBlob({ kind: 'blob', stream: name, sha256: sha, gone: false });
   }
   return { segments, index };
 }

@@ -52,7 +52,7 @@ import { STORE_FORMAT_VERSION, readStoreFormat, writeStoreFormat } from '../stor
 import { sha256Hex } from '../journal-codec.js';
 import { BlobFiles } from './blob-files.js';
 import { LogWriter, MAX_FLUSH_CHARS, lineCharsBound, type LogWrite, type WriteOutcome } from './log-writer.js';
-import { catchUp, createDirectory, createLogDirectory, readLog, refuseLinkedDirectories } from './open-log.js';
+import { catchUp, createDirectory, createLogDirectory, readLog, refuseGaps, refuseLinkedDirectories } from './open-log.js';
 import { cleanSegment, segmentsToClean } from './cleaner.js';
 import { saveIndexSnapshot } from './index-snapshot.js';
 import { feedRows, holdStream, readSnapshot, streamEvents, type ReadContext } from './reads.js';
@@ -161,9 +161,12 @@ export async function fileStore(options: FileStoreOptions): Promise<FileEventSto
       await removeTemporaries(fs, logDir);
     }
     const opened = legacy !== undefined ? { segments: [legacy], index: new StreamIndex() } : await readLog(fs, logDir, layout.index, !readOnly);
-    if (legacy !== undefined) await catchUp(fs, opened.index, legacy, true, false);
+    if (legacy !== undefined) {
+      await catchUp(fs, opened.index, legacy, true, false);
+      refuseGaps(opened.index);
+    }
     const storeId = readOnly ? await readStoreId(fs, layout) : await ensureStoreId(fs, layout);
-    return new LogStore({
+    const store = new LogStore({
       fs,
       layout,
       logDir,
@@ -177,12 +180,33 @@ export async function fileStore(options: FileStoreOptions): Promise<FileEventSto
       segments: opened.segments,
       index: opened.index,
     });
+    if (!readOnly) {
+      try {
+        await store.disownMissingBlobs();
+      } catch (error) {
+        await store.close();
+        throw error;
+      }
+    }
+    return store;
   } catch (error) {
     await lock?.release().catch(() => undefined);
     if (error instanceof CorruptionError) observe('corruptionFound', { error });
     if (error instanceof SessionfoldError) throw error;
     throw new StorageError(`@sessionfold/store-file: could not open ${layout.directory}.`, { cause: error });
   }
+}
+
+/** Failures of a read that may pass when tried again: too many open files, a busy or interrupted call. */
+const PASSING_CODES = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EBUSY', 'EINTR', 'ETIMEDOUT']);
+
+/** Whether a follower's failed read may pass (see `PASSING_CODES`): it then tries again instead of ending. */
+function passingFailure(error: unknown): error is StorageError {
+  if (!(error instanceof StorageError) || error.poisoned) return false;
+  for (let at: unknown = error.cause, depth = 0; at instanceof Error && depth < 5; at = at.cause, depth++) {
+    if (PASSING_CODES.has(errorCode(at) ?? '')) return true;
+  }
+  return false;
 }
 
 /** Removes what a cleaning cut short left in the log directory (hidden `.….tmp` files). */
@@ -263,7 +287,7 @@ class LogStore implements FileEventStore {
             this.#cleanNowAndThen();
           },
           poison: (reason, cause) => this.#poison(reason, cause),
-          assertWritable: () => this.#assertWritable(),
+          assertNotPoisoned: () => this.#assertNotPoisoned(),
         });
     this.checkpoints = createCheckpointSlot({
       fs: parts.fs,
@@ -346,6 +370,7 @@ class LogStore implements FileEventStore {
         changes: this.#changes,
         pollMs: this.#p.readOnly ? VIEW_POLL_MS : WRITER_POLL_MS,
         ...(this.#p.readOnly ? { changedElsewhere: () => this.#grew() } : {}),
+        transient: passingFailure,
         ...(this.#p.observe ? { observe: this.#p.observe } : {}),
       },
       fromPosition,
@@ -408,12 +433,14 @@ class LogStore implements FileEventStore {
     if (!(bytes instanceof Uint8Array)) throw new InvalidInputError('bytes', 'expected a Uint8Array');
     const sha = sha256Hex(bytes);
     // The owner is recorded first, so a blob file never exists that no stream claims.
-    await this.#submit({ kind: 'blob', stream, sha256: sha });
+    await this.#submit({ kind: 'blob', stream, sha256: sha, gone: false });
     await this.#track(async () => {
       try {
         await this.#blobs.put(sha, bytes);
       } catch (error) {
         if (error instanceof StorageError && error.poisoned) this.#poison('a blob failed to sync', error);
+        // Otherwise the stream would come to own those bytes as soon as another stream stored them.
+        else await this.#submit({ kind: 'blob', stream, sha256: sha, gone: true }).catch(() => undefined);
         throw error;
       }
     });
@@ -507,6 +534,19 @@ class LogStore implements FileEventStore {
       });
   }
 
+  /**
+   * Takes back, with one flush, the ownership of every blob whose file is absent: a put a crash cut short between
+   * its owner line and its file. Run by a writer at open, so `verify` finds a missing blob only where bytes were lost.
+   */
+  async disownMissingBlobs(): Promise<void> {
+    const files = new Set(await listDir(this.#p.fs, this.#p.layout.blobs));
+    const takeBack: Promise<unknown>[] = [];
+    for (const entry of this.#index.streams.values()) {
+      for (const sha of entry.blobs ?? []) if (!files.has(sha)) takeBack.push(this.#submit({ kind: 'blob', stream: entry.name, sha256: sha, gone: true }));
+    }
+    await Promise.all(takeBack);
+  }
+
   /** Cleans, in the background and one at a time, the sealed segments that are mostly dead (see `cleanSegment`). */
   #cleanNowAndThen(): void {
     if (this.#cleaning || this.#poisoned !== undefined || segmentsToClean(this.#segments, this.#index).length === 0) return;
@@ -582,6 +622,7 @@ class LogStore implements FileEventStore {
       const segment = this.#segments[i] as Segment;
       await catchUp(fs, this.#index, segment, i === this.#segments.length - 1, false);
     }
+    refuseGaps(this.#index);
   }
 
   /** For a view's follower: whether the log grew since the index last caught up. */
@@ -598,6 +639,10 @@ class LogStore implements FileEventStore {
   #assertWritable(): void {
     this.#assertOpen();
     if (this.#p.readOnly) throw new StorageError(`@sessionfold/store-file: ${this.#p.layout.directory} was opened read-only.`);
+    this.#assertNotPoisoned();
+  }
+
+  #assertNotPoisoned(): void {
     const poisoned = this.#poisoned;
     if (poisoned) {
       throw new StorageError(`@sessionfold/store-file: ${this.#p.layout.directory} refuses writes until it is reopened: ${poisoned.reason}.`, {

@@ -46,7 +46,7 @@ export type LogWrite =
   | { kind: 'append'; stream: string; events: readonly ValidatedEvent[]; chars: number; expected: ExpectedRevision; recordedAt: string }
   | { kind: 'snapshot'; stream: string; snapshot: ValidatedSnapshot; restore: boolean; recordedAt: string }
   | { kind: 'delete'; stream: string; expected: ExpectedRevision; recordedAt: string }
-  | { kind: 'blob'; stream: string; sha256: string };
+  | { kind: 'blob'; stream: string; sha256: string; gone: boolean };
 
 /** What a settled write resolves with: an append's or a restore's result, or nothing. */
 export type WriteOutcome = AppendResult | undefined;
@@ -78,8 +78,8 @@ export interface WriterContext {
   changed(): void;
   /** Makes the store refuse writes from now on. */
   poison(reason: string, cause: unknown): void;
-  /** Throws when the store may not write (closed, poisoned). */
-  assertWritable(): void;
+  /** Throws when the store refuses writes (poisoned); a write accepted before the store closed is still made. */
+  assertNotPoisoned(): void;
 }
 
 /**
@@ -142,7 +142,7 @@ export class LogWriter {
 
   async #flush(pendings: Pending[]): Promise<void> {
     try {
-      this.ctx.assertWritable();
+      this.ctx.assertNotPoisoned();
     } catch (error) {
       for (const pending of pendings) pending.reject(error);
       return;
@@ -289,13 +289,15 @@ export class LogWriter {
           Object.assign(p, { revision: 0, deleted: true, snapshotRevision: 0, ids: undefined, blobs: undefined });
           written.push({ pending, records: [record], result: undefined });
         } else {
-          if (p.blobs?.has(write.sha256)) {
+          if ((p.blobs?.has(write.sha256) === true) !== write.gone) {
             written.push({ pending, records: undefined, result: undefined });
             continue;
           }
-          lines.push(frameLine(blobPayload(write.stream, write.sha256)));
-          p.blobs = new Set(p.blobs).add(write.sha256);
-          written.push({ pending, records: { kind: 'blob', stream: write.stream, sha256: write.sha256 }, result: undefined });
+          lines.push(frameLine(blobPayload(write.stream, write.sha256, write.gone)));
+          p.blobs = new Set(p.blobs);
+          if (write.gone) p.blobs.delete(write.sha256);
+          else p.blobs.add(write.sha256);
+          written.push({ pending, records: { kind: 'blob', stream: write.stream, sha256: write.sha256, gone: write.gone }, result: undefined });
         }
       } catch (error) {
         refused.push({ pending, error });
@@ -310,17 +312,20 @@ export class LogWriter {
         failure = error;
       }
       if (failure !== undefined) {
+        const failed = new Set<Pending>();
         for (const { pending, records } of written) {
-          if (records === undefined) this.#queue.unshift(pending);
-          else pending.reject(failure);
+          if (records === undefined) continue;
+          failed.add(pending);
+          pending.reject(failure);
         }
-        // Decided against writes that never happened: decided again, after those that failed.
-        for (const { pending } of refused.reverse()) this.#queue.unshift(pending);
+        // The others were decided against writes that never happened: decided again, in the order they came.
+        this.#queue.unshift(...pendings.filter((pending) => !failed.has(pending)));
         return;
       }
       this.#apply(lines, written);
       this.ctx.changed();
-      this.ctx.observe?.('flushed', { appends: written.length, events, bytes: eventBytes, syncMs });
+      const appends = written.filter(({ pending, records }) => pending.write.kind === 'append' && records !== undefined).length;
+      if (appends > 0) this.ctx.observe?.('flushed', { appends, events, bytes: eventBytes, syncMs });
     }
     const now = this.ctx.observe ? performance.now() : 0;
     for (const { pending, result } of written) {
@@ -411,10 +416,23 @@ export class LogWriter {
     try {
       const fd = await fs.open(segment.path, 'wx', 0o600);
       await fs.close(fd);
-      await syncDir(fs, logDir);
     } catch (cause) {
       if (errorCode(cause) !== 'EEXIST') throw new StorageError(`Could not create ${segment.path}${fullDiskReason(cause)}.`, { cause });
-      throw new StorageError(`Could not create ${segment.path}: a file of that name exists.`, { cause, poisoned: true });
+      this.ctx.poison(`${segment.path} exists though the log does not know it`, cause);
+      throw new StorageError(`Could not create ${segment.path}: a file of that name exists; the store refuses writes until it is reopened.`, {
+        cause,
+        poisoned: true,
+      });
+    }
+    try {
+      await syncDir(fs, logDir);
+    } catch (cause) {
+      // The segment's name may or may not survive a crash: nothing may be written to it on that footing.
+      this.ctx.poison(`the new segment ${segment.path} could not be made durable`, cause);
+      throw new StorageError(`Could not sync ${logDir} after creating ${segment.path}; the store refuses writes until it is reopened.`, {
+        cause,
+        poisoned: true,
+      });
     }
     segments.push(segment);
     return segment;

@@ -22,6 +22,7 @@ export async function readLog(fs: FileSystem, logDir: string, indexDir: string, 
   const found = await listSegments(fs, logDir);
   const { segments, index } = (await loadIndexSnapshot(fs, indexDir, logDir, found)) ?? { segments: found, index: new StreamIndex() };
   for (const segment of segments) await catchUp(fs, index, segment, segment === segments.at(-1), cut);
+  refuseGaps(index);
   return { segments, index };
 }
 
@@ -54,6 +55,12 @@ export async function catchUp(fs: FileSystem, index: StreamIndex, segment: Segme
   if (stop === undefined) return;
   if (!stop.torn || !last) throw new CorruptionError(segment.path, stop.damageLine, stop.reason);
   if (cut) await cutTail(fs, segment);
+}
+
+/** Throws for the first gap in a stream's revisions that no snapshot or deletion covers (see `StreamIndex.unresolvedGaps`). */
+export function refuseGaps(index: StreamIndex): void {
+  const [gap] = index.unresolvedGaps();
+  if (gap !== undefined) throw new CorruptionError(gap.file, gap.line, `revision ${gap.revision} of ${gap.stream} does not follow revision ${gap.after}`);
 }
 
 /** Cuts the segment back to what the index holds and makes that durable. */

@@ -23,12 +23,28 @@ function segmentOf(ctx: ReadContext, base: number): Segment {
   return segment;
 }
 
-/** Each change record of the whole lines in `bytes` (read from `segment` at `offset`), in order; damage is a `CorruptionError`. */
-function* changesIn(ctx: ReadContext, segment: Segment, bytes: Buffer, offset: number): Generator<ChangeRecord> {
+/** Damage a read met at byte `offset` of `segment`: made a `CorruptionError` naming the line by `located`. */
+class ReadDamage {
+  constructor(
+    readonly segment: Segment,
+    readonly offset: number,
+    readonly reason: string,
+  ) {}
+}
+
+/** `error` as the caller gets it: damage as a `CorruptionError` naming the segment and line (told to the store). */
+async function located(ctx: ReadContext, error: unknown): Promise<unknown> {
+  if (!(error instanceof ReadDamage)) return error;
+  const line = await error.segment.lineAt(ctx.fs, error.offset).catch(() => undefined);
+  return ctx.corrupt(new CorruptionError(error.segment.path, line, error.reason));
+}
+
+/** Each change record of the whole lines in `bytes` (read from `segment` at `offset`), in order; damage is a `ReadDamage`. */
+function* changesIn(segment: Segment, bytes: Buffer, offset: number): Generator<ChangeRecord> {
   let start = 0;
   for (let end = bytes.indexOf(NEWLINE); end !== -1; start = end + 1, end = bytes.indexOf(NEWLINE, start)) {
     const record = decodeLogLine(bytes, start, end);
-    if ('damage' in record) throw ctx.corrupt(new CorruptionError(segment.path, undefined, `the line at byte ${offset + start}: ${record.damage}`));
+    if ('damage' in record) throw new ReadDamage(segment, offset + start, record.damage);
     if (record.kind === 'change') yield record;
   }
 }
@@ -68,9 +84,14 @@ export function holdStream(ctx: ReadContext, entry: StreamEntry): HeldStream {
 export async function readSnapshot(ctx: ReadContext, held: HeldStream): Promise<Snapshot | undefined> {
   if (held.snapshot === undefined) return undefined;
   const { mark, segment } = held.snapshot;
-  const [record] = changesIn(ctx, segment, await segment.read(ctx.fs, mark.at.offset, mark.at.bytes), mark.at.offset);
+  let record: ChangeRecord | undefined;
+  try {
+    [record] = changesIn(segment, await segment.read(ctx.fs, mark.at.offset, mark.at.bytes), mark.at.offset);
+  } catch (error) {
+    throw await located(ctx, error);
+  }
   if (record === undefined || record.position !== mark.position) {
-    throw ctx.corrupt(new CorruptionError(segment.path, undefined, `the snapshot of ${held.name} is not at byte ${mark.at.offset}`));
+    throw await located(ctx, new ReadDamage(segment, mark.at.offset, `the snapshot of ${held.name} is not here`));
   }
   return JSON.parse(record.dataJson) as Snapshot;
 }
@@ -84,7 +105,11 @@ export function streamPages(ctx: ReadContext, held: HeldStream, from: number): {
   let run = 0;
   // Skips runs that end before `from`.
   while (run + RUN_SLOTS < runs.length && (runs[run + RUN_SLOTS + 3] as number) <= from) run += RUN_SLOTS;
-  const page = async (): Promise<EventRow[] | undefined> => {
+  const page = (): Promise<EventRow[] | undefined> =>
+    nextPage().catch(async (error: unknown) => {
+      throw await located(ctx, error);
+    });
+  const nextPage = async (): Promise<EventRow[] | undefined> => {
     if (run >= runs.length) return undefined;
     const rows: EventRow[] = [];
     let bytes = 0;
@@ -95,9 +120,9 @@ export function streamPages(ctx: ReadContext, held: HeldStream, from: number): {
       run += RUN_SLOTS;
       bytes += length;
       const read = await segment.read(ctx.fs, offset, length);
-      if (read.length !== length) throw ctx.corrupt(new CorruptionError(segment.path, undefined, `the file ends before byte ${offset + length}`));
-      for (const record of changesIn(ctx, segment, read, offset)) {
-        if (record.stream !== name) throw ctx.corrupt(new CorruptionError(segment.path, undefined, `the line at byte ${offset} is not of ${name}`));
+      if (read.length !== length) throw new ReadDamage(segment, offset + read.length, `the file ends before byte ${offset + length}`);
+      for (const record of changesIn(segment, read, offset)) {
+        if (record.stream !== name) throw new ReadDamage(segment, offset, `the line is not of ${name}`);
         if (record.revision >= from && record.revision <= through) rows.push(rowOf(record));
       }
     }
@@ -122,6 +147,8 @@ export async function* feedRows(ctx: ReadContext, from: number): AsyncGenerator<
   const feed = ctx.index.beginFeed();
   try {
     yield* liveRows(ctx, segments, from, feed.end);
+  } catch (error) {
+    throw await located(ctx, error);
   } finally {
     feed.done();
   }
@@ -137,11 +164,11 @@ async function* liveRows(ctx: ReadContext, segments: readonly Segment[], from: n
     let carry: Buffer = Buffer.alloc(0);
     while (offset < end) {
       const chunk = await segment.read(ctx.fs, offset, Math.min(PAGE_BYTES, end - offset));
-      if (chunk.length === 0) throw ctx.corrupt(new CorruptionError(segment.path, undefined, `the file ends before byte ${end}`));
+      if (chunk.length === 0) throw new ReadDamage(segment, offset, `the file ends before byte ${end}`);
       const bytes = carry.length === 0 ? chunk : Buffer.concat([carry, chunk]);
       const whole = bytes.lastIndexOf(NEWLINE) + 1;
       const rows: EventRow[] = [];
-      for (const record of changesIn(ctx, segment, bytes.subarray(0, whole), offset - carry.length)) {
+      for (const record of changesIn(segment, bytes.subarray(0, whole), offset - carry.length)) {
         if (record.position < from) continue;
         if (record.position > last) {
           yield* rows;

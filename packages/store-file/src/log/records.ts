@@ -4,7 +4,8 @@ import { decodeStoredLine, isPositiveInt } from '../journal-codec.js';
 /**
  * One record of the log, as a scan reads it. A `change` is every record that takes a position: an event, a
  * `$snapshot` (its `dataJson` the snapshot) or a `$deleted` (data null). A `blob` records that `stream` owns the
- * blob `sha256`; it is written before the blob's file and takes no position.
+ * blob `sha256` (written before the blob's file), or with `gone` that it no longer does (a put that failed, or
+ * whose file a crash lost); it takes no position.
  */
 export type LogRecord = ChangeRecord | BlobRecord;
 
@@ -26,13 +27,14 @@ export interface BlobRecord {
   kind: 'blob';
   stream: string;
   sha256: string;
+  gone: boolean;
 }
 
 const SHA256 = /^[0-9a-f]{64}$/;
 
-/** The payload of a blob-owner line. */
-export function blobPayload(stream: string, sha256: string): string {
-  return `{"stream":${JSON.stringify(stream)},"blob":"${sha256}"}`;
+/** The payload of a blob-owner line (or, with `gone`, of the line that takes the ownership back). */
+export function blobPayload(stream: string, sha256: string, gone: boolean): string {
+  return `{"stream":${JSON.stringify(stream)},"blob":"${sha256}"${gone ? ',"gone":true' : ''}}`;
 }
 
 /**
@@ -47,7 +49,8 @@ export function decodeLogLine(buf: Buffer, start: number, end: number): LogRecor
   if (typeof v.stream !== 'string' || v.stream.length === 0) return { damage: 'stream is not a non-empty string' };
   if (v.blob !== undefined) {
     if (typeof v.blob !== 'string' || !SHA256.test(v.blob)) return { damage: 'blob is not a lowercase hex sha256' };
-    return { kind: 'blob', stream: v.stream, sha256: v.blob };
+    if (v.gone !== undefined && v.gone !== true) return { damage: 'gone is not true' };
+    return { kind: 'blob', stream: v.stream, sha256: v.blob, gone: v.gone === true };
   }
   if (!isPositiveInt(v.revision)) return { damage: 'revision is not an integer ≥ 1' };
   if (!isPositiveInt(v.position)) return { damage: 'position is not an integer ≥ 1' };

@@ -52,6 +52,18 @@ export class Segment {
     return at;
   }
 
+  /** The 1-based line that holds byte `offset`: counted from the last mark before it. */
+  async lineAt(fsl: FileSystem, offset: number): Promise<number> {
+    let from = { offset: 0, line: 1 };
+    for (let i = 0; i < this.marks.length && (this.marks[i + 1] as number) <= offset; i += 3) {
+      from = { offset: this.marks[i + 1] as number, line: this.marks[i + 2] as number };
+    }
+    const bytes = await this.read(fsl, from.offset, offset - from.offset);
+    let line = from.line;
+    for (let at = bytes.indexOf(0x0a); at !== -1; at = bytes.indexOf(0x0a, at + 1)) line++;
+    return line;
+  }
+
   /** The descriptor reads go through, opened once. */
   descriptor(fsl: FileSystem): Promise<number> {
     this.#fd ??= fsl.open(this.path, 'r').then(

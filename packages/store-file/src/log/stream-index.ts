@@ -54,6 +54,16 @@ export class StreamEntry {
   }
 }
 
+/** Events found after missing revisions of their stream, where they were found. */
+export interface Gap {
+  stream: string;
+  after: number;
+  revision: number;
+  position: number;
+  file: string;
+  line: number;
+}
+
 /** What decides which records of a stream the feed lists. */
 interface LiveState {
   revision: number;
@@ -83,6 +93,7 @@ export class StreamIndex {
   readonly blobOwners = new Map<string, number>();
   /** Feed reads under way, and the entries that keep past states for them. */
   #feeds = 0;
+  #gaps: Gap[] = [];
   readonly #withPast = new Set<StreamEntry>();
 
   /** Starts a feed read: it lists records up to the current last position, as live as they were now. Call `end` when done. */
@@ -147,37 +158,56 @@ export class StreamIndex {
       position = record.position;
       if (i > 0 && record.stream !== first.stream) return `the batch of ${first.stream} goes on with a line of ${record.stream}`;
     }
+    // Lines missing before a record are legitimate only where cleaning removed them: they were dead, covered by a
+    // later snapshot or deletion of the stream. A snapshot or deletion past the revision the index holds covers
+    // them itself; events after missing lines are a gap that `unresolvedGaps` checks once the whole log is read.
     if (first.type === SNAPSHOT_RECORD) {
-      if (revision > 0 && first.revision > revision) return `the snapshot's revision ${first.revision} is past the stream's revision ${revision}`;
       if (revision > 0 && first.revision < (entry?.snapshot?.revision ?? 0))
         return `the snapshot's revision ${first.revision} is older than the stream's snapshot`;
       return undefined;
     }
-    // A stream the index holds nothing of may start at any revision: its earlier records were cleaned away
-    // (dead since a snapshot or a deletion), or dropped by the layout the log was upgraded from.
     if (first.type === DELETED_RECORD) {
-      return revision === 0 || first.revision === revision ? undefined : `a deletion at revision ${first.revision} of a stream at revision ${revision}`;
+      return first.revision >= revision ? undefined : `a deletion at revision ${first.revision} of a stream at revision ${revision}`;
     }
-    const base = revision === 0 ? first.revision - 1 : revision;
-    for (let i = 0; i < batch.length; i++) {
+    if (revision > 0 && first.revision <= revision) return `revision ${first.revision} of ${first.stream} does not follow revision ${revision}`;
+    for (let i = 1; i < batch.length; i++) {
       const record = batch[i] as ChangeRecord;
-      if (record.revision !== base + i + 1) return `revision ${record.revision} of ${record.stream} does not follow revision ${base + i}`;
-      if (i > 0 && (record.type === SNAPSHOT_RECORD || record.type === DELETED_RECORD)) return `a ${record.type} record inside a batch`;
+      if (record.revision !== first.revision + i) return `revision ${record.revision} of ${record.stream} does not follow revision ${first.revision + i - 1}`;
+      if (record.type === SNAPSHOT_RECORD || record.type === DELETED_RECORD) return `a ${record.type} record inside a batch`;
     }
     return undefined;
   }
 
-  /** Applies a batch that `check` accepted, found at `at` (the whole batch's bytes). */
-  apply(batch: readonly ChangeRecord[], at: Location): void {
+  /**
+   * The gaps `apply` met (events after missing revisions) that no later snapshot or deletion of their stream
+   * covers: damage, not cleaning. The covered ones are forgotten.
+   */
+  unresolvedGaps(): Gap[] {
+    const open = this.#gaps.filter((gap) => {
+      const entry = this.streams.get(gap.stream);
+      if (entry === undefined) return true;
+      if ((entry.deleted?.position ?? 0) > gap.position) return false;
+      return !(entry.snapshot !== undefined && entry.snapshot.position > gap.position && entry.snapshot.revision >= gap.revision - 1);
+    });
+    this.#gaps = [];
+    return open;
+  }
+
+  /** Applies a batch that `check` accepted, found at `at` (the whole batch's bytes); `where` names its first line, for a gap. */
+  apply(batch: readonly ChangeRecord[], at: Location, where?: { file: string; line: number }): void {
     const first = batch[0] as ChangeRecord;
     const last = batch[batch.length - 1] as ChangeRecord;
     const entry = this.#entry(first.stream);
+    if (where !== undefined && entry.revision > 0 && first.revision > entry.revision + 1 && first.type !== SNAPSHOT_RECORD && first.type !== DELETED_RECORD) {
+      this.#gaps.push({ stream: first.stream, after: entry.revision, revision: first.revision, position: first.position, ...where });
+    }
     this.lastPosition = last.position;
     if (first.type === SNAPSHOT_RECORD || first.type === DELETED_RECORD) this.#keepPast(entry, first.position);
     if (first.type === SNAPSHOT_RECORD) {
       if (entry.snapshot !== undefined) this.#kill(entry.snapshot.at);
       entry.snapshot = { revision: first.revision, position: first.position, at };
-      if (entry.revision === 0) {
+      if (entry.revision < first.revision) {
+        this.#dropThrough(entry, first.revision);
         entry.revision = first.revision;
         return;
       }
@@ -192,11 +222,7 @@ export class StreamIndex {
       entry.revision = 0;
       entry.snapshot = undefined;
       entry.eventIds = undefined;
-      for (const sha of entry.blobs ?? []) {
-        const owners = (this.blobOwners.get(sha) ?? 1) - 1;
-        if (owners > 0) this.blobOwners.set(sha, owners);
-        else this.blobOwners.delete(sha);
-      }
+      for (const sha of entry.blobs ?? []) this.#disown(sha);
       entry.blobs = undefined;
       return;
     }
@@ -210,12 +236,24 @@ export class StreamIndex {
     else runs.push(at.segment, at.offset, at.bytes, first.revision);
   }
 
-  /** Records that `blob.stream` owns `blob.sha256`. */
+  /** Records that `blob.stream` owns `blob.sha256`, or (`gone`) no longer does. */
   applyBlob(blob: BlobRecord): void {
-    const owned = (this.#entry(blob.stream).blobs ??= new Set());
-    if (owned.has(blob.sha256)) return;
+    const entry = this.#entry(blob.stream);
+    const owned = (entry.blobs ??= new Set());
+    if (owned.has(blob.sha256) !== blob.gone) return;
+    if (blob.gone) {
+      owned.delete(blob.sha256);
+      this.#disown(blob.sha256);
+      return;
+    }
     owned.add(blob.sha256);
     this.blobOwners.set(blob.sha256, (this.blobOwners.get(blob.sha256) ?? 0) + 1);
+  }
+
+  #disown(sha256: string): void {
+    const owners = (this.blobOwners.get(sha256) ?? 1) - 1;
+    if (owners > 0) this.blobOwners.set(sha256, owners);
+    else this.blobOwners.delete(sha256);
   }
 
   /** Whether any stream owns the blob `sha256`. */

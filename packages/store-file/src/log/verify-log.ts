@@ -55,11 +55,11 @@ export async function verifyLog(fs: FileSystem, layout: Layout, live: readonly S
       let result;
       try {
         result = await scanSegment(fs, segment, from, {
-          batch(batch, at) {
+          batch(batch, at, line) {
             if ((++batches & 0x3ff) === 0) signal?.throwIfAborted();
             const broken = index.check(batch);
             if (broken !== undefined) return broken;
-            index.apply(batch, at);
+            index.apply(batch, at, { file: segment.path, line });
             records += batch.length;
             if (batch[0]?.type === '$snapshot') snapshots++;
             return undefined;
@@ -86,6 +86,15 @@ export async function verifyLog(fs: FileSystem, layout: Layout, live: readonly S
       signal?.throwIfAborted();
     }
     await segment.close(fs);
+  }
+  for (const gap of index.unresolvedGaps()) {
+    add(
+      'error',
+      'revision_gap',
+      gap.file,
+      gap.line,
+      `${gap.file}:${gap.line}: revision ${gap.revision} of ${gap.stream} does not follow revision ${gap.after}`,
+    );
   }
   const blobNames = new Set((await listDir(fs, layout.blobs)).filter((name) => SHA256_NAME.test(name)));
   const owned = new Map<string, string>();
