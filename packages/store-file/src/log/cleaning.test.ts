@@ -70,6 +70,30 @@ describe('cleaning sealed segments', () => {
     }
   });
 
+  it('a stream whose dead lines were cleaned from some segments and not others reads, verifies and reopens whole', async () => {
+    const dir = freshDir();
+    const store = await fileStore({ directory: dir });
+    // The first segment is mostly the kept stream's (never cleaned); the deleted stream's later lines fill the next ones.
+    await store.append('gone', [{ type: 'Step', data: { n: 0 } }], { expectedRevision: 'no_stream' });
+    for (let n = 0; n < 30; n++) await store.append('kept', [{ type: 'Step', data: { n, pad: 'k'.repeat(80) } }], { expectedRevision: n });
+    for (let n = 1; n < 120; n++) await store.append('gone', [{ type: 'Step', data: { n, pad: 'g'.repeat(80) } }], { expectedRevision: n });
+    await store.compact('gone', { revision: 60, state: { upTo: 60 }, identity: { stream: 'gone', schemaVersion: 1 } });
+    const before = logBytes(dir);
+    for (let n = 30; n < 60; n++) await store.append('kept', [{ type: 'Step', data: { n, pad: 'k'.repeat(80) } }], { expectedRevision: n });
+    await until(() => logBytes(dir) < before, 'cleaning');
+    await store.deleteStream('gone', { expectedRevision: 120 });
+    for (let n = 60; n < 90; n++) await store.append('kept', [{ type: 'Step', data: { n, pad: 'k'.repeat(80) } }], { expectedRevision: n });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const seen = await everything(store, ['gone', 'kept']);
+    expect((await store.verify()).problems).toEqual([]);
+    await store.close();
+    withoutIndexSnapshots(dir);
+    const reopened = await fileStore({ directory: dir, readOnly: true });
+    expect(await everything(reopened, ['gone', 'kept'])).toEqual(seen);
+    expect((await reopened.verify()).problems).toEqual([]);
+    await reopened.close();
+  });
+
   it('a read-only view opened before a cleaning reads the same afterwards', async () => {
     const dir = freshDir();
     const store = await fileStore({ directory: dir });
