@@ -9,7 +9,7 @@ export interface QuickstartResult {
   sessionObjectId: string;
   /** The record as the live service returned it before completion. */
   live: SessionRecord;
-  /** The same record rebuilt by folding the journal read back from disk. */
+  /** The same record rebuilt by folding the session's events read back from the store's log on disk. */
   replayed: SessionRecord;
   identical: boolean;
   /** Ids of the completed sessions listed after reopening the directory (kept, each under its session id). */
@@ -20,7 +20,7 @@ export interface QuickstartResult {
 
 /**
  * Takes one session through its whole life on a file store in `directory`, printing each step through `say`,
- * then reopens the directory and rebuilds the record from the journal on disk.
+ * then reopens the directory and rebuilds the record from the session's events in the log on disk.
  */
 export async function runQuickstart(directory: string, say: (line: string) => void = console.log): Promise<QuickstartResult> {
   const runKey = `quickstart-${new Date().toISOString()}`;
@@ -62,7 +62,7 @@ export async function runQuickstart(directory: string, say: (line: string) => vo
   store = await fileStore({ directory, readOnly: true });
   const folded = await foldStream(store, sessionStream(id), sessionReducer);
   const lifecycle = folded.state.record;
-  if (!lifecycle) throw new Error(`the journal of ${id} holds no lifecycle record`);
+  if (!lifecycle) throw new Error(`the stream of ${id} holds no lifecycle record`);
   const replayed = materialise(lifecycle, folded.state);
   const identical = isDeepStrictEqual(live, replayed);
   say(`7. reopened ${directory} read-only and replayed ${folded.revision} events: the record is ${identical ? 'identical' : 'DIFFERENT'}`);
@@ -71,7 +71,7 @@ export async function runQuickstart(directory: string, say: (line: string) => vo
   store = await fileStore({ directory });
   history = await openSessionHistory({ store });
   const completed = await history.completeIngress(id, { expectedVersion: attempt2.version });
-  say(`8. completed (phase ${completed.phase}): its journal is kept, readable and closed to writes; its receipt for ${sessionObjectId} is in the catalog`);
+  say(`8. completed (phase ${completed.phase}): its events are kept, readable and closed to writes; its receipt for ${sessionObjectId} is in the catalog`);
   await history.close();
   await store.close();
 

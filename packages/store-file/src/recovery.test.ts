@@ -1,16 +1,40 @@
-import { readFile, stat, writeFile, copyFile, appendFile, truncate } from 'node:fs/promises';
+import { appendFile, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { CorruptionError, type EventStore, type StreamId } from '@sessionfold/core/kernel';
 import { nodeFileSystem, type FileSystem } from './fs-layer.js';
 import { fileStore } from './index.js';
 import { eventPayload, frameLine } from './journal-codec.js';
-import { collect, eventsOf, freshDir, openFailure, randomStream, withoutCleanClose } from './test-support.fixture.js';
+import { setSegmentBytesForTests } from './log/log-writer.js';
+import {
+  collect,
+  eventsOf,
+  freshDir,
+  logLines,
+  openFailure,
+  randomStream,
+  segmentsOf,
+  withoutIndexSnapshots,
+  type SegmentLine,
+} from './test-support.fixture.js';
 
-const journalOf = (dir: string, stream: StreamId) => join(dir, 'streams', `${stream}.jsonl`);
+/** What the segment size was before a test made segments small. */
+let defaultSegmentBytes: number | undefined;
+afterEach(() => {
+  if (defaultSegmentBytes !== undefined) setSegmentBytesForTests(defaultSegmentBytes);
+  defaultSegmentBytes = undefined;
+});
 
-/** A store with `batches` appended to one stream, closed; returns the journal's bytes and line starts. */
-async function writtenStore(batches: number[]): Promise<{ dir: string; stream: StreamId; bytes: Buffer; lineStarts: number[] }> {
+/** Makes the writer seal a segment after every flush, so each batch starts a segment of its own. */
+function segmentPerFlush(): void {
+  defaultSegmentBytes ??= setSegmentBytesForTests(1);
+}
+
+/**
+ * A closed store with `batches` appended to one stream; returns its last segment, that segment's bytes and its
+ * lines (the other segments hold nothing else: a fresh store's log has only these events).
+ */
+async function writtenStore(batches: number[]): Promise<{ dir: string; stream: StreamId; path: string; bytes: Buffer; lines: SegmentLine[] }> {
   const dir = freshDir();
   const stream = randomStream();
   const store = await fileStore({ directory: dir });
@@ -20,22 +44,22 @@ async function writtenStore(batches: number[]): Promise<{ dir: string; stream: S
     revision = (await store.append(stream, events, { expectedRevision: revision })).revision;
   }
   await store.close();
-  const bytes = await readFile(journalOf(dir, stream));
-  const lineStarts = [0];
-  for (let i = 0; i < bytes.length - 1; i++) if (bytes[i] === 0x0a) lineStarts.push(i + 1);
-  return { dir, stream, bytes, lineStarts };
+  const path = segmentsOf(dir).at(-1) as string;
+  return { dir, stream, path, bytes: await readFile(path), lines: logLines(dir).filter((line) => line.path === path) };
 }
 
-/** Files changed by hand stand for a crash or for damage: the store is opened as after a crash (see `withoutCleanClose`). */
-async function openFails(dir: string): Promise<CorruptionError> {
-  withoutCleanClose(dir);
-  const error = await openFailure({ directory: dir });
+/**
+ * Opening the store in `dir` fails with a CorruptionError. Segments changed by hand stand for a crash or for
+ * damage, which an open finds only in the log after the newest index snapshot: the snapshots are removed first.
+ */
+async function openFails(dir: string, readOnly = false): Promise<CorruptionError> {
+  withoutIndexSnapshots(dir);
+  const error = await openFailure({ directory: dir, readOnly });
   expect(error).toBeInstanceOf(CorruptionError);
   return error as CorruptionError;
 }
 
 async function withStore<T>(dir: string, use: (store: EventStore) => Promise<T>, readOnly = false): Promise<T> {
-  withoutCleanClose(dir);
   const store = await fileStore({ directory: dir, readOnly });
   try {
     return await use(store);
@@ -44,29 +68,29 @@ async function withStore<T>(dir: string, use: (store: EventStore) => Promise<T>,
   }
 }
 
+const revisionsOf = async (dir: string, stream: StreamId, readOnly = false) =>
+  withStore(dir, async (store) => (await eventsOf(store, stream)).map((event) => event.revision), readOnly);
+
 describe('torn tails', () => {
-  it('a last record cut at every byte offset is dropped, the committed prefix reads back and the next append works', async () => {
-    const { dir, stream, bytes, lineStarts } = await writtenStore([1, 1, 1]);
-    const lastStart = lineStarts[lineStarts.length - 1] as number;
-    const path = journalOf(dir, stream);
-    // Cut exactly before it, the journal ends with whole lines: no write cut short explains the missing one, which
-    // the manifest records as acknowledged.
-    await writeFile(path, bytes.subarray(0, lastStart));
-    expect((await openFails(dir)).message).toMatch(/short of the \d+ bytes the manifest records/);
+  it('the last batch cut at every byte offset: a view ignores it without cutting, a writer cuts it, the prefix reads back and the next append works', async () => {
+    const { dir, stream, path, bytes, lines } = await writtenStore([1, 1, 1]);
+    const lastStart = (lines[2] as SegmentLine).offset;
     for (let cut = lastStart + 1; cut < bytes.length; cut++) {
-      await writeFile(path, bytes.subarray(0, cut));
+      const torn = bytes.subarray(0, cut);
+      await writeFile(path, torn);
+      withoutIndexSnapshots(dir);
+      expect(await revisionsOf(dir, stream, true), `view, cut at ${cut}`).toEqual([1, 2]);
+      expect(await readFile(path), `a view cuts nothing (cut at ${cut})`).toEqual(torn);
       await withStore(dir, async (store) => {
-        const events = await eventsOf(store, stream);
         expect(
-          events.map((e) => e.revision),
-          `cut at ${cut}`,
+          (await eventsOf(store, stream)).map((e) => e.revision),
+          `writer, cut at ${cut}`,
         ).toEqual([1, 2]);
-        expect((await stat(path)).size, 'the torn tail is truncated on open').toBe(lastStart);
+        expect((await stat(path)).size, 'the torn tail is cut on open').toBe(lastStart);
         await store.append(stream, [{ type: 'After', data: { cut } }], { expectedRevision: 2 });
       });
       await withStore(dir, async (store) => {
-        const events = await eventsOf(store, stream);
-        expect(events.map((e) => [e.revision, e.type])).toEqual([
+        expect((await eventsOf(store, stream)).map((e) => [e.revision, e.type])).toEqual([
           [1, 'Noted'],
           [2, 'Noted'],
           [3, 'After'],
@@ -75,89 +99,115 @@ describe('torn tails', () => {
     }
   });
 
-  it('a multi-event batch cut anywhere is dropped whole, never half-applied', async () => {
-    const { dir, stream, bytes, lineStarts } = await writtenStore([2, 3]);
-    const batchStart = lineStarts[2] as number;
-    const path = journalOf(dir, stream);
-    for (let cut = batchStart + 1; cut < bytes.length; cut += 7) {
+  it('a multi-event batch cut anywhere, also between its whole lines, is dropped whole, never half-applied', async () => {
+    const { dir, stream, path, bytes, lines } = await writtenStore([2, 3]);
+    const batchStart = (lines[2] as SegmentLine).offset;
+    // Cut right after a whole line that says more follows (lines 3 and 4), and at many offsets inside lines.
+    const cuts = [(lines[3] as SegmentLine).offset, (lines[4] as SegmentLine).offset];
+    for (let cut = batchStart + 1; cut < bytes.length; cut += 7) cuts.push(cut);
+    for (const cut of cuts) {
       await writeFile(path, bytes.subarray(0, cut));
-      const revisions = await withStore(dir, async (store) => (await eventsOf(store, stream)).map((e) => e.revision));
-      expect(revisions, `cut at ${cut}`).toEqual([1, 2]);
+      withoutIndexSnapshots(dir);
+      expect(await revisionsOf(dir, stream, true), `view, cut at ${cut}`).toEqual([1, 2]);
+      expect(await revisionsOf(dir, stream), `writer, cut at ${cut}`).toEqual([1, 2]);
+      expect((await stat(path)).size).toBe(batchStart);
     }
   });
 
-  it('a file re-extended with NUL bytes after the last record is a torn tail', async () => {
-    const { dir, stream, bytes } = await writtenStore([1, 2]);
-    const path = journalOf(dir, stream);
+  it.each([['kept'], ['removed']])('a segment re-extended with NUL bytes after its last line is a torn tail (index snapshots %s)', async (snapshots) => {
+    const { dir, stream, path, bytes } = await writtenStore([1, 2]);
     await appendFile(path, Buffer.alloc(4096));
+    if (snapshots === 'removed') withoutIndexSnapshots(dir);
     await withStore(dir, async (store) => {
       expect((await eventsOf(store, stream)).map((e) => e.revision)).toEqual([1, 2, 3]);
       expect((await stat(path)).size).toBe(bytes.length);
       await store.append(stream, [{ type: 'After', data: null }], { expectedRevision: 3 });
     });
-    await withStore(dir, async (store) => expect((await eventsOf(store, stream)).map((e) => e.revision)).toEqual([1, 2, 3, 4]));
+    expect(await revisionsOf(dir, stream)).toEqual([1, 2, 3, 4]);
   });
 
-  it('a partial record followed by NUL bytes is a torn tail', async () => {
-    const { dir, stream, bytes, lineStarts } = await writtenStore([1, 1]);
-    const path = journalOf(dir, stream);
-    const lastStart = lineStarts[1] as number;
-    await writeFile(path, Buffer.concat([bytes.subarray(0, lastStart + 40), Buffer.alloc(100)]));
-    await withStore(dir, async (store) => expect((await eventsOf(store, stream)).map((e) => e.revision)).toEqual([1]));
+  it('a partial line followed by NUL bytes is a torn tail', async () => {
+    const { dir, stream, path, bytes, lines } = await writtenStore([1, 1]);
+    const lastStart = (lines[1] as SegmentLine).offset;
+    const torn = Buffer.concat([bytes.subarray(0, lastStart + 40), Buffer.alloc(100)]);
+    await writeFile(path, torn);
+    withoutIndexSnapshots(dir);
+    expect(await revisionsOf(dir, stream, true)).toEqual([1]);
+    expect(await readFile(path)).toEqual(torn);
+    expect(await revisionsOf(dir, stream)).toEqual([1]);
+    expect((await stat(path)).size).toBe(lastStart);
   });
 
   it('a complete last line with a wrong checksum is corruption, not a torn tail, and is left in place', async () => {
-    const { dir, stream, bytes, lineStarts } = await writtenStore([1, 1, 1]);
-    const path = journalOf(dir, stream);
+    const { dir, path, bytes, lines } = await writtenStore([1, 1, 1]);
     const damaged = Buffer.from(bytes);
-    flipBits(damaged, (lineStarts[2] as number) + 80, 0x01);
+    flipBits(damaged, (lines[2] as SegmentLine).offset + 80, 0x01);
     await writeFile(path, damaged);
-    const error = await openFails(dir);
-    expect(error.file).toBe(path);
-    expect(error.line).toBe(3);
-    expect(await readFile(path)).toEqual(damaged);
+    for (const readOnly of [true, false]) {
+      const error = await openFails(dir, readOnly);
+      expect(error.file).toBe(path);
+      expect(error.line).toBe(3);
+      expect(await readFile(path)).toEqual(damaged);
+    }
   });
 
-  it('a read-only open ignores a torn tail without cutting it', async () => {
-    const { dir, stream, bytes } = await writtenStore([1, 1]);
-    const path = journalOf(dir, stream);
-    const torn = bytes.subarray(0, bytes.length - 10);
-    await writeFile(path, torn);
-    await withStore(dir, async (store) => expect((await eventsOf(store, stream)).map((e) => e.revision)).toEqual([1]), true);
-    expect(await readFile(path)).toEqual(torn);
+  it('in a log of several segments, a torn tail is cut only at the end of the last; the same cut in a sealed segment is corruption naming it', async () => {
+    segmentPerFlush();
+    const { dir, stream } = await writtenStore([1, 1, 1]);
+    const segments = segmentsOf(dir);
+    expect(segments).toHaveLength(3);
+    const [first, , last] = segments as [string, string, string];
+    const sealed = await readFile(first);
+    await writeFile(first, sealed.subarray(0, sealed.length - 10));
+    for (const readOnly of [true, false]) {
+      const error = await openFails(dir, readOnly);
+      expect(error.file).toBe(first);
+      expect(error.line).toBe(1);
+      expect((await readFile(first)).length, 'nothing was cut').toBe(sealed.length - 10);
+    }
+    await writeFile(first, sealed);
+    const active = await readFile(last);
+    await writeFile(last, active.subarray(0, active.length - 10));
+    withoutIndexSnapshots(dir);
+    await withStore(dir, async (store) => {
+      expect((await eventsOf(store, stream)).map((e) => e.revision)).toEqual([1, 2]);
+      expect((await stat(last)).size).toBe(0);
+      await store.append(stream, [{ type: 'After', data: null }], { expectedRevision: 2 });
+    });
+    expect(await revisionsOf(dir, stream)).toEqual([1, 2, 3]);
   });
 });
 
 describe('damage is reported, never folded', () => {
-  it('flipping any single byte of a committed record fails the open naming the file and the line', async () => {
-    const { dir, stream, bytes, lineStarts } = await writtenStore([1, 2]);
-    withoutCleanClose(dir);
-    const path = journalOf(dir, stream);
-    const lineOf = (offset: number) => lineStarts.filter((start) => start <= offset).length;
+  it('flipping any single byte of a committed line fails the open naming the segment file and the line', async () => {
+    const { dir, stream, path, bytes, lines } = await writtenStore([1, 2]);
+    withoutIndexSnapshots(dir);
+    const lineOf = (offset: number) => lines.filter((line) => line.offset <= offset).length;
+    const wrong: string[] = [];
     let flips = 0;
     for (let offset = 0; offset < bytes.length; offset++) {
       for (const mask of [0x01, 0x20, 0x80]) {
         const damaged = Buffer.from(bytes);
         flipBits(damaged, offset, mask);
         await writeFile(path, damaged);
-        const error = await fileStore({ directory: dir, readOnly: true }).then(
+        const outcome = await fileStore({ directory: dir, readOnly: true }).then(
           async (store) => {
             const events = await eventsOf(store, stream).catch((e: unknown) => e);
             await store.close();
-            return { folded: events };
+            return { opened: events };
           },
           (e: unknown) => e,
         );
-        expect(error, `flip ${mask} at byte ${offset} must be reported`).toBeInstanceOf(CorruptionError);
-        expect((error as CorruptionError).file).toBe(path);
-        expect((error as CorruptionError).line, `flip at byte ${offset}`).toBe(lineOf(offset));
+        const where = outcome instanceof CorruptionError ? `${outcome.file}:${outcome.line}` : `no CorruptionError at open (${String(outcome)})`;
+        if (where !== `${path}:${lineOf(offset)}`) wrong.push(`flip ${mask} at byte ${offset} (line ${lineOf(offset)}): ${where}`);
         flips++;
       }
     }
     expect(flips).toBe(bytes.length * 3);
+    expect(wrong).toEqual([]);
     // Nothing was rewritten by any of those opens.
     await writeFile(path, bytes);
-    await withStore(dir, async (store) => expect((await eventsOf(store, stream)).length).toBe(3));
+    expect(await revisionsOf(dir, stream)).toEqual([1, 2, 3]);
   });
 
   it('a revision gap is corruption at the line after the gap', async () => {
@@ -166,15 +216,15 @@ describe('damage is reported, never folded', () => {
     await withStore(dir, async (store) => {
       await store.append(stream, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
     });
-    const path = journalOf(dir, stream);
+    const path = segmentsOf(dir).at(-1) as string;
     await appendFile(path, frameLine(eventPayload(stream, 3, 10, new Date().toISOString(), 'A', undefined, false, '3')));
     const error = await openFails(dir);
     expect(error.file).toBe(path);
     expect(error.line).toBe(2);
-    expect(error.message).toMatch(/revision 3 follows revision 1/);
+    expect(error.message).toMatch(/revision 3 .*does not follow revision 1/);
   });
 
-  it('a snapshot whose identity names another stream is corruption, checked before its state is used', async () => {
+  it.each([['the last line'], ['a line with others after it']])('a $snapshot record whose identity names another stream is corruption (%s)', async (where) => {
     const dir = freshDir();
     const [a, b] = [randomStream('a'), randomStream('b')];
     await withStore(dir, async (store) => {
@@ -182,91 +232,100 @@ describe('damage is reported, never folded', () => {
         await store.append(stream, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
         await store.compact(stream, { revision: 1, state: { of: stream }, identity: { stream, schemaVersion: 1 } });
       }
+      if (where !== 'the last line') await store.append(a, [{ type: 'A', data: 2 }], { expectedRevision: 1 });
     });
-    const snapshotB = join(dir, 'streams', `${b}.snapshot.json`);
-    await copyFile(join(dir, 'streams', `${a}.snapshot.json`), snapshotB);
+    const snapshotB = logLines(dir).find((line) => line.payload.stream === b && line.payload.type === '$snapshot') as SegmentLine;
+    const payload = snapshotB.bytes.toString('utf8', 65, snapshotB.bytes.length - 1);
+    const forged = payload.replace(`"identity":{"stream":${JSON.stringify(b)}`, `"identity":{"stream":${JSON.stringify(a)}`);
+    expect(forged).not.toBe(payload);
+    await replaceLine(snapshotB, frameLine(forged));
     const error = await openFails(dir);
-    expect(error.file).toBe(snapshotB);
-    expect(error.line).toBe(1);
-    expect(error.message).toMatch(/identity names stream/);
+    expect(error.file).toBe(snapshotB.path);
+    expect(error.line).toBe(snapshotB.line);
+    expect(error.message).toMatch(/identity does not name stream/);
   });
 
-  it('a journal line whose checksum matches but whose payload is not an event is corruption', async () => {
-    const dir = freshDir();
-    const stream = randomStream();
-    await withStore(dir, async (store) => {
-      await store.append(stream, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
-    });
-    const path = journalOf(dir, stream);
-    await appendFile(path, frameLine(JSON.stringify({ hello: 'world' })));
-    const error = await openFails(dir);
-    expect(error.line).toBe(2);
-  });
+  it.each([['the last line'], ['a line with others after it']])(
+    'a line whose checksum matches but whose payload is not a record of the log is corruption (%s)',
+    async (where) => {
+      const dir = freshDir();
+      const stream = randomStream();
+      await withStore(dir, async (store) => {
+        await store.append(stream, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
+      });
+      const path = segmentsOf(dir).at(-1) as string;
+      await appendFile(path, frameLine(JSON.stringify({ hello: 'world' })));
+      if (where !== 'the last line') await appendFile(path, frameLine(eventPayload(stream, 2, 2, new Date().toISOString(), 'A', undefined, false, '2')));
+      const before = await readFile(path);
+      const error = await openFails(dir);
+      expect(error.file).toBe(path);
+      expect(error.line).toBe(2);
+      expect(await readFile(path)).toEqual(before);
+    },
+  );
 });
 
 describe('interrupted operations', () => {
-  it('a delete whose tombstone is durable but whose files remain is finished on open', async () => {
+  it('a deletion whose blob removal was cut short: the stream is gone and the blob left behind is owned by no stream', async () => {
     const dir = freshDir();
     const stream = randomStream();
-    const path = journalOf(dir, stream);
     let sha = '';
     await withStore(dir, async (store) => {
       await store.append(stream, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' });
       sha = await store.putBlob(stream, new Uint8Array([1, 2, 3]));
     });
-    const saved = await readFile(path);
-    const owners = await readFile(join(dir, 'owners', `${stream}.jsonl`));
     await withStore(dir, (store) => store.deleteStream(stream, { expectedRevision: 1 }));
-    // As if the process died after the tombstone, before removing the files.
-    await writeFile(path, saved);
-    await writeFile(join(dir, 'owners', `${stream}.jsonl`), owners);
+    // As if the process died after the $deleted line was durable, before the blob's file was removed.
     await writeFile(join(dir, 'blobs', sha), new Uint8Array([1, 2, 3]));
-    await withStore(dir, async (store) => {
-      expect((await store.read(stream)).revision).toBe(0);
-      expect(await collect(store.streams())).toEqual([]);
-      expect(await store.getBlob(sha)).toBeUndefined();
-      const feed = await collect(store.readAll());
-      expect(feed.map((r) => r.type)).toEqual(['$deleted']);
-    });
-    await expect(stat(path)).rejects.toMatchObject({ code: 'ENOENT' });
-  });
-
-  it('a snapshot written before the journal rewrite folds the same as a finished compaction', async () => {
-    const dir = freshDir();
-    const stream = randomStream();
-    await withStore(dir, async (store) => {
-      await store.append(
-        stream,
-        [1, 2, 3, 4].map((n) => ({ type: 'N', data: n })),
-        { expectedRevision: 'no_stream' },
+    for (const readOnly of [true, false]) {
+      await withStore(
+        dir,
+        async (store) => {
+          expect((await store.read(stream)).revision).toBe(0);
+          expect(await collect(store.streams())).toEqual([]);
+          expect(await store.getBlob(sha)).toBeUndefined();
+          expect(await collect(store.blobs(stream))).toEqual([]);
+          expect((await collect(store.readAll())).map((r) => r.type)).toEqual(['$deleted']);
+        },
+        readOnly,
       );
-    });
-    const full = await readFile(journalOf(dir, stream));
-    await withStore(dir, (store) => store.compact(stream, { revision: 2, state: { sum: 3 }, identity: { stream, schemaVersion: 1 } }));
-    // As if the process died after the snapshot was renamed into place, before the journal was rewritten.
-    await writeFile(journalOf(dir, stream), full);
-    await withStore(dir, async (store) => {
-      const read = await store.read(stream);
-      expect(read.revision).toBe(4);
-      expect(read.snapshot?.state).toEqual({ sum: 3 });
-      expect((await collect(read.events)).map((e) => e.data)).toEqual([3, 4]);
-      const next = await store.append(stream, [{ type: 'N', data: 5 }], { expectedRevision: 4 });
-      expect(next.revision).toBe(5);
-    });
+    }
   });
 
-  it('leftover temporary files of an interrupted atomic write are removed by the next writer', async () => {
+  it('leftover temporary files of an interrupted atomic write are removed by the next writer, never by a view', async () => {
     const dir = freshDir();
+    await withStore(dir, async (store) => {
+      await store.putBlob('s', new Uint8Array([1]));
+    });
+    const temps = [
+      join(dir, 'blobs', `.${'a'.repeat(64)}.123.1.abcd.tmp`),
+      join(dir, 'checkpoints', '.projection.123.1.abcd.tmp'),
+      join(dir, 'index', '.00000000000000000009.json.123.1.abcd.tmp'),
+      join(dir, 'log', '.00000000000000000001.jsonl.clean.tmp'),
+    ];
+    const { mkdirSync } = await import('node:fs');
+    for (const temp of temps) {
+      mkdirSync(join(temp, '..'), { recursive: true });
+      await writeFile(temp, 'half');
+    }
+    await withStore(dir, async () => undefined, true);
+    for (const temp of temps) expect((await stat(temp)).size, temp).toBe(4);
     await withStore(dir, async () => undefined);
-    const temp = join(dir, 'streams', '.x.snapshot.json.123.1.abcd.tmp');
-    await writeFile(temp, 'half');
-    await withStore(dir, async () => undefined);
-    await expect(stat(temp)).rejects.toMatchObject({ code: 'ENOENT' });
+    const left: string[] = [];
+    for (const temp of temps)
+      if (
+        await stat(temp).then(
+          () => true,
+          () => false,
+        )
+      )
+        left.push(temp);
+    expect(left).toEqual([]);
   });
 });
 
 describe('positions survive restart, compaction and deletion', () => {
-  it('the counter resumes past the largest position found in journals, snapshots and tombstones', async () => {
+  it('the next position after a reopen continues past the largest in the log, $snapshot and $deleted records included', async () => {
     const dir = freshDir();
     const [a, b] = [randomStream('a'), randomStream('b')];
     await withStore(dir, async (store) => {
@@ -283,19 +342,20 @@ describe('positions survive restart, compaction and deletion', () => {
       expect((await store.append(b, [{ type: 'B', data: 1 }], { expectedRevision: 'no_stream' })).position).toBe(3);
       await store.compact(a, { revision: 2, state: null, identity: { stream: a, schemaVersion: 1 } });
     });
-    await withStore(dir, async (store) => {
-      // Position 4 is a's $snapshot, which replaced the journal that held 1 and 2.
-      expect(await stat(journalOf(dir, a)).catch((e: { code: string }) => e.code)).toBe('ENOENT');
-      await store.deleteStream(b, { expectedRevision: 1 });
-    });
-    await withStore(dir, async (store) => {
-      const feed = await collect(store.readAll());
-      expect(feed.map((r) => [r.type, r.position])).toEqual([
-        ['$snapshot', 4],
-        ['$deleted', 5],
-      ]);
-      expect((await store.append(a, [{ type: 'A', data: 3 }], { expectedRevision: 2 })).position).toBe(6);
-    });
+    await withStore(dir, (store) => store.deleteStream(b, { expectedRevision: 1 }));
+    // Once from the index snapshot the last close saved, once from the log alone.
+    for (const snapshots of ['kept', 'removed']) {
+      if (snapshots === 'removed') withoutIndexSnapshots(dir);
+      await withStore(dir, async (store) => {
+        const feed = await collect(store.readAll());
+        expect(
+          feed.map((r) => [r.type, r.position]),
+          snapshots,
+        ).toEqual([['$snapshot', 4], ['$deleted', 5], ...(snapshots === 'kept' ? [] : [['A', 6]])]);
+        const appended = await store.append(a, [{ type: 'A', data: 3 }], { expectedRevision: 'any' });
+        expect(appended.position, snapshots).toBe(snapshots === 'kept' ? 6 : 7);
+      });
+    }
   });
 
   it('readAll from past the last position does no I/O and returns nothing', async () => {
@@ -322,18 +382,45 @@ describe('positions survive restart, compaction and deletion', () => {
   });
 });
 
-describe('a journal torn before its first record', () => {
-  it('an empty journal file (all of it torn) leaves the stream absent and appendable', async () => {
-    const { dir, stream } = await writtenStore([1]);
-    await truncate(journalOf(dir, stream), 20);
+describe('a segment torn before its first line', () => {
+  it('a store whose only segment is all torn leaves the stream absent and appendable', async () => {
+    const { dir, stream, path } = await writtenStore([1]);
+    await writeFile(path, (await readFile(path)).subarray(0, 20));
+    withoutIndexSnapshots(dir);
+    await withStore(
+      dir,
+      async (store) => {
+        expect((await store.read(stream)).revision).toBe(0);
+        expect((await stat(path)).size, 'a view cuts nothing').toBe(20);
+      },
+      true,
+    );
     await withStore(dir, async (store) => {
       expect((await store.read(stream)).revision).toBe(0);
       expect(await collect(store.streams())).toEqual([]);
       expect((await store.append(stream, [{ type: 'A', data: 1 }], { expectedRevision: 'no_stream' })).revision).toBe(1);
     });
-    await withStore(dir, async (store) => expect((await store.read(stream)).revision).toBe(1));
+    expect(await revisionsOf(dir, stream)).toEqual([1]);
+  });
+
+  it('a last segment that is all torn after sealed ones: the sealed ones read back and appends go on', async () => {
+    segmentPerFlush();
+    const { dir, stream, path } = await writtenStore([1, 1, 1]);
+    await writeFile(path, (await readFile(path)).subarray(0, 20));
+    withoutIndexSnapshots(dir);
+    expect(await revisionsOf(dir, stream, true)).toEqual([1, 2]);
+    await withStore(dir, async (store) => {
+      expect((await store.append(stream, [{ type: 'A', data: 3 }], { expectedRevision: 2 })).position).toBe(3);
+    });
+    expect(await revisionsOf(dir, stream)).toEqual([1, 2, 3]);
   });
 });
+
+/** Replaces the line `line` in its segment with `text` (a whole framed line, newline included). */
+async function replaceLine(line: SegmentLine, text: string): Promise<void> {
+  const bytes = await readFile(line.path);
+  await writeFile(line.path, Buffer.concat([bytes.subarray(0, line.offset), Buffer.from(text), bytes.subarray(line.offset + line.bytes.length)]));
+}
 
 /** Flips the bits of `mask` in byte `offset` of `bytes`. */
 function flipBits(bytes: Buffer, offset: number, mask: number): void {

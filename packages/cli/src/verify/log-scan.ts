@@ -15,6 +15,23 @@ interface StreamState {
   /** Counts the stream's deletions: an owner line belongs to the incarnation it was written in. */
   incarnation: number;
   deleted: boolean;
+  /** Position of the stream's last deletion and last snapshot, and that snapshot's revision: what covers a gap. */
+  deletedAt: number;
+  snapshotAt: number;
+  snapshotRevision: number;
+}
+
+/**
+ * Events after missing revisions of their stream. Cleaning leaves such gaps where it removed dead lines, covered
+ * by a later snapshot or deletion of the stream; any other gap is lines lost.
+ */
+interface Gap {
+  stream: string;
+  after: number;
+  revision: number;
+  position: number;
+  file: string;
+  line: number;
 }
 
 /** A blob owner line, kept until the end to be checked against the blob files and the owner's fate. */
@@ -34,6 +51,7 @@ interface LogLine {
   type?: unknown;
   more?: unknown;
   blob?: unknown;
+  gone?: unknown;
   data?: { revision?: unknown; identity?: { stream?: unknown } } | null;
 }
 
@@ -51,7 +69,8 @@ export async function scanLog(directory: string, name: Namer, findings: Findings
   bar.total(segments.length + blobNames.size);
 
   const streams = new Map<string, StreamState>();
-  const owners: Owner[] = [];
+  let owners: Owner[] = [];
+  const gaps: Gap[] = [];
   let position = 0;
   let batch: { stream: string; file: string; line: number } | undefined;
   // After damage, what follows cannot be compared with what came before: the next position and each stream's
@@ -71,10 +90,21 @@ export async function scanLog(directory: string, name: Namer, findings: Findings
       ({ line, payload }) => {
         const record = payload as LogLine;
         if (typeof record.stream !== 'string') return fail(line, 'a record without a stream');
-        const state = streams.get(record.stream) ?? { revision: lost ? undefined : 0, incarnation: 0, deleted: false };
+        const state = streams.get(record.stream) ?? {
+          revision: lost ? undefined : 0,
+          incarnation: 0,
+          deleted: false,
+          deletedAt: 0,
+          snapshotAt: 0,
+          snapshotRevision: 0,
+        };
         if (!streams.has(record.stream)) streams.set(record.stream, state);
         if (record.position === undefined && typeof record.blob === 'string') {
-          owners.push({ stream: record.stream, incarnation: state.incarnation, sha: record.blob, file, line });
+          const sha = record.blob;
+          // A line taking ownership back (a put a failure or a crash cut short) answers the owner lines before it.
+          if (record.gone === true)
+            owners = owners.filter((owner) => owner.stream !== record.stream || owner.sha !== sha || owner.incarnation !== state.incarnation);
+          else owners.push({ stream: record.stream, incarnation: state.incarnation, sha, file, line });
           return true;
         }
         if (typeof record.revision !== 'number' || typeof record.position !== 'number') return fail(line, 'a record without a revision or position');
@@ -91,21 +121,28 @@ export async function scanLog(directory: string, name: Namer, findings: Findings
             return fail(line, `the snapshot's identity names stream ${JSON.stringify(snapshot?.identity?.stream)}, not ${record.stream}`);
           if (snapshot.revision !== record.revision)
             return fail(line, `the snapshot holds revision ${JSON.stringify(snapshot.revision)}, its line ${record.revision}`);
-          // A stream with no events restored from a snapshot starts there; a compaction covers events it has.
-          if (current !== undefined && current > 0 && record.revision > current)
-            return fail(line, `a snapshot of revision ${record.revision}, past the stream's revision ${current}`);
-          if (current === 0) state.revision = record.revision;
+          // A stream with no events restored from a snapshot starts there; a compaction covers events it has, and
+          // one past the revision seen covers the events cleaning removed before it.
+          if (current !== undefined && record.revision > current) state.revision = record.revision;
+          state.snapshotAt = record.position;
+          state.snapshotRevision = record.revision;
           state.deleted = false;
         } else if (record.type === DELETED) {
-          if (current !== undefined && record.revision !== current)
+          if (current !== undefined && record.revision < current)
             return fail(line, `the stream deleted at revision ${record.revision}, but its revision is ${current}`);
           state.revision = 0;
+          state.deletedAt = record.position;
           state.incarnation++;
           state.deleted = true;
         } else {
-          const expected = current === undefined ? record.revision : current + 1;
-          if (record.revision !== expected)
+          // A stream's first line in the log may start at any revision: the earlier ones were dead and cleaned, or
+          // left out by the upgrade from an earlier layout. Inside a batch revisions go one by one; a gap between
+          // batches is checked at the end against a later snapshot or deletion that covers it.
+          const expected = current === undefined || current === 0 ? record.revision : current + 1;
+          if (record.revision < expected || (record.revision !== expected && batch !== undefined))
             return fail(line, `revision ${record.revision} where revision ${expected} was expected (a line moved, removed or duplicated)`);
+          if (record.revision > expected && current !== undefined)
+            gaps.push({ stream: record.stream, after: current, revision: record.revision, position: record.position, file, line });
           state.revision = record.revision;
           state.deleted = false;
         }
@@ -127,6 +164,11 @@ export async function scanLog(directory: string, name: Namer, findings: Findings
     findings.warning(batch.file, batch.line, 'a batch whose last record never made it (a torn tail; a writer drops it on open)');
   findings.streams += streams.size;
 
+  for (const gap of gaps) {
+    const state = streams.get(gap.stream) as StreamState;
+    const covered = state.deletedAt > gap.position || (state.snapshotAt > gap.position && state.snapshotRevision >= gap.revision - 1);
+    if (!covered) findings.error(gap.file, gap.line, `revision ${gap.revision} where revision ${gap.after + 1} was expected (a line moved, removed or duplicated)`);
+  }
   const owned = new Set<string>();
   for (const owner of owners) {
     const state = streams.get(owner.stream) as StreamState;

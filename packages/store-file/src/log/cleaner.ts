@@ -9,6 +9,8 @@ import { RUN_SLOTS, type Location, type StreamIndex } from './stream-index.js';
 /** A sealed segment is cleaned once at least this share of its bytes is dead. */
 export const CLEAN_DEAD_SHARE = 0.5;
 const NEWLINE = 0x0a;
+/** Bytes of a segment the cleaner decides on between two turns of the event loop. */
+const SLICE_BYTES = 256 * 1024;
 
 /** The live lines of a cleaned segment: where each was and where it is now (flattened old offset, new offset, bytes). */
 type Moves = number[];
@@ -31,7 +33,13 @@ export async function cleanSegment(fs: FileSystem, logDir: string, segment: Segm
   const cleaned = new Segment(segment.base, join(logDir, segmentFileName(segment.base)));
   let newOffset = 0;
   let line = 1;
+  let sliceEnd = SLICE_BYTES;
   for (let start = 0, end = bytes.indexOf(NEWLINE); end !== -1; start = end + 1, end = bytes.indexOf(NEWLINE, start)) {
+    if (start >= sliceEnd) {
+      // A slice at a time, so appends and reads go on while a segment is cleaned.
+      sliceEnd = start + SLICE_BYTES;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     const record = decodeLogLine(bytes, start, end);
     // The index was built from these lines: anything it cannot read again is kept as it is, for verify to name.
     const live =

@@ -1,8 +1,9 @@
 import { join } from 'node:path';
 import { writeFileAtomic } from '@sessionfold/atomic-write';
+import { CorruptionError } from '@sessionfold/core/kernel';
 import { atomicWriteFs, errorCode, listDir, unlinkIfPresent, type FileSystem } from '../fs-layer.js';
 import { decodeLine, frameLine } from '../journal-codec.js';
-import { paddedName, Segment, segmentFileName } from './segments.js';
+import { paddedName, type Segment, segmentFileName } from './segments.js';
 import { StreamEntry, StreamIndex, type MarkRecord } from './stream-index.js';
 
 const INDEX_NAME = /^(\d{20})\.json$/;
@@ -63,9 +64,9 @@ export async function removeIndexSnapshots(fs: FileSystem, indexDir: string): Pr
 }
 
 /**
- * The newest index snapshot of `indexDir` whose segments are all still there, at least as long as it recorded,
- * with the segments as it knew them (later segments follow from the directory); undefined when there is none
- * to trust, and the log is read from its start.
+ * The newest index snapshot of `indexDir`, with the segments as it knew them (later segments follow from the
+ * directory); undefined when there is none (or it cannot be read: it is only a cache), and the log is read from
+ * its start. A segment it lists that is missing or shorter than it recorded is a `CorruptionError`.
  */
 export async function loadIndexSnapshot(
   fs: FileSystem,
@@ -89,16 +90,18 @@ export async function loadIndexSnapshot(
   }
   const byBase = new Map(found.map((segment) => [segment.base, segment]));
   const segments: Segment[] = [];
+  const snapshotPath = join(indexDir, newest);
   for (const [base, size, lines, marks] of body.segments) {
-    if (!byBase.has(base)) return undefined;
-    let stats: { size: number };
-    try {
-      stats = await fs.lstat(join(logDir, segmentFileName(base)));
-    } catch {
-      return undefined;
+    const path = join(logDir, segmentFileName(base));
+    // Segments are never removed and shrink only by cleaning, which removes the index snapshots first: a segment
+    // missing or shorter than recorded lost lines that were durable when the snapshot was saved.
+    const segment = byBase.get(base);
+    if (segment === undefined) throw new CorruptionError(path, undefined, `the segment is missing, though ${snapshotPath} lists it: its lines are lost`);
+    // Through the segment's own descriptor: a link or a FIFO in its place is refused naming it, never read.
+    const stats = await fs.fstat(await segment.descriptor(fs));
+    if (stats.size < size) {
+      throw new CorruptionError(path, lines, `the segment ends at byte ${stats.size}, though ${snapshotPath} records ${size} bytes of it: lines were cut away`);
     }
-    if (stats.size < size) return undefined;
-    const segment = new Segment(base, join(logDir, segmentFileName(base)));
     segment.size = size;
     segment.lines = lines;
     segment.marks.push(...marks);

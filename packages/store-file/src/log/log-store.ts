@@ -158,7 +158,7 @@ export async function fileStore(options: FileStoreOptions): Promise<FileEventSto
     } else if (!readOnly) {
       const { removeLegacyLeftovers } = await import('../legacy/upgrade.js');
       await removeLegacyLeftovers(fs, layout.directory);
-      await removeTemporaries(fs, logDir);
+      for (const dir of [logDir, layout.index, layout.blobs]) await removeTemporaries(fs, dir);
     }
     const opened = legacy !== undefined ? { segments: [legacy], index: new StreamIndex() } : await readLog(fs, logDir, layout.index, !readOnly);
     if (legacy !== undefined) {
@@ -209,9 +209,9 @@ function passingFailure(error: unknown): error is StorageError {
   return false;
 }
 
-/** Removes what a cleaning cut short left in the log directory (hidden `.….tmp` files). */
-async function removeTemporaries(fs: FileSystem, logDir: string): Promise<void> {
-  for (const name of await listDir(fs, logDir)) if (name.startsWith('.') && name.endsWith('.tmp')) await unlinkIfPresent(fs, join(logDir, name));
+/** Removes what a cleaning, an index snapshot or a blob write cut short left in `dir` (hidden `.….tmp` files). */
+async function removeTemporaries(fs: FileSystem, dir: string): Promise<void> {
+  for (const name of await listDir(fs, dir)) if (name.startsWith('.') && name.endsWith('.tmp')) await unlinkIfPresent(fs, join(dir, name));
 }
 
 async function isAbsent(fs: FileSystem, path: string): Promise<boolean> {
@@ -253,10 +253,13 @@ class LogStore implements FileEventStore {
   #closed = false;
   /** The last position the newest index snapshot covers (that this store object knows of). */
   #indexSavedAt: number;
-  #savingIndex = false;
+  /**
+   * An index snapshot being saved or a segment being cleaned, one at a time: a snapshot taken before a cleaning
+   * and saved after it would record the old segment's size.
+   */
+  #maintaining = false;
   /** Segments a cleaning replaced, kept open for the reads that hold them until the store closes. */
   readonly #retired: Segment[] = [];
-  #cleaning = false;
   #poisoned: { reason: string; cause: unknown } | undefined;
   /** A view's catch-up with the writer under way, shared by the calls that need it. */
   #refreshing: Promise<void> | undefined;
@@ -519,8 +522,8 @@ class LogStore implements FileEventStore {
    * one, so a crash costs an open at most that much log to read.
    */
   #saveIndexNowAndThen(): void {
-    if (this.#savingIndex || this.#index.lastPosition - this.#indexSavedAt < INDEX_EVERY_POSITIONS) return;
-    this.#savingIndex = true;
+    if (this.#maintaining || this.#index.lastPosition - this.#indexSavedAt < INDEX_EVERY_POSITIONS) return;
+    this.#maintaining = true;
     const at = this.#index.lastPosition;
     void this.#track(() => saveIndexSnapshot(this.#p.fs, this.#p.layout.index, this.#segments, this.#index))
       .then(
@@ -530,7 +533,7 @@ class LogStore implements FileEventStore {
         () => undefined,
       )
       .finally(() => {
-        this.#savingIndex = false;
+        this.#maintaining = false;
       });
   }
 
@@ -549,8 +552,8 @@ class LogStore implements FileEventStore {
 
   /** Cleans, in the background and one at a time, the sealed segments that are mostly dead (see `cleanSegment`). */
   #cleanNowAndThen(): void {
-    if (this.#cleaning || this.#poisoned !== undefined || segmentsToClean(this.#segments, this.#index).length === 0) return;
-    this.#cleaning = true;
+    if (this.#maintaining || this.#poisoned !== undefined || segmentsToClean(this.#segments, this.#index).length === 0) return;
+    this.#maintaining = true;
     void this.#track(async () => {
       try {
         for (
@@ -566,7 +569,7 @@ class LogStore implements FileEventStore {
       } catch {
         // Cleaning only reclaims space: the log reads the same without it, and the next flush tries again.
       } finally {
-        this.#cleaning = false;
+        this.#maintaining = false;
       }
     });
   }

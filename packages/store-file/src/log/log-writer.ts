@@ -101,9 +101,10 @@ export class LogWriter {
   submit(write: LogWrite): Promise<WriteOutcome> {
     return new Promise<WriteOutcome>((resolve, reject) => {
       this.#queue.push({ write, startedAt: this.ctx.observe ? performance.now() : 0, resolve, reject });
-      // Started once the current turn's promise reactions ran: callers answered by the last flush that append
-      // again at once, and appends made in the same turn (a `Promise.all`), share the next flush.
-      this.#flushing ??= Promise.resolve().then(() => this.#run());
+      // Started on the next turn of the event loop: writes asked for in this turn (a `Promise.all`, callers the
+      // last flush answered) share it, and a caller appending in a loop still lets timers and I/O run between
+      // its flushes (a lone flush syncs on the calling thread).
+      this.#flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.#run());
     });
   }
 

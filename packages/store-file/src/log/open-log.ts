@@ -40,7 +40,7 @@ export async function catchUp(fs: FileSystem, index: StreamIndex, segment: Segme
         const broken = index.check(records);
         if (broken !== undefined) return broken;
         segment.mark((records[0] as { position: number }).position, at.offset, line);
-        index.apply(records, at);
+        index.apply(records, at, { file: segment.path, line });
         return undefined;
       },
       blob(record) {

@@ -109,21 +109,42 @@ export function streamPages(ctx: ReadContext, held: HeldStream, from: number): {
     nextPage().catch(async (error: unknown) => {
       throw await located(ctx, error);
     });
+  /** How far into the current run the read has come: a long run (a stream written alone) is read a page at a time. */
+  let within = 0;
   const nextPage = async (): Promise<EventRow[] | undefined> => {
     if (run >= runs.length) return undefined;
     const rows: EventRow[] = [];
     let bytes = 0;
     while (run < runs.length && (rows.length === 0 || bytes < PAGE_BYTES)) {
       const segment = segments[run / RUN_SLOTS] as Segment;
-      const offset = runs[run + 1] as number;
-      const length = runs[run + 2] as number;
-      run += RUN_SLOTS;
-      bytes += length;
-      const read = await segment.read(ctx.fs, offset, length);
-      if (read.length !== length) throw new ReadDamage(segment, offset + read.length, `the file ends before byte ${offset + length}`);
-      for (const record of changesIn(segment, read, offset)) {
+      const offset = (runs[run + 1] as number) + within;
+      const left = (runs[run + 2] as number) - within;
+      let asked = Math.min(left, PAGE_BYTES);
+      let read = await segment.read(ctx.fs, offset, asked);
+      let whole = read.lastIndexOf(NEWLINE) + 1;
+      // A line longer than a page: read on until its end (or the file's).
+      while (whole === 0 && read.length === asked && asked < left) {
+        asked = Math.min(left, asked * 2);
+        read = await segment.read(ctx.fs, offset, asked);
+        whole = read.lastIndexOf(NEWLINE) + 1;
+      }
+      if (whole === 0)
+        throw new ReadDamage(
+          segment,
+          offset,
+          read.length < left ? `the file ends before byte ${offset + left}` : `the lines of ${name} do not end where the index says`,
+        );
+      for (const record of changesIn(segment, read.subarray(0, whole), offset)) {
         if (record.stream !== name) throw new ReadDamage(segment, offset, `the line is not of ${name}`);
         if (record.revision >= from && record.revision <= through) rows.push(rowOf(record));
+      }
+      bytes += whole;
+      within += whole;
+      if (within === (runs[run + 2] as number)) {
+        run += RUN_SLOTS;
+        within = 0;
+      } else if (read.length < asked) {
+        throw new ReadDamage(segment, offset + read.length, `the file ends before byte ${offset + left}`);
       }
     }
     return rows;

@@ -1,5 +1,6 @@
 import { DELETED_RECORD, SNAPSHOT_RECORD, type AppendResult } from '@sessionfold/core/kernel';
 import type { BlobRecord, ChangeRecord } from './records.js';
+import type { Broken } from './scan.js';
 
 /** Where a record or a run of records lies: the segment (by its name's number), the byte offset and length. */
 export interface Location {
@@ -146,34 +147,37 @@ export class StreamIndex {
     this.dead.set(at.segment, (this.dead.get(at.segment) ?? 0) + at.bytes);
   }
 
-  /** Why `batch` (one record, or the lines of one append) cannot follow what the index holds, or undefined. */
-  check(batch: readonly ChangeRecord[]): string | undefined {
+  /** Why `batch` (one record, or the lines of one append) cannot follow what the index holds, and at which of its lines; or undefined. */
+  check(batch: readonly ChangeRecord[]): Broken | undefined {
     const first = batch[0] as ChangeRecord;
     const entry = this.streams.get(first.stream);
     const revision = entry?.revision ?? 0;
     let position = this.lastPosition;
     for (let i = 0; i < batch.length; i++) {
       const record = batch[i] as ChangeRecord;
-      if (record.position <= position) return `position ${record.position} does not follow position ${position}`;
+      if (record.position <= position) return { reason: `position ${record.position} does not follow position ${position}`, index: i };
       position = record.position;
-      if (i > 0 && record.stream !== first.stream) return `the batch of ${first.stream} goes on with a line of ${record.stream}`;
+      // The line that said more would come is the damaged one: the next may well start a batch of its own.
+      if (i > 0 && record.stream !== first.stream) return { reason: `the batch of ${first.stream} goes on with a line of ${record.stream}`, index: i - 1 };
     }
     // Lines missing before a record are legitimate only where cleaning removed them: they were dead, covered by a
     // later snapshot or deletion of the stream. A snapshot or deletion past the revision the index holds covers
     // them itself; events after missing lines are a gap that `unresolvedGaps` checks once the whole log is read.
     if (first.type === SNAPSHOT_RECORD) {
       if (revision > 0 && first.revision < (entry?.snapshot?.revision ?? 0))
-        return `the snapshot's revision ${first.revision} is older than the stream's snapshot`;
+        return { reason: `the snapshot's revision ${first.revision} is older than the stream's snapshot`, index: 0 };
       return undefined;
     }
     if (first.type === DELETED_RECORD) {
-      return first.revision >= revision ? undefined : `a deletion at revision ${first.revision} of a stream at revision ${revision}`;
+      return first.revision >= revision ? undefined : { reason: `a deletion at revision ${first.revision} of a stream at revision ${revision}`, index: 0 };
     }
-    if (revision > 0 && first.revision <= revision) return `revision ${first.revision} of ${first.stream} does not follow revision ${revision}`;
+    if (revision > 0 && first.revision <= revision)
+      return { reason: `revision ${first.revision} of ${first.stream} does not follow revision ${revision}`, index: 0 };
     for (let i = 1; i < batch.length; i++) {
       const record = batch[i] as ChangeRecord;
-      if (record.revision !== first.revision + i) return `revision ${record.revision} of ${record.stream} does not follow revision ${first.revision + i - 1}`;
-      if (record.type === SNAPSHOT_RECORD || record.type === DELETED_RECORD) return `a ${record.type} record inside a batch`;
+      if (record.revision !== first.revision + i)
+        return { reason: `revision ${record.revision} of ${record.stream} does not follow revision ${first.revision + i - 1}`, index: i };
+      if (record.type === SNAPSHOT_RECORD || record.type === DELETED_RECORD) return { reason: `a ${record.type} record inside a batch`, index: i };
     }
     return undefined;
   }

@@ -45,7 +45,6 @@ export async function verifyLog(fs: FileSystem, layout: Layout, live: readonly S
   const index = new StreamIndex();
   let records = 0;
   let snapshots = 0;
-  let batches = 0;
   const segments = live.map((segment) => segment.reopened());
   for (let i = 0; i < segments.length; i++) {
     signal?.throwIfAborted();
@@ -54,34 +53,57 @@ export async function verifyLog(fs: FileSystem, layout: Layout, live: readonly S
     for (;;) {
       let result;
       try {
-        result = await scanSegment(fs, segment, from, {
-          batch(batch, at, line) {
-            if ((++batches & 0x3ff) === 0) signal?.throwIfAborted();
-            const broken = index.check(batch);
-            if (broken !== undefined) return broken;
-            index.apply(batch, at, { file: segment.path, line });
-            records += batch.length;
-            if (batch[0]?.type === '$snapshot') snapshots++;
-            return undefined;
+        result = await scanSegment(
+          fs,
+          segment,
+          from,
+          {
+            batch(batch, at, line) {
+              const broken = index.check(batch);
+              if (broken !== undefined) return broken;
+              index.apply(batch, at, { file: segment.path, line });
+              records += batch.length;
+              if (batch[0]?.type === '$snapshot') snapshots++;
+              return undefined;
+            },
+            blob(record) {
+              index.applyBlob(record);
+              return undefined;
+            },
           },
-          blob(record) {
-            index.applyBlob(record);
-            return undefined;
-          },
-        });
+          signal,
+        );
       } catch (error) {
         if (signal?.aborted && error === signal.reason) throw error;
         add('error', 'unreadable', segment.path, undefined, `${segment.path} could not be read: ${(error as Error).message}`);
         break;
       }
       const stop = result.stop;
-      if (stop === undefined) break;
+      if (stop === undefined) {
+        const written = live[i]?.size ?? 0;
+        if (result.end < written) {
+          add(
+            'error',
+            'damaged_record',
+            segment.path,
+            result.line,
+            `${segment.path}: the file ends at byte ${result.end}, before the ${written} bytes the store wrote to it: lines were cut away`,
+          );
+        }
+        break;
+      }
       const message = `${segment.path}:${stop.damageLine}: ${stop.reason}`;
+      const written = live[i]?.size ?? 0;
+      if (stop.torn && stop.offset < written) {
+        // Bytes the store wrote and acknowledged are no longer there: whatever the end looks like, it is not a torn write.
+        add('error', 'damaged_record', segment.path, stop.damageLine, `${message}; the store wrote ${written} bytes to this segment: lines were cut away`);
+        break;
+      }
       if (stop.torn && i === segments.length - 1) {
         add('warning', 'torn_tail', segment.path, stop.damageLine, `${message} (a torn tail: the next writer cuts it; it was never acknowledged)`);
         break;
       }
-      add('error', codeOf(stop.reason), segment.path, stop.damageLine, message);
+      add('error', stop.snapshot ? 'damaged_snapshot' : codeOf(stop.reason), segment.path, stop.damageLine, message);
       from = stop.resume;
       signal?.throwIfAborted();
     }
