@@ -49,6 +49,12 @@ describe('targets', () => {
     expect(miss?.status).toBe('miss');
   });
 
+  it('the index heap target reads the heap over an empty store', () => {
+    const heap = TARGETS.filter((t) => t.id === 'file:index-heap');
+    expect(checkTargets([row({ scenario: 'index-heap', heapGrowthMb: 99.9 })], heap)[0]).toMatchObject({ status: 'pass', measured: '+99.9 MB' });
+    expect(checkTargets([row({ scenario: 'index-heap', heapGrowthMb: 100 })], heap)[0]?.status).toBe('miss');
+  });
+
   it('a target with no row is n/a, never an exception', () => {
     expect(checkTargets([]).every((target) => target.status === 'n/a')).toBe(true);
   });
@@ -94,6 +100,11 @@ describe('a tiny run', () => {
     expect(appends?.ratio).toBeGreaterThan(0);
     expect(appends?.p99Ms).toBeGreaterThanOrEqual(appends?.p50Ms ?? Number.NaN);
     expect(report.rows.filter((r) => r.store === 'memory' && r.status === 'error')).toEqual([]);
+    // The file store's own rows: n/a elsewhere, with the reason.
+    expect(report.rows.filter((r) => r.store === 'memory' && (r.scenario === 'cleaning' || r.scenario === 'index-heap'))).toMatchObject([
+      { scenario: 'cleaning', status: 'n/a', note: 'n/a (no log on disk to clean)' },
+      { scenario: 'index-heap', status: 'n/a', note: 'n/a (nothing survives the process)' },
+    ]);
     const replay = report.rows.find((r) => r.store === 'memory' && r.scenario === 'replay');
     expect(replay?.note).toBeUndefined();
     expect(typeof replay?.rssGrowthMb).toBe('number');

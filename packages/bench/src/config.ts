@@ -35,6 +35,11 @@ export interface Volumes {
   scalingSmall: number;
   scalingLarge: number;
   scalingCalls: number;
+  /** Sealed 64 MiB segments of the cleaning scenario's log (the store's segment size is fixed: at least 2). */
+  cleaningSegments: number;
+  /** Streams of the store `index-heap` reopens, and the events each gets (one per round, interleaved). */
+  heapStreams: number;
+  heapEvents: number;
   /** Events per append while filling stores for read scenarios (Emmett's SQLite store refuses much over 1,000: too many SQL variables). */
   fillBatch: number;
 }
@@ -61,6 +66,9 @@ export const QUICK: Volumes = {
   scalingSmall: 10,
   scalingLarge: 1_000,
   scalingCalls: 50,
+  cleaningSegments: 2,
+  heapStreams: 10_000,
+  heapEvents: 50,
   fillBatch: 1_000,
 };
 
@@ -86,6 +94,9 @@ export const FULL: Volumes = {
   scalingSmall: 10,
   scalingLarge: 10_000,
   scalingCalls: 300,
+  cleaningSegments: 6,
+  heapStreams: 100_000,
+  heapEvents: 50,
   fillBatch: 1_000,
 };
 
@@ -111,5 +122,8 @@ export const TINY: Volumes = {
   scalingSmall: 2,
   scalingLarge: 5,
   scalingCalls: 3,
+  cleaningSegments: 2,
+  heapStreams: 5,
+  heapEvents: 3,
   fillBatch: 50,
 };

@@ -44,10 +44,22 @@ export interface RawFamily {
    * where no such limit is measured: the store's fill is then reported without a ratio.
    */
   fillSpread?(dir: string, streams: number, perStream: number, group: number, batch: number): Promise<Timed>;
+  /**
+   * Writes `segments` sealed segments of streams of `perStream` events each, where one stream in `keepEvery`
+   * stays live (untimed); then copies each segment's live lines as cleaning must, timed: read the segment, write
+   * its live lines to a new file, fdatasync it, rename it over the segment. Absent where a store has no segments.
+   */
+  cleanSegments?(dir: string, segments: number, perStream: number, keepEvery: number): Promise<RawCopy>;
   /** Folds a stream of `events` events, stores the result durably and drops the events. */
   compact(dir: string, events: number): Promise<Timed>;
   /** Opens `sessions` streams of `eventsPerSession` events each and reads them all. */
   coldOpen(dir: string, sessions: number, eventsPerSession: number): Promise<Timed>;
+}
+
+/** A timed copy: bytes copied and how long it took. */
+export interface RawCopy {
+  bytes: number;
+  ms: number;
 }
 
 /** Durable raw writes, opened once and then called in timed chunks. */

@@ -18,6 +18,8 @@ export interface Row {
   /** Peak RSS growth over the baseline while the scenario's read ran, MiB. */
   rssGrowthMb?: number;
   rawRssGrowthMb?: number;
+  /** Heap held once the store is open, over an empty store opened the same way, MiB. */
+  heapGrowthMb?: number;
   /** What the raw limit is. */
   limit: string;
   note?: string;

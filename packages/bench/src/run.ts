@@ -54,7 +54,7 @@ function toRow(base: Pick<Row, 'scenario' | 'title' | 'store' | 'unit'>, limit: 
   const r = ratio(m.rate, m.rawRate);
   return {
     ...base,
-    ...(m.variant ? { scenario: m.variant.id, title: m.variant.title } : {}),
+    ...(m.variant ? { scenario: m.variant.id, title: m.variant.title, ...(m.variant.unit ? { unit: m.variant.unit } : {}) } : {}),
     status: 'ok',
     limit: m.limit ?? limit,
     rate: m.rate,
@@ -63,6 +63,7 @@ function toRow(base: Pick<Row, 'scenario' | 'title' | 'store' | 'unit'>, limit: 
     ...(r === undefined ? {} : { ratio: r }),
     ...(m.rssGrowthMb === undefined ? {} : { rssGrowthMb: m.rssGrowthMb }),
     ...(m.rawRssGrowthMb === undefined ? {} : { rawRssGrowthMb: m.rawRssGrowthMb }),
+    ...(m.heapGrowthMb === undefined ? {} : { heapGrowthMb: m.heapGrowthMb }),
     ...(m.note ? { note: m.note } : {}),
   };
 }

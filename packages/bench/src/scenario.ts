@@ -16,11 +16,13 @@ export interface Measurement {
   /** Peak RSS growth over the baseline while the scenario ran, MiB. */
   rssGrowthMb?: number;
   rawRssGrowthMb?: number;
+  /** Heap held once the store is open, over an empty store opened the same way, MiB. */
+  heapGrowthMb?: number;
   note?: string;
   /** What the raw limit is, when a variant's differs from the scenario's. */
   limit?: string;
-  /** Set when one run measures several variants: each becomes its own row under this id and title. */
-  variant?: { id: string; title: string };
+  /** Set when one run measures several variants: each becomes its own row under this id and title (and unit, when given). */
+  variant?: { id: string; title: string; unit?: string };
 }
 
 /** Everything a scenario gets from the harness. */

@@ -6,9 +6,20 @@ import type { RawFamilyName } from './raw-limits.js';
 /**
  * Abilities a scenario may need; a store that lacks one gets "n/a" with the reason, never a crash.
  * `concurrentAppends`: appends in flight on one store instance, to different streams;
- * `concurrentAppendsToOneStream`: appends in flight to the same stream, each expecting `'any'`.
+ * `concurrentAppendsToOneStream`: appends in flight to the same stream, each expecting `'any'`;
+ * `segmentCleaning`: a log in segment files whose dead lines the store itself rewrites away in the background;
+ * `heapIndex`: an index of every stream that an open loads onto the JavaScript heap.
  */
-export type Capability = 'concurrentAppends' | 'concurrentAppendsToOneStream' | 'compact' | 'readAll' | 'reopen' | 'service' | 'storeUrl';
+export type Capability =
+  | 'concurrentAppends'
+  | 'concurrentAppendsToOneStream'
+  | 'compact'
+  | 'readAll'
+  | 'reopen'
+  | 'service'
+  | 'storeUrl'
+  | 'segmentCleaning'
+  | 'heapIndex';
 
 /**
  * A store under test (`StoreUnderTest`: `open(dir)` opens, or when durable reopens, the store kept in `dir`),
@@ -74,7 +85,12 @@ export const SUBJECTS: readonly SubjectEntry[] = [
         name: 'memory',
         durable: false,
         raw: 'memory',
-        lacks: { reopen: 'nothing survives the process', storeUrl: 'nothing on disk for the command line to open' },
+        lacks: {
+          reopen: 'nothing survives the process',
+          storeUrl: 'nothing on disk for the command line to open',
+          segmentCleaning: 'no log on disk to clean',
+          heapIndex: 'nothing survives the process to reopen',
+        },
         open: async () => memoryStore(),
       };
     },
@@ -97,7 +113,10 @@ export const SUBJECTS: readonly SubjectEntry[] = [
         name: 'sqlite',
         durable: true,
         raw: 'sqlite',
-        lacks: {},
+        lacks: {
+          segmentCleaning: 'no log segments: SQLite reuses the pages of deleted rows',
+          heapIndex: 'its index is in the database file, not on the heap',
+        },
         open: async (dir) => await make({ path: join(dir, 'store.sqlite') }),
         url: (dir) => `sqlite:${join(dir, 'store.sqlite')}`,
       };
@@ -114,7 +133,10 @@ export const SUBJECTS: readonly SubjectEntry[] = [
         name: 'postgres',
         durable: true,
         raw: 'postgres',
-        lacks: {},
+        lacks: {
+          segmentCleaning: 'no log segments: the server vacuums its tables',
+          heapIndex: 'its index is on the server, not on the heap',
+        },
         open: async (dir) => make({ connectionString: PG_URL, schema: benchSchema(dir) }),
         url: (dir) => `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}schema=${benchSchema(dir)}`,
       };
@@ -135,6 +157,8 @@ export const SUBJECTS: readonly SubjectEntry[] = [
           compact: 'no compaction',
           service: 'not a sessionfold store',
           storeUrl: 'not a sessionfold store',
+          segmentCleaning: 'no log segments: SQLite reuses the pages of deleted rows',
+          heapIndex: 'its index is in the database file, not on the heap',
         },
         open: async (dir) => peer.emmettSqliteStore(dir, counters),
         takeNote() {
@@ -161,6 +185,8 @@ export const SUBJECTS: readonly SubjectEntry[] = [
           compact: 'no compaction',
           service: 'not a sessionfold store',
           storeUrl: 'not a sessionfold store',
+          segmentCleaning: 'no log segments: the server vacuums its tables',
+          heapIndex: 'its index is on the server, not on the heap',
         },
         // Emmett keeps one store per database (it looks its functions up database-wide, whatever the schema), so each
         // directory maps to a database of its own, dropped with the bench's schemas at the end: every store starts empty.

@@ -37,6 +37,19 @@ function replayBounded(store: string, maxMb: number): Target {
   };
 }
 
+/** The heap an open `store`'s index holds (over an empty store) stays under `maxMb`. */
+function indexHeapBounded(store: string, maxMb: number, streams: string): Target {
+  return {
+    id: `${store}:index-heap`,
+    text: `${store} index heap after open < ${maxMb} MB (${streams} streams in the full run)`,
+    check(rows) {
+      const row = find(rows, 'index-heap', store);
+      if (row?.heapGrowthMb === undefined) return { status: 'n/a', measured: 'not measured' };
+      return { status: row.heapGrowthMb < maxMb ? 'pass' : 'miss', measured: `+${row.heapGrowthMb.toFixed(1)} MB` };
+    },
+  };
+}
+
 /** The CLI's streaming commands, as the CLI scenario names its rows. */
 const CLI_ROWS = ['cli-read', 'cli-tail', 'cli-export', 'cli-verify'];
 
@@ -144,6 +157,9 @@ export const TARGETS: readonly Target[] = [
   ratioAtLeast('file', 'open-many', 0.33, 'open with many sessions', 'reading + parsing their summaries (within 3×)'),
   ratioAtLeast('sqlite', 'open-many', 0.33, 'open with many sessions', 'reading + parsing their summaries (within 3×)'),
   ratioAtLeast('postgres', 'open-many', 0.33, 'open with many sessions', 'reading + parsing their summaries (within 3×)'),
+  ratioAtLeast('file', 'cleaning', 0.5, 'cleaning, live bytes copied/s', 'a raw copy of the live lines'),
+  ratioAtLeast('file', 'cleaning-append-1', 0.5, 'append 1 event/call while cleaning, 1 / p99', 'the same without cleaning (p99 at most 2×)'),
+  indexHeapBounded('file', 100, '100,000'),
   cliRatio('file', 0.7),
   cliRatio('sqlite', 0.7),
   cliRatio('postgres', 0.7),

@@ -1,7 +1,7 @@
-import { closeSync, fdatasyncSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { benchEvent, emptyRecord, foldData, logLine } from '../fixtures.js';
-import type { RawFamily, RawRead, RawWriter } from '../raw-limits.js';
+import type { RawCopy, RawFamily, RawRead, RawWriter } from '../raw-limits.js';
 import { RssTracker, timeSequential, type Timed } from '../stats.js';
 import { readLog } from './journal.js';
 
@@ -157,6 +157,54 @@ export const rawFile: RawFamily = {
         closeSync(fd);
       }
     });
+  },
+
+  async cleanSegments(dir, segments, perStream, keepEvery): Promise<RawCopy> {
+    const log = join(dir, 'raw-clean', 'log');
+    mkdirSync(log, { recursive: true });
+    // Each segment: whole streams, one batch of `perStream` lines each, until it holds SEGMENT_BYTES; the byte
+    // ranges of the live streams are noted as the store's index knows them.
+    const sealed: Array<{ path: string; live: Array<[offset: number, bytes: number]> }> = [];
+    let position = 1;
+    let stream = 0;
+    for (let n = 0; n < segments; n++) {
+      const path = join(log, segmentName(position));
+      const fd = openSync(path, 'w', 0o600);
+      const live: Array<[number, number]> = [];
+      let size = 0;
+      try {
+        while (size < SEGMENT_BYTES) {
+          let text = '';
+          for (let k = 0; k < perStream; k++) text += logLine(`c-${stream}`, benchEvent(k), k + 1, position++, NOW, k < perStream - 1);
+          const bytes = Buffer.from(text);
+          writeSync(fd, bytes);
+          if (stream % keepEvery === 0) live.push([size, bytes.length]);
+          size += bytes.length;
+          stream++;
+        }
+        fdatasyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      sealed.push({ path, live });
+    }
+    let copied = 0;
+    const start = performance.now();
+    for (const { path, live } of sealed) {
+      const bytes = readFileSync(path);
+      const kept = Buffer.concat(live.map(([offset, length]) => bytes.subarray(offset, offset + length)));
+      const temp = `${path}.clean.tmp`;
+      const fd = openSync(temp, 'w', 0o600);
+      try {
+        writeSync(fd, kept);
+        fdatasyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(temp, path);
+      copied += kept.length;
+    }
+    return { bytes: copied, ms: performance.now() - start };
   },
 
   async coldOpen(dir, sessions, eventsPerSession): Promise<Timed> {

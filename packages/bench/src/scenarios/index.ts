@@ -1,7 +1,9 @@
 import type { Scenario } from '../scenario.js';
 import { appendBatch, appendInFlightManyStreams, appendInFlightOneStream, appendSingle } from './append.js';
+import { cleaning } from './cleaning.js';
 import { cliReads } from './cli.js';
 import { compaction } from './compaction.js';
+import { indexHeap } from './index-heap.js';
 import { openHistoryDepth, openManySessions } from './open.js';
 import { readAllStreams, replayStream } from './replay.js';
 import { coldOpen, serviceConcurrentTranscript, serviceRoundTrip, serviceScaling } from './service.js';
@@ -15,9 +17,11 @@ export const SCENARIOS: readonly Scenario[] = [
   replayStream,
   readAllStreams,
   compaction,
+  cleaning,
   coldOpen,
   openHistoryDepth,
   openManySessions,
+  indexHeap,
   serviceRoundTrip,
   serviceConcurrentTranscript,
   serviceScaling,

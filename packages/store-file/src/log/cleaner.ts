@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { StorageError } from '@sessionfold/core/kernel';
 import { fullDiskReason, syncDir, unlinkIfPresent, writeAll, type FileSystem } from '../fs-layer.js';
 import { removeIndexSnapshots } from './index-snapshot.js';
+import { readCanonicalHead } from '../canonical-head.js';
 import { decodeLogLine } from './records.js';
 import { Segment, segmentFileName } from './segments.js';
 import { RUN_SLOTS, type Location, type StreamIndex } from './stream-index.js';
@@ -9,6 +10,9 @@ import { RUN_SLOTS, type Location, type StreamIndex } from './stream-index.js';
 /** A sealed segment is cleaned once at least this share of its bytes is dead. */
 export const CLEAN_DEAD_SHARE = 0.5;
 const NEWLINE = 0x0a;
+/** A line's `<sha256 hex> ` before its payload. */
+const HASH_AND_SPACE = 65;
+const SPACE = 0x20;
 /** Bytes of a segment the cleaner decides on between two turns of the event loop. */
 const SLICE_BYTES = 256 * 1024;
 
@@ -40,8 +44,12 @@ export async function cleanSegment(fs: FileSystem, logDir: string, segment: Segm
       sliceEnd = start + SLICE_BYTES;
       await new Promise((resolve) => setImmediate(resolve));
     }
-    const record = decodeLogLine(bytes, start, end);
-    // The index was built from these lines: anything it cannot read again is kept as it is, for verify to name.
+    // The lines were checked when the index read them and are copied byte for byte, so only their head is read
+    // here, without the checksum (a read checks it again); a line of another shape is decoded in full.
+    const head =
+      end - start > HASH_AND_SPACE && bytes[start + HASH_AND_SPACE - 1] === SPACE ? readCanonicalHead(bytes, start + HASH_AND_SPACE, end) : undefined;
+    const record = head !== undefined ? { kind: 'change' as const, ...head } : decodeLogLine(bytes, start, end);
+    // Anything the cleaner cannot read again is kept as it is, for verify to name.
     const live =
       'damage' in record ||
       (record.kind === 'blob'
