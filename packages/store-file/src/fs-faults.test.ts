@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { CorruptionError, StorageError } from '@sessionfold/core/kernel';
 import { nodeFileSystem, type FileSystem } from './fs-layer.js';
 import { fileStore } from './index.js';
-import { eventsOf, freshDir, logLines, randomStream, segmentsOf } from './test-support.fixture.js';
+import { eventsOf, freshDir, logDirDescriptors, logLines, randomStream, segmentsOf } from './test-support.fixture.js';
 
 const SEGMENT = /\/log\/\d{20}\.jsonl$/;
 const errno = (code: string) => Object.assign(new Error(`${code}: injected`), { code });
@@ -300,24 +300,17 @@ describe('a failed fdatasync', () => {
   it('a failed fsync of the log directory while starting a segment rejects the append; the store then goes on in that segment or refuses writes, naming why', async () => {
     const dir = realDir();
     const stream = randomStream();
-    const dirFds = new Set<number>();
+    const logDir = logDirDescriptors(dir);
     let failDirSyncs = 1;
     let dirSyncs = 0;
     const store = await fileStore({
       directory: dir,
       fs: {
-        open: async (path, flags, mode) => {
-          const fd = await nodeFileSystem.open(path, flags, mode);
-          if (path === join(dir, 'log')) dirFds.add(fd);
-          return fd;
-        },
-        close: async (fd) => {
-          dirFds.delete(fd);
-          await nodeFileSystem.close(fd);
-        },
+        open: logDir.open,
+        close: logDir.close,
         fsync: async (fd) => {
-          if (dirFds.has(fd)) dirSyncs++;
-          if (dirFds.has(fd) && failDirSyncs > 0) {
+          if (logDir.isLogDir(fd)) dirSyncs++;
+          if (logDir.isLogDir(fd) && failDirSyncs > 0) {
             failDirSyncs--;
             throw errno('EIO');
           }

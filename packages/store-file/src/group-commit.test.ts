@@ -5,7 +5,7 @@ import { ConcurrencyError, StorageError } from '@sessionfold/core/kernel';
 import { nodeFileSystem, type FileSystem } from './fs-layer.js';
 import { fileStore } from './index.js';
 import { setSegmentBytesForTests } from './log/log-writer.js';
-import { collect, eventsOf, freshDir, linesOf, randomStream, segmentsOf } from './test-support.fixture.js';
+import { collect, eventsOf, freshDir, linesOf, logDirDescriptors, randomStream, segmentsOf } from './test-support.fixture.js';
 
 const SEGMENT = /\/log\/\d{20}\.jsonl$/;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -347,19 +347,12 @@ describe('an append that starts a new segment', () => {
   function holdingFs(dir: string) {
     const steps: string[] = [];
     const holds = { dir: undefined as ReturnType<typeof newHold> | undefined, data: undefined as ReturnType<typeof newHold> | undefined };
-    const dirFds = new Set<number>();
+    const logDir = logDirDescriptors(dir);
     const fs: Partial<FileSystem> = {
-      open: async (path, flags, mode) => {
-        const fd = await nodeFileSystem.open(path, flags, mode);
-        if (path === join(dir, 'log')) dirFds.add(fd);
-        return fd;
-      },
-      close: async (fd) => {
-        dirFds.delete(fd);
-        await nodeFileSystem.close(fd);
-      },
+      open: logDir.open,
+      close: logDir.close,
       fsync: async (fd) => {
-        if (dirFds.has(fd)) {
+        if (logDir.isLogDir(fd)) {
           steps.push('log fsync');
           const hold = holds.dir;
           holds.dir = undefined;

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach } from 'vitest';
 import type { EventStore, RecordedEvent, StreamId } from '@sessionfold/core/kernel';
-import { fileStore, type FileStoreOptions } from './index.js';
+import { nodeFileSystem } from './fs-layer.js';
+import { fileStore, type FileStoreOptions, type FileSystem } from './index.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -143,6 +144,26 @@ export async function openFailure(options: FileStoreOptions): Promise<unknown> {
  */
 export function withoutIndexSnapshots(dir: string): void {
   rmSync(join(dir, 'index'), { recursive: true, force: true });
+}
+
+/**
+ * `open` and `close` of the real file system that note which descriptors are the log directory's, so a test can
+ * fail or hold the fsync that makes a new segment's name durable.
+ */
+export function logDirDescriptors(dir: string): { isLogDir(fd: number): boolean; open: FileSystem['open']; close: FileSystem['close'] } {
+  const fds = new Set<number>();
+  return {
+    isLogDir: (fd) => fds.has(fd),
+    open: async (path, flags, mode) => {
+      const fd = await nodeFileSystem.open(path, flags, mode);
+      if (path === join(dir, 'log')) fds.add(fd);
+      return fd;
+    },
+    close: async (fd) => {
+      fds.delete(fd);
+      await nodeFileSystem.close(fd);
+    },
+  };
 }
 
 /** The segment files of the store in `dir`, in log order (full paths). */
