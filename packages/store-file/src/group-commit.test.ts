@@ -1,5 +1,4 @@
 import { realpathSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConcurrencyError, StorageError } from '@sessionfold/core/kernel';
 import { nodeFileSystem, type FileSystem } from './fs-layer.js';

@@ -167,7 +167,8 @@ export async function scanLog(directory: string, name: Namer, findings: Findings
   for (const gap of gaps) {
     const state = streams.get(gap.stream) as StreamState;
     const covered = state.deletedAt > gap.position || (state.snapshotAt > gap.position && state.snapshotRevision >= gap.revision - 1);
-    if (!covered) findings.error(gap.file, gap.line, `revision ${gap.revision} where revision ${gap.after + 1} was expected (a line moved, removed or duplicated)`);
+    if (!covered)
+      findings.error(gap.file, gap.line, `revision ${gap.revision} where revision ${gap.after + 1} was expected (a line moved, removed or duplicated)`);
   }
   const owned = new Set<string>();
   for (const owner of owners) {
