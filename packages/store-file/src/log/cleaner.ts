@@ -5,7 +5,7 @@ import { removeIndexSnapshots } from './index-snapshot.js';
 import { readCanonicalHead } from '../canonical-head.js';
 import { decodeLogLine } from './records.js';
 import { Segment, segmentFileName } from './segments.js';
-import { RUN_SLOTS, type Location, type StreamIndex } from './stream-index.js';
+import { packRun, RUN_SLOTS, runAt, type Location, type StreamIndex } from './stream-index.js';
 
 /** A sealed segment is cleaned once at least this share of its bytes is dead. */
 export const CLEAN_DEAD_SHARE = 0.5;
@@ -111,12 +111,23 @@ function remap(index: StreamIndex, base: number, moves: Moves): void {
     if (entry.snapshot?.at.segment === base) moved(entry.snapshot.at);
     if (entry.deleted?.at.segment === base) moved(entry.deleted.at);
     const runs = entry.runs;
+    const ordinal = index.ordinal(base);
+    let kept: number[] | undefined;
     for (let i = 0; i < runs.length; i += RUN_SLOTS) {
-      if (runs[i] !== base) continue;
-      const location = { segment: base, offset: runs[i + 1] as number, bytes: runs[i + 2] as number };
+      const run = runAt(runs, i);
+      if (run.ordinal !== ordinal) {
+        kept?.push(runs[i] as number, runs[i + 1] as number);
+        continue;
+      }
+      const location = { segment: base, offset: run.offset, bytes: run.bytes };
+      // A run holds only its stream's lines, so the lines kept in its range are its events that are still live:
+      // what went is a dead prefix (revisions a snapshot covers), which only the first run can have.
+      const count = (at(run.offset + run.bytes) - at(run.offset)) / 3;
       moved(location);
-      runs[i + 1] = location.offset;
-      runs[i + 2] = location.bytes;
+      if (i === 0) entry.firstRunRevision += run.count - count;
+      kept ??= runs.slice(0, i);
+      if (count > 0) kept.push(...packRun(ordinal, location.offset, location.bytes, count));
     }
+    if (kept !== undefined) entry.runs = kept;
   }
 }

@@ -8,17 +8,28 @@ import { StreamEntry, StreamIndex, type MarkRecord } from './stream-index.js';
 
 const INDEX_NAME = /^(\d{20})\.json$/;
 const FORMAT = 'sessionfold.log-index';
-const FORMAT_VERSION = 1;
+const FORMAT_VERSION = 2;
 
 type Mark = [revision: number, position: number, segment: number, offset: number, bytes: number];
 type Ids = [id: string, revision: number, resultRevision: number, resultPosition: number][];
-type EntryRow = [name: string, revision: number, snapshot: Mark | 0, deleted: Mark | 0, runs: number[], ids: Ids | 0, blobs: string[] | 0];
+type EntryRow = [
+  name: string,
+  revision: number,
+  snapshot: Mark | 0,
+  deleted: Mark | 0,
+  runs: number[],
+  firstRunRevision: number,
+  ids: Ids | 0,
+  blobs: string[] | 0,
+];
 interface SnapshotBody {
   format: typeof FORMAT;
   formatVersion: number;
   lastPosition: number;
   segments: [base: number, size: number, lines: number, marks: number[]][];
   dead: [segment: number, bytes: number][];
+  /** The segment base numbers runs point into, by ordinal. */
+  bases: number[];
   streams: EntryRow[];
 }
 
@@ -39,6 +50,7 @@ export async function saveIndexSnapshot(fs: FileSystem, indexDir: string, segmen
     lastPosition: index.lastPosition,
     segments: segments.map((segment) => [segment.base, segment.size, segment.lines, segment.marks.slice()]),
     dead: [...index.dead],
+    bases: index.bases.slice(),
     streams: [...index.streams.values()].map(
       (entry): EntryRow => [
         entry.name,
@@ -46,6 +58,7 @@ export async function saveIndexSnapshot(fs: FileSystem, indexDir: string, segmen
         markOf(entry.snapshot),
         markOf(entry.deleted),
         entry.runs.slice(),
+        entry.firstRunRevision,
         entry.eventIds === undefined ? 0 : [...entry.eventIds].map(([id, held]) => [id, held.revision, held.result.revision, held.result.position]),
         entry.blobs === undefined ? 0 : [...entry.blobs],
       ],
@@ -83,7 +96,14 @@ export async function loadIndexSnapshot(
     const decoded = decodeLine(bytes, 0, bytes.length - 1);
     if ('reason' in decoded) return undefined;
     body = decoded.value as SnapshotBody;
-    if (body?.format !== FORMAT || body.formatVersion !== FORMAT_VERSION || !Array.isArray(body.segments) || !Array.isArray(body.streams)) return undefined;
+    if (
+      body?.format !== FORMAT ||
+      body.formatVersion !== FORMAT_VERSION ||
+      !Array.isArray(body.segments) ||
+      !Array.isArray(body.streams) ||
+      !Array.isArray(body.bases)
+    )
+      return undefined;
   } catch (error) {
     if (errorCode(error) === 'ENOENT') return undefined;
     return undefined;
@@ -112,12 +132,18 @@ export async function loadIndexSnapshot(
   const index = new StreamIndex();
   index.lastPosition = body.lastPosition;
   for (const [segment, bytes] of body.dead) index.dead.set(segment, bytes);
-  for (const [name, revision, snapshot, deleted, runs, ids, blobs] of body.streams) {
+  for (const base of body.bases) index.ordinal(base);
+  for (const [name, revision, snapshot, deleted, runs, firstRunRevision, ids, blobs] of body.streams) {
     const entry = new StreamEntry(name);
     entry.revision = revision;
     entry.snapshot = fromMark(snapshot);
     entry.deleted = fromMark(deleted);
-    entry.runs = runs;
+    // Copied number by number: an array `JSON.parse` made holds each large number boxed, one built by pushing
+    // them holds them unboxed (a third of the heap for a stream of many small runs).
+    const unboxed: number[] = [];
+    for (const value of runs) unboxed.push(value);
+    entry.runs = unboxed.slice();
+    entry.firstRunRevision = firstRunRevision;
     if (ids !== 0)
       entry.eventIds = new Map(
         ids.map(([id, rev, resultRevision, resultPosition]) => [id, { revision: rev, result: { revision: resultRevision, position: resultPosition } }]),

@@ -2,7 +2,7 @@ import { CorruptionError, PagedEvents, type EventRow, type Snapshot } from '@ses
 import type { FileSystem } from '../fs-layer.js';
 import { decodeLogLine, type ChangeRecord } from './records.js';
 import { segmentIndexFor, type Segment } from './segments.js';
-import { RUN_SLOTS, type MarkRecord, type StreamEntry, type StreamIndex } from './stream-index.js';
+import { RUN_SLOTS, runAt, type MarkRecord, type StreamEntry, type StreamIndex } from './stream-index.js';
 
 /** Bytes of runs one page of a stream read fetches; a feed read's chunk. */
 const PAGE_BYTES = 1 << 20;
@@ -60,6 +60,7 @@ function rowOf(record: ChangeRecord): EventRow {
 export interface HeldStream {
   name: string;
   runs: readonly number[];
+  firstRunRevision: number;
   segments: readonly Segment[];
   through: number;
   snapshot: { mark: MarkRecord; segment: Segment } | undefined;
@@ -69,11 +70,12 @@ export interface HeldStream {
 export function holdStream(ctx: ReadContext, entry: StreamEntry): HeldStream {
   const runs = entry.runs.slice();
   const segments: Segment[] = [];
-  for (let i = 0; i < runs.length; i += RUN_SLOTS) segments.push(segmentOf(ctx, runs[i] as number));
+  for (let i = 0; i < runs.length; i += RUN_SLOTS) segments.push(segmentOf(ctx, ctx.index.bases[runAt(runs, i).ordinal] as number));
   const mark = entry.snapshot;
   return {
     name: entry.name,
     runs,
+    firstRunRevision: entry.firstRunRevision,
     segments,
     through: entry.revision,
     snapshot: mark === undefined ? undefined : { mark, segment: segmentOf(ctx, mark.at.segment) },
@@ -104,7 +106,11 @@ export function streamPages(ctx: ReadContext, held: HeldStream, from: number): {
   const { runs, through, name, segments } = held;
   let run = 0;
   // Skips runs that end before `from`.
-  while (run + RUN_SLOTS < runs.length && (runs[run + RUN_SLOTS + 3] as number) <= from) run += RUN_SLOTS;
+  for (let first = held.firstRunRevision; run + RUN_SLOTS < runs.length; run += RUN_SLOTS) {
+    const { count } = runAt(runs, run);
+    if (first + count > from) break;
+    first += count;
+  }
   const page = (): Promise<EventRow[] | undefined> =>
     nextPage().catch(async (error: unknown) => {
       throw await located(ctx, error);
@@ -117,8 +123,9 @@ export function streamPages(ctx: ReadContext, held: HeldStream, from: number): {
     let bytes = 0;
     while (run < runs.length && (rows.length === 0 || bytes < PAGE_BYTES)) {
       const segment = segments[run / RUN_SLOTS] as Segment;
-      const offset = (runs[run + 1] as number) + within;
-      const left = (runs[run + 2] as number) - within;
+      const current = runAt(runs, run);
+      const offset = current.offset + within;
+      const left = current.bytes - within;
       let asked = Math.min(left, PAGE_BYTES);
       let read = await segment.read(ctx.fs, offset, asked);
       let whole = read.lastIndexOf(NEWLINE) + 1;
@@ -140,7 +147,7 @@ export function streamPages(ctx: ReadContext, held: HeldStream, from: number): {
       }
       bytes += whole;
       within += whole;
-      if (within === (runs[run + 2] as number)) {
+      if (within === current.bytes) {
         run += RUN_SLOTS;
         within = 0;
       } else if (read.length < asked) {

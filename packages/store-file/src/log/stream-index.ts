@@ -16,8 +16,26 @@ export interface MarkRecord {
   at: Location;
 }
 
-/** Slots of one run in `StreamEntry.runs`: segment, offset, bytes, first revision. */
-export const RUN_SLOTS = 4;
+/**
+ * Slots of one run in `StreamEntry.runs`: where (the segment's ordinal in `StreamIndex.bases` × `OFFSET_SPAN` + the
+ * offset) and how much (bytes × `COUNT_SPAN` + events). Two numbers a run: a stream written one event at a time
+ * among many others has a run per event, and an index of 100,000 such streams must stay small.
+ */
+export const RUN_SLOTS = 2;
+const OFFSET_SPAN = 2 ** 32;
+const COUNT_SPAN = 2 ** 21;
+
+/** One run of `runs` at slot `i`, unpacked: the segment's ordinal, the offset, the bytes and how many events. */
+export function runAt(runs: readonly number[], i: number): { ordinal: number; offset: number; bytes: number; count: number } {
+  const where = runs[i] as number;
+  const size = runs[i + 1] as number;
+  return { ordinal: Math.floor(where / OFFSET_SPAN), offset: where % OFFSET_SPAN, bytes: Math.floor(size / COUNT_SPAN), count: size % COUNT_SPAN };
+}
+
+/** `runAt`'s parts packed back into the two numbers of a run. */
+export function packRun(ordinal: number, offset: number, bytes: number, count: number): [number, number] {
+  return [ordinal * OFFSET_SPAN + offset, bytes * COUNT_SPAN + count];
+}
 
 /**
  * What the index knows of one stream: its revision (0 while it does not exist), its current snapshot and last
@@ -29,6 +47,8 @@ export class StreamEntry {
   deleted: MarkRecord | undefined;
   /** Flattened runs of the live events, in revision order: `RUN_SLOTS` numbers each. */
   runs: number[] = [];
+  /** The revision of the first event of the first run. */
+  firstRunRevision = 0;
   /** Each event id of the live events, with the result of the append that wrote it. */
   eventIds: Map<string, { result: AppendResult; revision: number }> | undefined;
   blobs: Set<string> | undefined;
@@ -37,7 +57,7 @@ export class StreamEntry {
 
   /** The revision of the first live event, or undefined when the stream has none after its snapshot. */
   get firstEventRevision(): number | undefined {
-    return this.runs.length === 0 ? undefined : this.runs[3];
+    return this.runs.length === 0 ? undefined : this.firstRunRevision;
   }
 
   /**
@@ -92,6 +112,21 @@ export class StreamIndex {
   readonly dead: DeadBytes = new Map();
   /** How many streams own each blob: a blob no stream owns any more is not read and may be removed. */
   readonly blobOwners = new Map<string, number>();
+  /** The segments runs point into, by ordinal (base numbers, in the order the index first met them). */
+  readonly bases: number[] = [];
+  readonly #ordinals = new Map<number, number>();
+
+  /** The ordinal runs use for the segment whose base number is `base`. */
+  ordinal(base: number): number {
+    let ordinal = this.#ordinals.get(base);
+    if (ordinal === undefined) {
+      ordinal = this.bases.length;
+      this.bases.push(base);
+      this.#ordinals.set(base, ordinal);
+    }
+    return ordinal;
+  }
+
   /** Feed reads under way, and the entries that keep past states for them. */
   #feeds = 0;
   #gaps: Gap[] = [];
@@ -128,6 +163,9 @@ export class StreamIndex {
     this.lastPosition = other.lastPosition;
     this.blobOwners.clear();
     for (const [sha, owners] of other.blobOwners) this.blobOwners.set(sha, owners);
+    this.bases.length = 0;
+    this.#ordinals.clear();
+    for (const base of other.bases) this.ordinal(base);
   }
 
   entry(stream: string): StreamEntry | undefined {
@@ -230,14 +268,28 @@ export class StreamIndex {
       entry.blobs = undefined;
       return;
     }
+    // Runs count revisions one by one from `firstRunRevision`: events after a gap (lines cleaning removed) start
+    // the runs anew. What came before the gap is dead if the gap is legitimate (`unresolvedGaps` says if not).
+    if (entry.runs.length > 0 && first.revision !== entry.revision + 1) this.#dropThrough(entry, first.revision - 1);
     entry.revision = last.revision;
     const result = { revision: last.revision, position: last.position };
     for (const record of batch) if (record.eventId !== undefined) (entry.eventIds ??= new Map()).set(record.eventId, { result, revision: record.revision });
     const runs = entry.runs;
     const n = runs.length;
-    if (n > 0 && runs[n - 4] === at.segment && (runs[n - 3] as number) + (runs[n - 2] as number) === at.offset)
-      runs[n - 2] = (runs[n - 2] as number) + at.bytes;
-    else runs.push(at.segment, at.offset, at.bytes, first.revision);
+    const ordinal = this.ordinal(at.segment);
+    const prior = n > 0 ? runAt(runs, n - RUN_SLOTS) : undefined;
+    if (
+      prior !== undefined &&
+      prior.ordinal === ordinal &&
+      prior.offset + prior.bytes === at.offset &&
+      prior.count + batch.length < COUNT_SPAN &&
+      prior.bytes + at.bytes < OFFSET_SPAN
+    ) {
+      runs[n - 1] = packRun(ordinal, prior.offset, prior.bytes + at.bytes, prior.count + batch.length)[1];
+    } else {
+      if (n === 0) entry.firstRunRevision = first.revision;
+      runs.push(...packRun(ordinal, at.offset, at.bytes, batch.length));
+    }
   }
 
   /** Records that `blob.stream` owns `blob.sha256`, or (`gone`) no longer does. */
@@ -270,9 +322,11 @@ export class StreamIndex {
     const runs = entry.runs;
     let keepFrom = 0;
     while (keepFrom < runs.length) {
-      const next = keepFrom + RUN_SLOTS < runs.length ? (runs[keepFrom + RUN_SLOTS + 3] as number) : entry.revision + 1;
+      const run = runAt(runs, keepFrom);
+      const next = entry.firstRunRevision + run.count;
       if (next - 1 > revision) break;
-      this.#kill({ segment: runs[keepFrom] as number, offset: 0, bytes: runs[keepFrom + 2] as number });
+      this.#kill({ segment: this.bases[run.ordinal] as number, offset: 0, bytes: run.bytes });
+      entry.firstRunRevision = next;
       keepFrom += RUN_SLOTS;
     }
     if (keepFrom > 0) entry.runs = runs.slice(keepFrom);
