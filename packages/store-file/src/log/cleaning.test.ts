@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConcurrencyError, type EventStore } from '@sessionfold/core/kernel';
 import { fileStore } from '../index.js';
-import { collect, freshDir, segmentsOf, withoutIndexSnapshots } from '../test-support.fixture.js';
+import { collect, freshDir, linesOf, segmentsOf, withoutIndexSnapshots } from '../test-support.fixture.js';
 import { setSegmentBytesForTests } from './log-writer.js';
 
 let previous: number;
@@ -75,14 +75,22 @@ describe('cleaning sealed segments', () => {
     const store = await fileStore({ directory: dir });
     // The first segment is mostly the kept stream's (never cleaned); the deleted stream's later lines fill the next ones.
     await store.append('gone', [{ type: 'Step', data: { n: 0 } }], { expectedRevision: 'no_stream' });
-    for (let n = 0; n < 30; n++) await store.append('kept', [{ type: 'Step', data: { n, pad: 'k'.repeat(80) } }], { expectedRevision: n });
-    for (let n = 1; n < 120; n++) await store.append('gone', [{ type: 'Step', data: { n, pad: 'g'.repeat(80) } }], { expectedRevision: n });
+    for (let n = 0; n < 10; n++) await store.append('kept', [{ type: 'Step', data: { n, pad: 'k'.repeat(80) } }], { expectedRevision: n });
+    // Revision 2 starts a segment of its own, so the segments after the first hold the dead revisions only.
+    setSegmentBytesForTests(1);
+    await store.append('gone', [{ type: 'Step', data: { n: 1, pad: 'g'.repeat(80) } }], { expectedRevision: 1 });
+    setSegmentBytesForTests(4096);
+    for (let n = 2; n < 120; n++) await store.append('gone', [{ type: 'Step', data: { n, pad: 'g'.repeat(80) } }], { expectedRevision: n });
     await store.compact('gone', { revision: 60, state: { upTo: 60 }, identity: { stream: 'gone', schemaVersion: 1 } });
     const before = logBytes(dir);
-    for (let n = 30; n < 60; n++) await store.append('kept', [{ type: 'Step', data: { n, pad: 'k'.repeat(80) } }], { expectedRevision: n });
+    for (let n = 10; n < 40; n++) await store.append('kept', [{ type: 'Step', data: { n, pad: 'k'.repeat(80) } }], { expectedRevision: n });
     await until(() => logBytes(dir) < before, 'cleaning');
+    // What the test is about: revision 1 is still in the first segment while later dead revisions are gone.
+    const goneRevisions = linesOf(dir, 'gone').map((line) => line.payload.revision as number);
+    expect(goneRevisions[0]).toBe(1);
+    expect(goneRevisions[1]).toBeGreaterThan(2);
     await store.deleteStream('gone', { expectedRevision: 120 });
-    for (let n = 60; n < 90; n++) await store.append('kept', [{ type: 'Step', data: { n, pad: 'k'.repeat(80) } }], { expectedRevision: n });
+    for (let n = 40; n < 70; n++) await store.append('kept', [{ type: 'Step', data: { n, pad: 'k'.repeat(80) } }], { expectedRevision: n });
     await new Promise((resolve) => setTimeout(resolve, 200));
     const seen = await everything(store, ['gone', 'kept']);
     expect((await store.verify()).problems).toEqual([]);

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import {
   ConcurrencyError,
+  eventBytes,
   DELETED_RECORD,
   InvalidInputError,
   SNAPSHOT_RECORD,
@@ -173,7 +174,6 @@ export class LogWriter {
     const written: { pending: Pending; records: ChangeRecord[] | BlobRecord | undefined; result: WriteOutcome }[] = [];
     const refused: { pending: Pending; error: unknown }[] = [];
     let events = 0;
-    let eventBytes = 0;
     for (const pending of pendings) {
       const write = pending.write;
       const p = project(write.stream);
@@ -228,7 +228,6 @@ export class LogWriter {
                 ),
               ),
             );
-            eventBytes += Buffer.byteLength(event.dataJson) + Buffer.byteLength(event.type);
           }
           events += n;
           const last = records[n - 1] as ChangeRecord;
@@ -325,8 +324,11 @@ export class LogWriter {
       }
       this.#apply(lines, written);
       this.ctx.changed();
-      const appends = written.filter(({ pending, records }) => pending.write.kind === 'append' && records !== undefined).length;
-      if (appends > 0) this.ctx.observe?.('flushed', { appends, events, bytes: eventBytes, syncMs });
+      if (this.ctx.observe) {
+        const appended = written.flatMap(({ pending, records }) => (pending.write.kind === 'append' && records !== undefined ? [pending.write.events] : []));
+        const bytes = appended.reduce((sum, batch) => sum + eventBytes(batch), 0);
+        if (appended.length > 0) this.ctx.observe('flushed', { appends: appended.length, events, bytes, syncMs });
+      }
     }
     const now = this.ctx.observe ? performance.now() : 0;
     for (const { pending, result } of written) {
@@ -335,7 +337,7 @@ export class LogWriter {
         this.ctx.observe('appendCommitted', {
           stream: write.stream,
           events: write.events.length,
-          bytes: write.events.reduce((sum, e) => sum + Buffer.byteLength(e.dataJson) + Buffer.byteLength(e.type), 0),
+          bytes: eventBytes(write.events),
           durationMs: now - pending.startedAt,
         });
       }
