@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { StorageError } from '@sessionfold/core/kernel';
 import { fullDiskReason, syncDir, unlinkIfPresent, writeAll, type FileSystem } from '../fs-layer.js';
 import { removeIndexSnapshots } from './index-snapshot.js';
@@ -13,8 +14,17 @@ const NEWLINE = 0x0a;
 /** A line's `<sha256 hex> ` before its payload. */
 const HASH_AND_SPACE = 65;
 const SPACE = 0x20;
-/** Bytes of a segment the cleaner decides on between two turns of the event loop. */
-const SLICE_BYTES = 256 * 1024;
+/**
+ * Longest the cleaner holds the event loop before it lets appends and reads run (milliseconds): an append that
+ * arrives meanwhile waits at most this long, so its latency stays near its latency without cleaning.
+ */
+const SLICE_MS = 0.2;
+/** Bytes of a segment read at a time. */
+const READ_BYTES = 1024 * 1024;
+/** Bytes of a cleaned segment written between two syncs. */
+const SYNC_BYTES = 512 * 1024;
+/** Lines decided between two looks at the clock. */
+const LINES_PER_LOOK = 16;
 
 /** The live lines of a cleaned segment: where each was and where it is now (flattened old offset, new offset, bytes). */
 type Moves = number[];
@@ -28,48 +38,61 @@ export function segmentsToClean(segments: readonly Segment[], index: StreamIndex
  * Rewrites `segment` with only its live lines, byte for byte and with their positions, so the log keeps its
  * order and each line its checksum: written to a temporary file and made durable, the index snapshots removed
  * (they point into the old file), then renamed over the segment and the directory synced. Returns the new segment
- * object, whose lines the index now points at; the old one stays readable for reads that hold it.
+ * object, whose lines the index now points at; the old one stays readable for reads that hold it. It reads the
+ * segment a chunk at a time and lets the event loop turn every `SLICE_MS`, so appends and reads go on meanwhile.
  */
 export async function cleanSegment(fs: FileSystem, logDir: string, segment: Segment, index: StreamIndex, indexDir: string): Promise<Segment> {
-  const bytes = await segment.read(fs, 0, segment.size);
-  const kept: Buffer[] = [];
-  const moves: Moves = [];
   const cleaned = new Segment(segment.base, join(logDir, segmentFileName(segment.base)));
-  let newOffset = 0;
-  let line = 1;
-  let sliceEnd = SLICE_BYTES;
-  for (let start = 0, end = bytes.indexOf(NEWLINE); end !== -1; start = end + 1, end = bytes.indexOf(NEWLINE, start)) {
-    if (start >= sliceEnd) {
-      // A slice at a time, so appends and reads go on while a segment is cleaned.
-      sliceEnd = start + SLICE_BYTES;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    // The lines were checked when the index read them and are copied byte for byte, so only their head is read
-    // here, without the checksum (a read checks it again); a line of another shape is decoded in full.
-    const head =
-      end - start > HASH_AND_SPACE && bytes[start + HASH_AND_SPACE - 1] === SPACE ? readCanonicalHead(bytes, start + HASH_AND_SPACE, end) : undefined;
-    const record = head !== undefined ? { kind: 'change' as const, ...head } : decodeLogLine(bytes, start, end);
-    // Anything the cleaner cannot read again is kept as it is, for verify to name.
-    const live =
-      'damage' in record ||
-      (record.kind === 'blob'
-        ? // A line taking ownership back stays: an owner line it answers may still be in an earlier segment.
-          record.gone || index.entry(record.stream)?.blobs?.has(record.sha256) === true
-        : index.entry(record.stream)?.isLive(record.type, record.revision, record.position) === true);
-    if (!live) continue;
-    const length = end + 1 - start;
-    if (!('damage' in record) && record.kind === 'change') cleaned.mark(record.position, newOffset, line);
-    kept.push(bytes.subarray(start, end + 1));
-    moves.push(start, newOffset, length);
-    newOffset += length;
-    line++;
-  }
   const temp = join(logDir, `.${segmentFileName(segment.base)}.clean.tmp`);
+  const moves: Moves = [];
   let fd: number | undefined;
   try {
     fd = await fs.open(temp, 'w', 0o600);
-    await writeAll(fs, fd, Buffer.concat(kept), 0);
-    await fs.fdatasync(fd);
+    const out = new SyncedPieces(fs, fd);
+    let line = 1;
+    let sliceStart = performance.now();
+    let looked = 0;
+    /** Bytes read but not decided yet (a line the last chunk cut), and the offset in the segment of the first. */
+    let rest: Buffer = Buffer.alloc(0);
+    let restAt = 0;
+    for (let offset = 0; offset < segment.size; ) {
+      const chunk = await segment.read(fs, offset, Math.min(READ_BYTES, segment.size - offset));
+      if (chunk.length === 0) break;
+      offset += chunk.length;
+      const bytes = rest.length === 0 ? chunk : Buffer.concat([rest, chunk]);
+      let start = 0;
+      for (let end = bytes.indexOf(NEWLINE); end !== -1; start = end + 1, end = bytes.indexOf(NEWLINE, start)) {
+        if (++looked === LINES_PER_LOOK) {
+          looked = 0;
+          if (performance.now() - sliceStart >= SLICE_MS) {
+            await new Promise((resolve) => setImmediate(resolve));
+            sliceStart = performance.now();
+          }
+        }
+        // The lines were checked when the index read them and are copied byte for byte, so only their head is
+        // read here, without the checksum (a read checks it again); a line of another shape is decoded in full.
+        const head =
+          end - start > HASH_AND_SPACE && bytes[start + HASH_AND_SPACE - 1] === SPACE ? readCanonicalHead(bytes, start + HASH_AND_SPACE, end) : undefined;
+        const record = head !== undefined ? { kind: 'change' as const, ...head } : decodeLogLine(bytes, start, end);
+        // Anything the cleaner cannot read again is kept as it is, for verify to name.
+        const live =
+          'damage' in record ||
+          (record.kind === 'blob'
+            ? // A line taking ownership back stays: an owner line it answers may still be in an earlier segment.
+              record.gone || index.entry(record.stream)?.blobs?.has(record.sha256) === true
+            : index.entry(record.stream)?.isLive(record.type, record.revision, record.position) === true);
+        if (!live) continue;
+        if (!('damage' in record) && record.kind === 'change') cleaned.mark(record.position, out.bytes, line);
+        moves.push(restAt + start, out.bytes, end + 1 - start);
+        await out.add(bytes.subarray(start, end + 1));
+        line++;
+      }
+      rest = bytes.subarray(start);
+      restAt += start;
+    }
+    await out.end();
+    cleaned.size = out.bytes;
+    cleaned.lines = line - 1;
   } catch (cause) {
     if (fd !== undefined) await fs.close(fd).catch(() => undefined);
     await unlinkIfPresent(fs, temp).catch(() => undefined);
@@ -81,11 +104,44 @@ export async function cleanSegment(fs: FileSystem, logDir: string, segment: Segm
   await removeIndexSnapshots(fs, indexDir);
   await fs.rename(temp, cleaned.path);
   await syncDir(fs, logDir);
-  cleaned.size = newOffset;
-  cleaned.lines = line - 1;
   remap(index, segment.base, moves);
   index.dead.delete(segment.base);
   return cleaned;
+}
+
+/**
+ * Writes the bytes it is given one after another from the start of a file, a piece of `SYNC_BYTES` at a time,
+ * each synced before the next: an append's fdatasync queued behind the cleaner's waits for a piece, not the file.
+ */
+class SyncedPieces {
+  /** Bytes given so far: the offset in the file of the next. */
+  bytes = 0;
+  #written = 0;
+  #piece: Buffer[] = [];
+
+  constructor(
+    private readonly fs: FileSystem,
+    private readonly fd: number,
+  ) {}
+
+  async add(bytes: Buffer): Promise<void> {
+    this.#piece.push(bytes);
+    this.bytes += bytes.length;
+    if (this.bytes - this.#written >= SYNC_BYTES) await this.#write();
+  }
+
+  /** Writes and syncs what is left. */
+  async end(): Promise<void> {
+    await this.#write();
+  }
+
+  async #write(): Promise<void> {
+    const piece = this.#piece.length === 1 ? (this.#piece[0] as Buffer) : Buffer.concat(this.#piece);
+    this.#piece = [];
+    await writeAll(this.fs, this.fd, piece, this.#written);
+    await this.fs.fdatasync(this.fd);
+    this.#written += piece.length;
+  }
 }
 
 /** Points every location in segment `base` at where its lines are after cleaning. */
@@ -107,11 +163,11 @@ function remap(index: StreamIndex, base: number, moves: Moves): void {
     location.offset = moves[first + 1] as number;
     location.bytes = last - first === 0 ? 0 : (moves[last - 2] as number) + (moves[last - 1] as number) - location.offset;
   };
+  const ordinal = index.ordinal(base);
   for (const entry of index.streams.values()) {
     if (entry.snapshot?.at.segment === base) moved(entry.snapshot.at);
     if (entry.deleted?.at.segment === base) moved(entry.deleted.at);
     const runs = entry.runs;
-    const ordinal = index.ordinal(base);
     let kept: number[] | undefined;
     for (let i = 0; i < runs.length; i += RUN_SLOTS) {
       const run = runAt(runs, i);

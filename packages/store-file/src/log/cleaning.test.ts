@@ -70,6 +70,48 @@ describe('cleaning sealed segments', () => {
     }
   });
 
+  it('cleans a segment larger than what it reads at a time, lines cut between two reads and a line longer than one read among them', async () => {
+    setSegmentBytesForTests(6 * 1024 * 1024);
+    const dir = freshDir();
+    const store = await fileStore({ directory: dir, maxEventBytes: 2 * 1024 * 1024 });
+    const streams = ['live', 'also-live', 'dead'];
+    const revisions = new Map<string, number>();
+    // Lines of odd lengths, so the chunk boundaries fall inside lines; one live event of 1.5 MiB spans a whole read.
+    // Two live streams interleaved: a line the cleaning put elsewhere than the index says reads as the other's.
+    for (let n = 0; n < 1500; n++) {
+      const stream = n % 4 === 0 ? 'live' : n % 4 === 2 ? 'also-live' : 'dead';
+      const revision = revisions.get(stream) ?? 0;
+      revisions.set(stream, revision + 1);
+      const pad = n === 300 ? 'L'.repeat(1536 * 1024) : 'p'.repeat((stream === 'dead' ? 6000 : 200) + ((n * 7919) % 5000));
+      await store.append(stream, [{ type: 'Step', data: { n, pad } }], { expectedRevision: revision });
+    }
+    await store.deleteStream('dead', { expectedRevision: 'any' });
+    const written = segmentsOf(dir).map((path) => [path, statSync(path).size] as const);
+    expect(written.length).toBeGreaterThanOrEqual(2);
+    // Appends until the segment active at the deletion is sealed too; each flush lets the cleaning start.
+    for (let n = 0; segmentsOf(dir).length <= written.length; n++) {
+      await store.append('probe', [{ type: 'Step', data: { n, pad: 'q'.repeat(20_000) } }], { expectedRevision: n });
+    }
+    await store.append('probe', [{ type: 'Step', data: {} }], { expectedRevision: 'any' });
+    const [first, size] = written[0] as readonly [string, number];
+    await until(() => statSync(first).size < size / 2, 'cleaning');
+    // Read once the cleaning has pointed the index at the new file (right after its rename and directory sync).
+    await until(() => readdirSync(join(dir, 'log')).every((name) => !name.endsWith('.tmp')), 'the cleaning to finish');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const live = await collect((await store.read('live')).events);
+    expect(live.map((event) => (event.data as { n: number }).n)).toEqual(Array.from({ length: 375 }, (_, k) => 4 * k));
+    expect((live[75]?.data as { pad: string }).pad.length).toBe(1536 * 1024);
+    const alsoLive = await collect((await store.read('also-live')).events);
+    expect(alsoLive.map((event) => (event.data as { n: number }).n)).toEqual(Array.from({ length: 375 }, (_, k) => 4 * k + 2));
+    expect((await store.verify()).problems).toEqual([]);
+    const seen = await everything(store, streams);
+    await store.close();
+    withoutIndexSnapshots(dir);
+    const reopened = await fileStore({ directory: dir, maxEventBytes: 2 * 1024 * 1024 });
+    expect(await everything(reopened, streams)).toEqual(seen);
+    await reopened.close();
+  });
+
   it('a stream whose dead lines were cleaned from some segments and not others reads, verifies and reopens whole', async () => {
     const dir = freshDir();
     const store = await fileStore({ directory: dir });
