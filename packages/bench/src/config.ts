@@ -40,6 +40,10 @@ export interface Volumes {
   /** Streams of the store `index-heap` reopens, and the events each gets (one per round, interleaved). */
   heapStreams: number;
   heapEvents: number;
+  /** Started sessions the inspector's sessions list pages over (`inspect-sessions`). */
+  inspectSessions: number;
+  /** Events of the one session whose timeline the inspector pages (`inspect-timeline`). */
+  inspectTimelineEvents: number;
   /** Events per append while filling stores for read scenarios (Emmett's SQLite store refuses much over 1,000: too many SQL variables). */
   fillBatch: number;
 }
@@ -69,6 +73,8 @@ export const QUICK: Volumes = {
   cleaningSegments: 2,
   heapStreams: 10_000,
   heapEvents: 50,
+  inspectSessions: 10_000,
+  inspectTimelineEvents: 50_000,
   fillBatch: 1_000,
 };
 
@@ -97,6 +103,8 @@ export const FULL: Volumes = {
   cleaningSegments: 6,
   heapStreams: 100_000,
   heapEvents: 50,
+  inspectSessions: 100_000,
+  inspectTimelineEvents: 1_000_000,
   fillBatch: 1_000,
 };
 
@@ -125,5 +133,7 @@ export const TINY: Volumes = {
   cleaningSegments: 2,
   heapStreams: 5,
   heapEvents: 3,
+  inspectSessions: 5,
+  inspectTimelineEvents: 300,
   fillBatch: 50,
 };

@@ -32,6 +32,8 @@ export interface StoreSubject extends StoreUnderTest {
   readonly lacks: Partial<Record<Capability, string>>;
   /** The `sessionfold --store` URL of the store kept in `dir` (stores with the `storeUrl` capability). */
   url?(dir: string): string;
+  /** Opens the store kept in `dir` read-only, as the CLI's reading commands do (durable stores; beside an open writer too). */
+  openReadOnly?(dir: string): Promise<EventStore>;
   /** Something the table should say about the last scenario (e.g. retries), cleared by reading it. */
   takeNote?(): string | undefined;
 }
@@ -100,7 +102,15 @@ export const SUBJECTS: readonly SubjectEntry[] = [
     async load() {
       const make = await factory('@sessionfold/store-file', 'fileStore');
       if ('unavailable' in make) return make;
-      return { name: 'file', durable: true, raw: 'file', lacks: {}, open: async (directory) => make({ directory }), url: (directory) => `file:${directory}` };
+      return {
+        name: 'file',
+        durable: true,
+        raw: 'file',
+        lacks: {},
+        open: async (directory) => make({ directory }),
+        openReadOnly: async (directory) => make({ directory, readOnly: true }),
+        url: (directory) => `file:${directory}`,
+      };
     },
   },
   {
@@ -118,6 +128,7 @@ export const SUBJECTS: readonly SubjectEntry[] = [
           heapIndex: 'its index is in the database file, not on the heap',
         },
         open: async (dir) => await make({ path: join(dir, 'store.sqlite') }),
+        openReadOnly: async (dir) => await make({ path: join(dir, 'store.sqlite'), readOnly: true }),
         url: (dir) => `sqlite:${join(dir, 'store.sqlite')}`,
       };
     },
@@ -138,6 +149,7 @@ export const SUBJECTS: readonly SubjectEntry[] = [
           heapIndex: 'its index is on the server, not on the heap',
         },
         open: async (dir) => make({ connectionString: PG_URL, schema: benchSchema(dir) }),
+        openReadOnly: async (dir) => make({ connectionString: PG_URL, schema: benchSchema(dir), readOnly: true }),
         url: (dir) => `${PG_URL}${PG_URL.includes('?') ? '&' : '?'}schema=${benchSchema(dir)}`,
       };
     },

@@ -1,5 +1,5 @@
 import type { Row, TargetResult } from './report.js';
-import { formatRatio } from './table.js';
+import { formatMs, formatRatio } from './table.js';
 
 /** A performance goal checked against a run's rows; missing rows give "n/a", never an exception. */
 export interface Target {
@@ -126,6 +126,22 @@ function flatCost(call: string): Target {
   };
 }
 
+/** Every store's median time of `scenario` stays under `maxMs`: an absolute target, with no raw limit. */
+function timeUnder(scenario: string, maxMs: number, label: string): Target {
+  return {
+    id: `${scenario}:time`,
+    text: `${label} < ${maxMs} ms (p50, every store)`,
+    check(rows) {
+      const mine = rows.filter((row) => row.scenario === scenario && row.status === 'ok' && row.p50Ms !== undefined);
+      if (mine.length === 0) return { status: 'n/a', measured: 'not measured' };
+      return {
+        status: mine.every((row) => (row.p50Ms as number) < maxMs) ? 'pass' : 'miss',
+        measured: mine.map((row) => `${row.store} ${formatMs(row.p50Ms)}`).join(', '),
+      };
+    },
+  };
+}
+
 /** The project's performance goals. */
 export const TARGETS: readonly Target[] = [
   ratioAtLeast('file', 'append-1', 0.8, 'durable append, 1 event/call'),
@@ -172,6 +188,8 @@ export const TARGETS: readonly Target[] = [
   aheadOf('sqlite', 'emmett-sqlite'),
   aheadOf('file', 'emmett-sqlite'),
   aheadOf('postgres', 'emmett-postgresql'),
+  timeUnder('inspect-sessions', 200, 'inspect: sessions list first page (100,000 sessions in the full run)'),
+  timeUnder('inspect-timeline', 500, "inspect: a timeline's first page (1,000,000 events in the full run)"),
 ];
 
 /** Checks every target against `rows`. */

@@ -4,7 +4,8 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { replaySession, type EventStore } from '@sessionfold/core';
+import { compactStream, replaySession, type EventStore } from '@sessionfold/core';
+import { sessionReducer, sessionStream } from '@sessionfold/core/session';
 import { fileStore } from '@sessionfold/store-file';
 import { postgresStore } from '@sessionfold/store-postgres';
 import { sqliteStore } from '@sessionfold/store-sqlite';
@@ -151,6 +152,8 @@ for (const kind of KINDS) {
       store = made.store;
       cleanup = made.cleanup;
       filled = await fill(store);
+      // One compacted session stream, so the store page has compaction to show.
+      await compactStream(store, sessionStream(filled.quietId), sessionReducer);
       ({ child, address } = await startInspect(made.url));
       const parsed = new URL(address);
       origin = parsed.origin;
@@ -239,6 +242,8 @@ for (const kind of KINDS) {
       const shown = JSON.parse((await page.locator('#state-json').textContent()) ?? 'null') as unknown;
       expect(shown).toEqual(JSON.parse(JSON.stringify(await replaySession(store, filled.busyId, { toRevision: revision }))));
       expect(await page.locator('ul.diff li').count()).toBeGreaterThan(0);
+      // The commands come with the record `get` returns: one row each.
+      expect(await page.locator('#commands tbody tr').count()).toBe((await filled.history.get(filled.busyId)).state.commands.length);
       await page.screenshot({ path: join(shots, 'session.png'), fullPage: true });
     });
 
@@ -272,6 +277,9 @@ for (const kind of KINDS) {
     it('fits every page in a 375 px wide screen, in light and dark', async () => {
       await page.goto(`${origin}/store?verify=1`);
       expect(await page.locator('#verify-result').textContent()).toMatch(/^No errors/);
+      const reported = (await store.status?.())?.details ?? {};
+      expect(reported['compactedStreams']).toBe(1);
+      expect(await page.locator('#compacted-streams').textContent()).toBe(String(reported['compactedStreams']));
       await page.screenshot({ path: join(shots, 'store.png'), fullPage: true });
       const phone = await (browser as Browser).newContext({ viewport: { width: 375, height: 800 }, colorScheme: 'dark' });
       try {

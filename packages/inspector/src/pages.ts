@@ -146,6 +146,46 @@ export function livePage(lastPosition: number): Html {
 <div class="scroll"><table><thead><tr><th scope="col">Position</th><th scope="col">Stream</th><th scope="col">Revision</th><th scope="col">Type</th><th scope="col">Recorded</th></tr></thead><tbody id="feed"></tbody></table></div>`;
 }
 
+/**
+ * The store's compaction state from what its `status()` reports: the streams with a snapshot and the revisions
+ * their snapshots cover (the events compaction dropped); for the file store the log's dead bytes, the sealed
+ * segments waiting to be cleaned and who cleans them; for SQLite the free pages the dropped rows left.
+ */
+function compactionSection(status: StoreStatus | undefined): Html {
+  const details = status?.details ?? {};
+  const number = (key: string): number | undefined => {
+    const value = details[key];
+    return typeof value === 'number' ? value : undefined;
+  };
+  const streams = number('compactedStreams');
+  const events = number('compactedEvents');
+  if (status === undefined || streams === undefined) return html`<p class="muted">This store reports no compaction state.</p>`;
+  const facts: Html[] = [
+    html`<dt>Streams with a snapshot</dt><dd id="compacted-streams">${streams}</dd>`,
+    html`<dt>Events covered by snapshots</dt><dd id="compacted-events">${events ?? '—'}</dd>`,
+  ];
+  const dead = number('deadBytes');
+  const waiting = number('segmentsToClean');
+  if (dead !== undefined) facts.push(html`<dt>Dead bytes in the log</dt><dd id="dead-bytes">${bytes(dead)}</dd>`);
+  if (waiting !== undefined) facts.push(html`<dt>Sealed segments to clean</dt><dd id="segments-to-clean">${waiting}</dd>`);
+  if (dead !== undefined) facts.push(html`<dt>Cleaning</dt><dd>${cleaning(details)}</dd>`);
+  const free = number('freeBytes');
+  if (free !== undefined)
+    facts.push(
+      html`<dt>Free pages</dt><dd id="free-bytes">${bytes(free)} <span class="muted">reused by later writes; <code>VACUUM</code> gives them back</span></dd>`,
+    );
+  return html`<dl class="facts">${facts}</dl>`;
+}
+
+/** Who reclaims a file store's dead bytes: its writer, in the background, or nobody while no writer runs. */
+function cleaning(details: StoreStatus['details']): string {
+  const refused = details['writesRefused'];
+  if (typeof refused === 'string') return `stopped: the writer refuses writes (${refused})`;
+  const pid = details['lockHolderPid'];
+  if (typeof pid !== 'number') return 'waits for a writer: no process holds the store open for writing';
+  return `by the writer (pid ${pid}), in the background after a write, for each sealed segment at least half dead`;
+}
+
 /** The store page: its status, compaction, and the last `verify` report with file and line for each problem. */
 export function storePage(status: StoreStatus | undefined, report: VerifyReport | undefined, canVerify: boolean): Html {
   const problems = report?.problems.map(
@@ -165,8 +205,9 @@ export function storePage(status: StoreStatus | undefined, report: VerifyReport 
 <section aria-labelledby="h-status"><h2 id="h-status">Status</h2>${
     status === undefined
       ? html`<p class="muted">This store reports no status.</p>`
-      : html`<dl class="facts"><dt>Kind</dt><dd>${status.kind}</dd><dt>Last position</dt><dd id="last-position">${status.lastPosition}</dd><dt>Size</dt><dd>${bytes(details['sizeBytes'] ?? details['totalBytes'])}</dd><dt>Format version</dt><dd>${String(details['formatVersion'] ?? details['schemaVersion'] ?? '—')}</dd><dt>Holding back</dt><dd>${status.holdingBack.length === 0 ? 'nothing' : `${status.holdingBack.length} open transaction(s)`}</dd></dl><details><summary>Details</summary><pre>${prettyJson(status)}</pre></details>`
+      : html`<dl class="facts"><dt>Kind</dt><dd>${status.kind}</dd><dt>Last position</dt><dd id="last-position">${status.lastPosition}</dd><dt>Size</dt><dd>${bytes(details['logBytes'] ?? details['fileBytes'] ?? details['totalBytes'])}</dd><dt>Format version</dt><dd>${String(details['formatVersion'] ?? details['schemaVersion'] ?? '—')}</dd><dt>Holding back</dt><dd>${status.holdingBack.length === 0 ? 'nothing' : `${status.holdingBack.length} open transaction(s)`}</dd></dl><details><summary>Details</summary><pre>${prettyJson(status)}</pre></details>`
   }</section>
+<section aria-labelledby="h-compaction"><h2 id="h-compaction">Compaction</h2>${compactionSection(status)}</section>
 <section aria-labelledby="h-verify"><h2 id="h-verify">Verify</h2>${
     canVerify
       ? html`<form method="get" action="/store"><input type="hidden" name="verify" value="1"><button type="submit">Verify now</button> <span class="muted">reads everything; writes nothing</span></form>${verify}`

@@ -1,5 +1,4 @@
 import {
-  foldStream,
   replaySession,
   SessionHistoryError,
   type EventStore,
@@ -9,7 +8,7 @@ import {
   type SessionRecord,
   type StagedObject,
 } from '@sessionfold/core';
-import { isUuid, sessionStream, sessionSummaryReducer } from '@sessionfold/core/session';
+import { isUuid, sessionStream } from '@sessionfold/core/session';
 import { jsonDiff, type DiffEntry } from './diff.js';
 
 /** One retained event of a session's timeline, as the API and the page show it. */
@@ -86,17 +85,15 @@ export async function stateAtRevision(store: EventStore, id: string, revision: n
 }
 
 /**
- * The commands and staged objects of the session `record` (as `get` returned it): the objects from its log, the
- * commands folded without the log, so a long transcript is not materialised a second time.
+ * The commands and staged objects of the session `record` (as `get` returned it), taken from the record itself:
+ * its view already holds the commands, and its log the objects with their box and time. Nothing is read from the
+ * store, so a session's page costs no second fold of its stream, however long the stream is.
  */
-export async function sessionParts(store: EventStore, record: SessionRecord): Promise<SessionParts> {
-  // A completed session known only by its receipt has no stream left to fold.
-  if (!isUuid(record.id)) return { commands: [], objects: [] };
-  const { state } = await foldStream(store, sessionStream(record.id), sessionSummaryReducer);
+export function sessionParts(record: SessionRecord): SessionParts {
   const objects: SessionParts['objects'] = [];
-  const entries = Array.isArray(record.state['events']) ? (record.state['events'] as unknown as LogEntry[]) : [];
+  const entries: readonly LogEntry[] = Array.isArray(record.state.events) ? record.state.events : [];
   for (const entry of entries) if (entry.object) objects.push({ ...entry.object, boxId: entry.boxId, at: entry.at });
-  return { commands: state.commands, objects };
+  return { commands: Array.isArray(record.state.commands) ? record.state.commands : [], objects };
 }
 
 function checkedId(id: string): string {

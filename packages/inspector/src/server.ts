@@ -155,9 +155,9 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       case '/state':
         return stateAtRevision(store, id, intParam(params, 'revision', undefined, 1));
       case '/commands':
-        return (await sessionParts(store, await service.get(id))).commands;
+        return sessionParts(await service.get(id)).commands;
       case '/objects': {
-        if (match[3] === undefined) return (await sessionParts(store, await service.get(id))).objects;
+        if (match[3] === undefined) return sessionParts(await service.get(id)).objects;
         const object = await service.object(id, decodeURIComponent(match[3]));
         response.setHeader(
           'content-disposition',
@@ -195,8 +195,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     if (timeline?.revision === 0) timeline = undefined;
     const revision = params.get('revision');
     const state = timeline === undefined || revision === null ? undefined : await stateAtRevision(store, record.id, intParam(params, 'revision', 1, 1));
-    const parts = timeline === undefined ? { commands: [], objects: [] } : await sessionParts(store, record);
-    return ok(`Session ${record.id}`, 'session', sessionPage(record, timeline, state, parts));
+    return ok(`Session ${record.id}`, 'session', sessionPage(record, timeline, state, sessionParts(record)));
   };
 
   /** Server-sent events: `change` for each record of the feed from `from` on, `status` with the store's end every second. */

@@ -133,14 +133,20 @@ export function queriesFor(schema: string) {
        LEFT JOIN pg_stat_activity AS a ON a.pid = l.pid
        ORDER BY a.xact_start`,
     ),
-    /** () → [schema version, events bytes, blobs bytes, total bytes, streams (estimate), events (estimate)] */
+    /**
+     * () → [schema version, events bytes, blobs bytes, total bytes, streams (estimate), events (estimate), streams
+     * with a snapshot, revisions their snapshots cover]: the last two from the snapshot records alone (their index).
+     */
     details: namedArray(
       n('details'),
       `SELECT (SELECT v.version FROM ${S}.schema_version AS v), pg_total_relation_size('${S}.events'), pg_total_relation_size('${S}.blobs'),
               (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class AS c
                WHERE c.relnamespace = '${S}'::regnamespace AND c.relkind IN ('r', 'm')),
               greatest((SELECT c.reltuples FROM pg_class AS c WHERE c.oid = '${S}.streams'::regclass), 0)::bigint,
-              greatest((SELECT c.reltuples FROM pg_class AS c WHERE c.oid = '${S}.events'::regclass), 0)::bigint`,
+              greatest((SELECT c.reltuples FROM pg_class AS c WHERE c.oid = '${S}.events'::regclass), 0)::bigint,
+              snapshots.streams, snapshots.revisions
+       FROM (SELECT count(*) AS streams, coalesce(sum(e.revision), 0)::bigint AS revisions FROM ${S}.events AS e
+             WHERE e.kind <> ${Kind.event} AND e.kind = ${Kind.snapshot}) AS snapshots`,
     ),
     /** () → id */
     storeId: namedArray(n('store_id'), `SELECT i.id FROM ${S}.store_identity AS i`),

@@ -34,4 +34,21 @@ describe.skipIf(PG_URL === undefined)('postgresStore: status details', () => {
       await store.close();
     }
   });
+
+  it('reports compaction: the streams with a snapshot and the revisions their snapshots cover', async () => {
+    const { store } = await openStore({ schema: fresh('status_compaction') });
+    try {
+      const events = Array.from({ length: 20 }, (_, n) => ({ type: 'A', data: { n } }));
+      await store.append('a', events, { expectedRevision: 'no_stream' });
+      await store.append('b', events, { expectedRevision: 'no_stream' });
+      expect((await store.status()).details).toMatchObject({ compactedStreams: 0, compactedEvents: 0 });
+      await store.compact('a', { revision: 15, state: { upTo: 15 }, identity: { stream: 'a', schemaVersion: 1 } });
+      await store.compact('b', { revision: 5, state: { upTo: 5 }, identity: { stream: 'b', schemaVersion: 1 } });
+      expect((await store.status()).details).toMatchObject({ compactedStreams: 2, compactedEvents: 20 });
+      await store.deleteStream('a', { expectedRevision: 20 });
+      expect((await store.status()).details).toMatchObject({ compactedStreams: 1, compactedEvents: 5 });
+    } finally {
+      await store.close();
+    }
+  });
 });

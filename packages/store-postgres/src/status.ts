@@ -3,16 +3,19 @@ import type { StoreContext } from './context.js';
 
 /**
  * The feed's last position, the transactions holding the feed counter (each write takes it; a long-held one
- * stalls every writer) oldest first, and the schema's sizes as `details`.
+ * stalls every writer) oldest first, and as `details` the schema's sizes and compaction's state: the streams
+ * with a snapshot and the revisions their snapshots cover.
  */
 export async function readStatus(ctx: StoreContext, following: boolean): Promise<StoreStatus> {
   ctx.live();
   const [found, [sizes]] = await Promise.all([
     ctx.rows<[number, number | null, number, string, number]>(ctx.q.status([])),
-    ctx.rows<[number, number, number, number, number, number]>(ctx.q.details([])),
+    ctx.rows<[number, number, number, number, number, number, number, number]>(ctx.q.details([])),
   ]);
   const holdingBack = found.filter((row) => row[1] !== null).map(([, pid, ageMs, state, waiting]) => ({ pid: pid as number, ageMs, state, waiting }));
-  const [schemaVersion, eventsBytes, blobsBytes, totalBytes, streamsEstimate, eventsEstimate] = sizes ?? [0, 0, 0, 0, 0, 0];
+  const [schemaVersion, eventsBytes, blobsBytes, totalBytes, streamsEstimate, eventsEstimate, compactedStreams, compactedEvents] = sizes ?? [
+    0, 0, 0, 0, 0, 0, 0, 0,
+  ];
   return {
     kind: 'postgres',
     lastPosition: found[0]?.[0] ?? 0,
@@ -29,6 +32,8 @@ export async function readStatus(ctx: StoreContext, following: boolean): Promise
       streamsEstimate,
       eventsEstimate,
       following,
+      compactedStreams,
+      compactedEvents,
     },
   };
 }

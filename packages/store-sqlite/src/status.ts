@@ -2,6 +2,7 @@ import { statSync } from 'node:fs';
 import type { StoreStatus } from '@sessionfold/core/kernel';
 import type { SqliteDatabase, SqliteStatement } from './database.js';
 import { sqliteCode } from './errors.js';
+import { Kind } from './schema.js';
 
 /** What `readStatus` needs from the store. */
 export interface StatusContext {
@@ -15,14 +16,21 @@ export interface StatusContext {
 
 /**
  * The store's status from its own connection: the feed's last position, and as details the file's page count
- * and size, the WAL's size, the journal mode, the schema version, the number of streams and whether another
- * connection holds the write lock now. SQLite does not say who holds it, so `holdingBack` is always empty.
+ * and size, the WAL's size, the journal mode, the schema version, the number of streams, whether another
+ * connection holds the write lock now, and compaction's state: the streams with a snapshot, the revisions their
+ * snapshots cover (read from the snapshot records alone) and the bytes of free pages, which compaction and
+ * deletions leave for later writes to reuse. SQLite does not say who holds the lock, so `holdingBack` is always empty.
  */
 export function readStatus(ctx: StatusContext): StoreStatus {
   const { db } = ctx;
   const pragma = (name: string) => db.pragma(name, { simple: true }) as number | string;
   const pageSize = Number(pragma('page_size'));
   const pageCount = Number(pragma('page_count'));
+  // `kind <> event` first: it is the condition of the index of the snapshot and deletion records.
+  const [compactedStreams, compactedEvents] = db
+    .prepare(`SELECT count(*), coalesce(sum(revision), 0) FROM events WHERE kind <> ${Kind.event} AND kind = ${Kind.snapshot}`)
+    .raw()
+    .get() as [number, number];
   return {
     kind: 'sqlite',
     lastPosition: Number(ctx.lastPosition.get() ?? 0),
@@ -38,6 +46,9 @@ export function readStatus(ctx: StatusContext): StoreStatus {
       walBytes: sizeOf(`${ctx.path}-wal`),
       streams: Number(db.prepare('SELECT count(*) FROM streams').pluck().get()),
       writeLocked: ctx.readOnly ? null : writeLocked(db, ctx.busyTimeoutMs),
+      compactedStreams: Number(compactedStreams),
+      compactedEvents: Number(compactedEvents),
+      freeBytes: pageSize * Number(pragma('freelist_count')),
     },
   };
 }

@@ -4,6 +4,7 @@ import { cleaning } from './cleaning.js';
 import { cliReads } from './cli.js';
 import { compaction } from './compaction.js';
 import { indexHeap } from './index-heap.js';
+import { inspectSessions, inspectTimeline } from './inspect.js';
 import { openHistoryDepth, openManySessions } from './open.js';
 import { readAllStreams, replayStream } from './replay.js';
 import { coldOpen, serviceConcurrentTranscript, serviceRoundTrip, serviceScaling } from './service.js';
@@ -26,4 +27,6 @@ export const SCENARIOS: readonly Scenario[] = [
   serviceConcurrentTranscript,
   serviceScaling,
   cliReads,
+  inspectSessions,
+  inspectTimeline,
 ];

@@ -481,8 +481,18 @@ class LogStore implements FileEventStore {
     this.#assertOpen();
     await this.#refresh();
     let streams = 0;
-    for (const entry of this.#index.streams.values()) if (entry.revision > 0) streams++;
+    let compactedStreams = 0;
+    let compactedEvents = 0;
+    for (const entry of this.#index.streams.values()) {
+      if (entry.revision === 0) continue;
+      streams++;
+      if (entry.snapshot === undefined) continue;
+      compactedStreams++;
+      compactedEvents += entry.snapshot.revision;
+    }
     const logBytes = this.#segments.reduce((sum, segment) => sum + segment.size, 0);
+    let deadBytes = 0;
+    for (const bytes of this.#index.dead.values()) deadBytes += bytes;
     return {
       kind: 'file',
       lastPosition: this.#index.lastPosition,
@@ -498,6 +508,13 @@ class LogStore implements FileEventStore {
         segments: this.#segments.length,
         logBytes,
         writesRefused: this.#poisoned?.reason ?? null,
+        // Compaction: the streams with a snapshot and the revisions their snapshots cover; the log's bytes no
+        // read asks for any more (covered events, replaced snapshots, deleted streams), and the sealed segments
+        // dead enough that the writer rewrites them without those bytes in the background after its next write.
+        compactedStreams,
+        compactedEvents,
+        deadBytes,
+        segmentsToClean: segmentsToClean(this.#segments, this.#index).length,
       },
     };
   }
