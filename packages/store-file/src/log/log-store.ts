@@ -55,7 +55,7 @@ import { LogWriter, MAX_FLUSH_CHARS, lineCharsBound, type LogWrite, type WriteOu
 import { catchUp, createDirectory, createLogDirectory, readLog, refuseGaps, refuseLinkedDirectories } from './open-log.js';
 import { cleanSegment, segmentsToClean } from './cleaner.js';
 import { saveIndexSnapshot } from './index-snapshot.js';
-import { feedRows, holdStream, readSnapshot, streamEvents, type ReadContext } from './reads.js';
+import { feedPages, holdStream, readSnapshot, streamEvents, type ReadContext } from './reads.js';
 import { Segment, listSegments } from './segments.js';
 import { StreamIndex } from './stream-index.js';
 import { verifyLog } from './verify-log.js';
@@ -354,9 +354,11 @@ class LogStore implements FileEventStore {
   async *#feed<T>(from: number, fromRow: (row: EventRow) => T): AsyncGenerator<T> {
     this.#assertOpen();
     await this.#refresh();
-    for await (const row of feedRows(this.#reads, from)) {
-      this.#assertOpen();
-      yield fromRow(row);
+    for await (const rows of feedPages(this.#reads, from)) {
+      for (const row of rows) {
+        this.#assertOpen();
+        yield fromRow(row);
+      }
     }
   }
 
