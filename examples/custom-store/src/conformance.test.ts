@@ -26,11 +26,6 @@ describeEventStoreConformance('jsonLinesStore', () => open(freshFile()), {
   },
   withClock: (clock) => jsonLinesStore({ file: freshFile(), maxEventBytes: 64 * 1024, clock }),
   maxEventBytes: 64 * 1024,
-  // The optional port members this store leaves out: the suite skips their rules and says so.
-  verify: false,
-  follow: false,
-  checkpoints: false,
-  status: false,
 });
 // #endregion conformance
 

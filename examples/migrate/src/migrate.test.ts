@@ -116,7 +116,7 @@ describe('moving the quick start’s file store to SQLite and PostgreSQL with th
     }
   });
 
-  it.skipIf(pgUrl === undefined)('leaves no PostgreSQL schema behind', async () => {
+  it('leaves no PostgreSQL schema behind', { tags: ['postgres'] }, async () => {
     const schema = new URL(result.destinations[1]?.url ?? 'postgres://x').searchParams.get('schema');
     expect(schema).toMatch(/^sessionfold_migrate_/);
     const client = new pg.Client({ connectionString: pgUrl });

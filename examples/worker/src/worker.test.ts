@@ -51,7 +51,7 @@ describe('the worker fleet', () => {
     expectEveryPromiseKept(run);
   });
 
-  it.skipIf(!PG_URL)('over PostgreSQL (SESSIONFOLD_PG_URL): the same promises in a fresh schema', async () => {
+  it('over PostgreSQL (SESSIONFOLD_PG_URL): the same promises in a fresh schema', { tags: ['postgres'] }, async () => {
     const dir = freshDir();
     const backend: Backend = { kind: 'postgres', url: PG_URL as string, schema: freshSchema() };
     cleanups.push(() => dropSchema(backend.url, backend.schema));

@@ -2,7 +2,7 @@ import * as nodeFs from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 import { errorCode } from './error-code.js';
-import { AtomicWriteDirectorySyncError, DestinationIsDirectoryError, SessionFileIoError } from './errors.js';
+import { AtomicWriteDirectorySyncError, DestinationIsDirectoryError, AtomicWriteIoError } from './errors.js';
 
 /** The slice of an open file handle the atomic writer uses (node's `FileHandle` satisfies it). */
 export interface AtomicWriteFileHandle {
@@ -53,7 +53,7 @@ export async function writeFileAtomic(path: string, bytes: Uint8Array | string, 
   try {
     await fs.mkdir(directory, { recursive: true, mode: DIRECTORY_MODE });
   } catch (cause) {
-    throw new SessionFileIoError(directory, 'create directory', { cause });
+    throw new AtomicWriteIoError(directory, 'create directory', { cause });
   }
   await refuseDirectory(fs, path);
 
@@ -64,24 +64,24 @@ export async function writeFileAtomic(path: string, bytes: Uint8Array | string, 
       if (isPosix) await handle.chmod(mode);
       await handle.writeFile(bytes);
     } catch (cause) {
-      throw new SessionFileIoError(tempPath, 'write', { cause });
+      throw new AtomicWriteIoError(tempPath, 'write', { cause });
     }
     try {
       await handle.sync();
     } catch (cause) {
-      throw new SessionFileIoError(tempPath, 'sync', { cause });
+      throw new AtomicWriteIoError(tempPath, 'sync', { cause });
     }
     open = false;
     try {
       await handle.close();
     } catch (cause) {
-      throw new SessionFileIoError(tempPath, 'write', { cause });
+      throw new AtomicWriteIoError(tempPath, 'write', { cause });
     }
     try {
       await fs.rename(tempPath, path);
     } catch (cause) {
       if (await isDirectory(fs, path)) throw new DestinationIsDirectoryError(path, { cause });
-      throw new SessionFileIoError(path, 'replace', { cause });
+      throw new AtomicWriteIoError(path, 'replace', { cause });
     }
   } catch (error) {
     if (open) await handle.close().catch(() => undefined);
@@ -92,13 +92,13 @@ export async function writeFileAtomic(path: string, bytes: Uint8Array | string, 
   try {
     await syncDirectory(directory, { fs });
   } catch (error) {
-    const cause = error instanceof SessionFileIoError ? error.cause : error;
+    const cause = error instanceof AtomicWriteIoError ? error.cause : error;
     throw new AtomicWriteDirectorySyncError(path, directory, { cause });
   }
 }
 
 /**
- * Flushes a directory's entries (new names, renames) to storage; throws `SessionFileIoError` naming it.
+ * Flushes a directory's entries (new names, renames) to storage; throws `AtomicWriteIoError` naming it.
  * A no-op on Windows, where a directory cannot be opened for sync.
  */
 export async function syncDirectory(path: string, options: { fs?: AtomicWriteFs } = {}): Promise<void> {
@@ -112,7 +112,7 @@ export async function syncDirectory(path: string, options: { fs?: AtomicWriteFs 
       await handle.close();
     }
   } catch (cause) {
-    throw new SessionFileIoError(path, 'sync', { cause });
+    throw new AtomicWriteIoError(path, 'sync', { cause });
   }
 }
 
@@ -125,7 +125,7 @@ async function isDirectory(fs: AtomicWriteFs, path: string): Promise<boolean> {
     return (await fs.lstat(path)).isDirectory();
   } catch (cause) {
     if (errorCode(cause) === 'ENOENT') return false;
-    throw new SessionFileIoError(path, 'inspect', { cause });
+    throw new AtomicWriteIoError(path, 'inspect', { cause });
   }
 }
 
@@ -162,9 +162,9 @@ async function createTemporary(fs: AtomicWriteFs, path: string, mode: number): P
     try {
       return { tempPath, handle: await fs.open(tempPath, 'wx', mode) };
     } catch (cause) {
-      if (errorCode(cause) !== 'EEXIST') throw new SessionFileIoError(tempPath, 'create temporary file', { cause });
+      if (errorCode(cause) !== 'EEXIST') throw new AtomicWriteIoError(tempPath, 'create temporary file', { cause });
       lastCause = cause;
     }
   }
-  throw new SessionFileIoError(join(dirname(path), `.${temporaryBase(path)}.*.tmp`), 'create temporary file', { cause: lastCause });
+  throw new AtomicWriteIoError(join(dirname(path), `.${temporaryBase(path)}.*.tmp`), 'create temporary file', { cause: lastCause });
 }

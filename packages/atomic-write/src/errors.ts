@@ -3,15 +3,12 @@ import { SessionfoldError } from '@sessionfold/core/kernel';
 /** Every error the atomic writer throws carries a stable string `code` and keeps the native error as `cause`. */
 export abstract class AtomicWriteError extends SessionfoldError {}
 
-/** The file-system step an I/O error happened in. */
-export type IoOperation = 'read' | 'create directory' | 'create temporary file' | 'write' | 'sync' | 'replace' | 'inspect';
+/** The file-system step of the writer an I/O error happened in. */
+export type IoOperation = 'create directory' | 'create temporary file' | 'write' | 'sync' | 'replace' | 'inspect';
 
-/**
- * A file-system call failed; `path` is the file or directory it was about. Named for the Session File, its
- * first user, which also throws it when a read fails.
- */
-export class SessionFileIoError extends AtomicWriteError {
-  readonly code = 'session_file_io' as const;
+/** A file-system call of the writer failed; `path` is the file or directory it was about. */
+export class AtomicWriteIoError extends AtomicWriteError {
+  readonly code = 'atomic_write_io' as const;
   readonly path: string;
   readonly operation: IoOperation;
   constructor(path: string, operation: IoOperation, options?: { cause?: unknown }) {

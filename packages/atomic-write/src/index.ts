@@ -10,4 +10,4 @@ export {
   type AtomicWriteFileHandle,
 } from './atomic-write.js';
 export { errorCode } from './error-code.js';
-export { AtomicWriteError, SessionFileIoError, DestinationIsDirectoryError, AtomicWriteDirectorySyncError, type IoOperation } from './errors.js';
+export { AtomicWriteError, AtomicWriteIoError, DestinationIsDirectoryError, AtomicWriteDirectorySyncError, type IoOperation } from './errors.js';

@@ -156,7 +156,7 @@ const emmettPostgresLoaded = await emmettPostgres.load();
 const emmettPostgresSkipped = 'unavailable' in emmettPostgresLoaded ? emmettPostgresLoaded.unavailable : undefined;
 if (emmettPostgresSkipped !== undefined) console.log(`bench: the emmett-postgresql tests are skipped: ${emmettPostgresSkipped}`);
 
-describe.skipIf(emmettPostgresSkipped !== undefined)('the Emmett PostgreSQL peer', () => {
+describe.skipIf(emmettPostgresSkipped !== undefined)('the Emmett PostgreSQL peer', { tags: ['postgres'] }, () => {
   it('appends and reads through our port on a database of its own, dropped at the end', async () => {
     const report = await runBench({
       mode: 'tiny',

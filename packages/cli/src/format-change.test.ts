@@ -4,7 +4,6 @@ import type { EventStore, RecordedEvent, StoredEvent } from '@sessionfold/core/k
 import { fileStore } from '@sessionfold/store-file';
 import { sqliteStore } from '@sessionfold/store-sqlite';
 import { storedChangeLine } from './format-change.js';
-import { readAllStored, readStored, type StoreReads } from './stored-reads.js';
 import { freshDir } from './test-support.fixture.js';
 
 async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
@@ -29,28 +28,21 @@ async function awkward(store: EventStore): Promise<void> {
   await store.deleteStream('gone', { expectedRevision: 1 });
 }
 
-/** A store without the stored reads: the CLI falls back to `read` / `readAll` and serializes the data. */
-function withoutStoredReads(store: EventStore): StoreReads {
-  return { read: (stream, options) => store.read(stream, options), readAll: (options) => store.readAll(options) };
-}
-
 describe('a change read with its data as stored text prints as the same line as the change read parsed', () => {
   for (const [name, open] of [
     ['file', (dir: string) => fileStore({ directory: join(dir, 'store') })],
     ['sqlite', (dir: string) => sqliteStore({ path: join(dir, 'store.db') })],
   ] as const) {
-    it(`on the ${name} store, and through the fallback for a store without stored reads`, async () => {
+    it(`on the ${name} store`, async () => {
       const store = await open(freshDir());
       try {
         await awkward(store);
         const parsed: RecordedEvent[] = await collect(store.readAll());
         const lines = (changes: StoredEvent[]) => changes.map((change) => storedChangeLine(change));
         const expected = parsed.map((change) => `${JSON.stringify(change)}\n`);
-        expect(lines(await collect(readAllStored(store, {})))).toEqual(expected);
-        expect(lines(await collect(readAllStored(withoutStoredReads(store), {})))).toEqual(expected);
+        expect(lines(await collect(store.readAllStored()))).toEqual(expected);
         const stream = (await collect((await store.read('a')).events)).map((change) => `${JSON.stringify(change)}\n`);
-        expect(lines(await collect((await readStored(store, 'a', {})).events))).toEqual(stream);
-        expect(lines(await collect((await readStored(withoutStoredReads(store), 'a', {})).events))).toEqual(stream);
+        expect(lines(await collect((await store.readStored('a')).events))).toEqual(stream);
       } finally {
         await store.close();
       }

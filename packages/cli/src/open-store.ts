@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { EventStore } from '@sessionfold/core/kernel';
+import type { CompleteEventStore } from '@sessionfold/core/kernel';
 import { CliError, ExitCode, notFound } from './exit-codes.js';
 import { describeLocation, type StoreLocation } from './store-url.js';
 
@@ -14,14 +14,10 @@ export interface VerifyProblem {
   message: string;
 }
 
-// Abilities a store may have beyond the port are optional members of the port; the CLI falls back to the port
-// when one is missing (`verify` reads everything, `tail --follow` polls, `info` shows the lock holder or nothing).
-/** A store with the optional abilities it may have (`verify`, `follow`, `status` are optional port members). */
-export type CliStore = EventStore;
-
 /** An opened store and what the CLI needs to know about it. */
 export interface OpenedStore {
-  store: CliStore;
+  /** Every store the CLI opens is one this project ships: it has every optional member of the port. */
+  store: CompleteEventStore;
   location: StoreLocation;
   /** Printable location. */
   where: string;
@@ -41,7 +37,7 @@ export type StoreAccess = 'read' | 'write' | 'create';
 export async function openStore(location: StoreLocation, access: StoreAccess): Promise<OpenedStore> {
   const where = describeLocation(location);
   const readOnly = access === 'read';
-  const opened = (store: EventStore): OpenedStore => ({ store: store as CliStore, location, where, readOnly });
+  const opened = (store: CompleteEventStore): OpenedStore => ({ store, location, where, readOnly });
   switch (location.kind) {
     case 'file': {
       // A reader takes an existing directory as a store (empty until a writer opens it: `tail --follow` waits for
@@ -97,7 +93,7 @@ function assertSqliteFile(path: string, where: string): void {
 }
 
 /** The PostgreSQL store's factory, as the CLI calls it; the package is loaded only when a postgres URL is used. */
-type PostgresFactory = (options: { connectionString: string; schema?: string; readOnly?: boolean }) => Promise<EventStore>;
+type PostgresFactory = (options: { connectionString: string; schema?: string; readOnly?: boolean }) => Promise<CompleteEventStore>;
 
 async function postgresFactory(): Promise<PostgresFactory> {
   // A variable specifier: the package is optional, and the CLI must build and run without it.
@@ -127,7 +123,7 @@ async function openPostgres(
   location: Extract<StoreLocation, { kind: 'postgres' }>,
   readOnly: boolean,
   where: string,
-): Promise<EventStore> {
+): Promise<CompleteEventStore> {
   try {
     return await factory({ connectionString: location.connectionString, ...(location.schema === undefined ? {} : { schema: location.schema }), readOnly });
   } catch (error) {

@@ -12,6 +12,7 @@ const hasScript = (() => {
     return false;
   }
 })();
+if (!hasScript) console.info('cli: the test of the progress bar on a terminal is skipped: util-linux `script` is not installed');
 
 function onTerminal(args: readonly string[]): Promise<string> {
   const command = [process.execPath, BIN, ...args].map((part) => `'${part.replace(/'/g, `'\\''`)}'`).join(' ');

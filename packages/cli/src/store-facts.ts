@@ -1,4 +1,4 @@
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SESSION_STREAM_PREFIX } from '@sessionfold/core/session';
 import type { EventStore } from '@sessionfold/core/kernel';
@@ -70,32 +70,4 @@ export function formatBytes(bytes: number): string {
     unit++;
   }
   return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`;
-}
-
-/** Who holds a file store's writer lock, read from its LOCK file: what `info` shows when the store has no `status()`. */
-export async function fileStoreWriter(directory: string): Promise<{ writer: { pid: number | null; running: boolean | null } | null }> {
-  let text: string;
-  try {
-    text = await readFile(join(directory, 'LOCK'), 'utf8');
-  } catch {
-    return { writer: null };
-  }
-  let pid: number | null = null;
-  try {
-    const value = JSON.parse(text) as { pid?: unknown };
-    if (typeof value.pid === 'number' && Number.isSafeInteger(value.pid)) pid = value.pid;
-  } catch {
-    // A LOCK this store did not write: someone holds it, who is unknown.
-  }
-  return { writer: { pid, running: pid === null ? null : isRunning(pid) } };
-}
-
-/** Signal 0 only asks whether the process exists; EPERM means it does, under another user. */
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

@@ -2,20 +2,14 @@ import { memoryStore, type EventStore, type FeedRecord } from '@sessionfold/core
 import { describe, expect, it } from 'vitest';
 import { endOfFeed, followChanges, lastChanges } from './tail-feed.js';
 
-/** A store as one written outside this project might be: the port's required members only, no follow() or status(). */
-function withoutOptionalAbilities(store: EventStore): EventStore {
-  return new Proxy(store, { get: (target, key) => (key === 'follow' || key === 'status' ? undefined : Reflect.get(target, key)) });
-}
-
 async function noted(store: EventStore, stream: string, count: number): Promise<void> {
   const events = Array.from({ length: count }, (_, index) => ({ type: 'Noted', data: { index } }));
   await store.append(stream, events, { expectedRevision: 'any' });
 }
 
-describe('tail over a store without follow() or status()', () => {
+describe('tail', () => {
   it('yields what is in the feed, then a later append, and ends when the signal fires', async () => {
-    const store = withoutOptionalAbilities(memoryStore());
-    expect(store.follow).toBeUndefined();
+    const store = memoryStore();
     await noted(store, 'a', 2);
     const abort = new AbortController();
     const seen: FeedRecord[] = [];
@@ -35,7 +29,7 @@ describe('tail over a store without follow() or status()', () => {
   });
 
   it('finds the end of the feed by reading it, and keeps only the last changes asked for', async () => {
-    const store = withoutOptionalAbilities(memoryStore());
+    const store = memoryStore();
     await noted(store, 'a', 7);
     expect(await endOfFeed(store)).toBe(8);
     const last = await lastChanges(store, 1, 3);

@@ -1,14 +1,8 @@
-import { ChangeSignal, followFeed, type EventStore, type FeedRecord } from '@sessionfold/core/kernel';
+import type { CompleteEventStore, EventStore, FeedRecord } from '@sessionfold/core/kernel';
 
-/** How often the feed of a store without its own `follow()` is read again for changes. */
-const POLL_INTERVAL_MS = 200;
-
-/** The position after the last change already in the feed: the store's `status()` says it, or the feed is read to its end. */
-export async function endOfFeed(store: EventStore): Promise<number> {
-  if (store.status) return (await store.status()).lastPosition + 1;
-  let last = 0;
-  for await (const change of store.readAll()) last = change.position;
-  return last + 1;
+/** The position after the last change already in the feed, as the store's `status()` says it. */
+export async function endOfFeed(store: CompleteEventStore): Promise<number> {
+  return (await store.status()).lastPosition + 1;
 }
 
 /**
@@ -30,22 +24,15 @@ export async function lastChanges(store: EventStore, fromPosition: number, count
 }
 
 /**
- * Every change from `fromPosition` on, then each later one as it commits, until `signal` fires: the store's own
- * `follow()`, or, for a store that has none (one written outside this project), its `readAll` read again every
- * 200 ms from the position after the last change printed. Holds the process open while it runs.
+ * Every change from `fromPosition` on, then each later one as it commits, until `signal` fires: the store's
+ * `follow()`. Holds the process open while it runs.
  */
-export async function* followChanges(store: EventStore, fromPosition: number, signal: AbortSignal): AsyncGenerator<FeedRecord> {
+export async function* followChanges(store: CompleteEventStore, fromPosition: number, signal: AbortSignal): AsyncGenerator<FeedRecord> {
   // The command lives until interrupted, also while the store is unreachable: a follower's pauses between
   // attempts then do not keep a process alive by themselves.
   const holdOpen = setInterval(() => undefined, 60_000);
   try {
-    if (store.follow) yield* store.follow({ fromPosition, signal });
-    else
-      yield* followFeed(
-        { readAll: (from) => store.readAll({ fromPosition: from }), changes: new ChangeSignal(), pollMs: POLL_INTERVAL_MS },
-        fromPosition,
-        signal,
-      );
+    yield* store.follow({ fromPosition, signal });
   } finally {
     clearInterval(holdOpen);
   }

@@ -16,17 +16,11 @@ describe('resolveCapabilities', () => {
     expect(caps).toMatchObject({ reopen, maxEventBytes: 4096, numRuns: 7, maxCommands: 9, concurrentAppends: false });
   });
 
-  it('keeps the optional-member flags, the follow delay and openSecond; flags left out stay undefined (decided by the store)', () => {
+  it('keeps the follow delay and openSecond', () => {
     const openSecond = async (store: EventStore) => store;
-    expect(resolveCapabilities({}, {})).toMatchObject({
-      verify: undefined,
-      follow: undefined,
-      checkpoints: undefined,
-      followDelayMs: 100,
-      openSecond: undefined,
-    });
-    const caps = resolveCapabilities({ verify: false, follow: true, checkpoints: true, followDelayMs: 250, openSecond }, {});
-    expect(caps).toMatchObject({ verify: false, follow: true, checkpoints: true, followDelayMs: 250, openSecond });
+    expect(resolveCapabilities({}, {})).toMatchObject({ followDelayMs: 100, openSecond: undefined });
+    const caps = resolveCapabilities({ followDelayMs: 250, openSecond }, {});
+    expect(caps).toMatchObject({ followDelayMs: 250, openSecond });
   });
 
   it('SESSIONFOLD_PROPERTY_RUNS overrides numRuns, and the replay variables are read', () => {

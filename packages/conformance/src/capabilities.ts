@@ -1,7 +1,11 @@
 import { DEFAULT_MAX_EVENT_BYTES, type EventStore, type StoreObserver } from '@sessionfold/core/kernel';
 import { propertyTestEnv } from './property-env.js';
 
-/** What a store under test can do beyond the port; every field is optional and read-only. */
+/**
+ * What a store under test can do beyond the port's methods; every field is optional and read-only. The port's
+ * optional members (`verify`, `follow`, `readStored`, `readAllStored`, `checkpoints`, `status`) are not declared
+ * here: the suite runs the rules of each member the store has and skips, saying why, those of one it lacks.
+ */
 export interface EventStoreCapabilities {
   /**
    * Closes `store` and opens the same storage again. Enables the persistence checks and the reopen step
@@ -21,15 +25,6 @@ export interface EventStoreCapabilities {
    * when its clock fails (throws, or returns an invalid `Date`); without it those are skipped.
    */
   readonly withClock?: (clock: () => Date) => EventStore | Promise<EventStore>;
-  /**
-   * Whether the store has `verify`, `follow` and `checkpoints`. Left out, each is checked when the store has the
-   * member and skipped (saying so) when it does not; `true` makes a missing member a failure, `false` skips it.
-   */
-  readonly verify?: boolean;
-  readonly follow?: boolean;
-  readonly checkpoints?: boolean;
-  /** Whether the store has `readStored` and `readAllStored` (events with their data as JSON text); left out, as for `verify`. */
-  readonly readStored?: boolean;
   /** The longest `follow` takes to show a change made by another store object on the same storage (default 100 ms). */
   readonly followDelayMs?: number;
   /**
@@ -37,8 +32,6 @@ export interface EventStoreCapabilities {
    * read-only view). Enables the checks that `follow` sees changes made elsewhere; without it they are skipped.
    */
   readonly openSecond?: (store: EventStore) => Promise<EventStore>;
-  /** Whether the store implements the optional `status()` and it is checked (default false). */
-  readonly status?: boolean;
   /**
    * Opens a new, empty store that calls `observer` (the store's `observer` option). Enables the checks of the
    * `StoreObserver` hooks (appends, group commits, compactions, an observer that throws); without it they are skipped.
@@ -54,13 +47,8 @@ export interface ResolvedCapabilities {
   readonly maxCommands: number;
   readonly concurrentAppends: boolean;
   readonly withClock: ((clock: () => Date) => EventStore | Promise<EventStore>) | undefined;
-  readonly verify: boolean | undefined;
-  readonly follow: boolean | undefined;
-  readonly checkpoints: boolean | undefined;
-  readonly readStored: boolean | undefined;
   readonly followDelayMs: number;
   readonly openSecond: ((store: EventStore) => Promise<EventStore>) | undefined;
-  readonly status: boolean;
   readonly withObserver: ((observer: StoreObserver) => EventStore | Promise<EventStore>) | undefined;
   /** fast-check seed, path and commands replay path to reproduce a reported failure. */
   readonly replay: { readonly seed?: number; readonly path?: string; readonly replayPath?: string };
@@ -73,7 +61,6 @@ export const DEFAULT_CAPABILITIES = Object.freeze({
   maxCommands: 50,
   concurrentAppends: true,
   followDelayMs: 100,
-  status: false,
 });
 
 /** Fills in defaults and applies the property-test variables of `env` (`propertyTestEnv`: runs, seed, path, replay path). */
@@ -90,13 +77,8 @@ export function resolveCapabilities(
     maxCommands: capabilities.maxCommands ?? DEFAULT_CAPABILITIES.maxCommands,
     concurrentAppends: capabilities.concurrentAppends ?? DEFAULT_CAPABILITIES.concurrentAppends,
     withClock: capabilities.withClock,
-    verify: capabilities.verify,
-    follow: capabilities.follow,
-    checkpoints: capabilities.checkpoints,
-    readStored: capabilities.readStored,
     followDelayMs: capabilities.followDelayMs ?? DEFAULT_CAPABILITIES.followDelayMs,
     openSecond: capabilities.openSecond,
-    status: capabilities.status ?? DEFAULT_CAPABILITIES.status,
     withObserver: capabilities.withObserver,
     replay: Object.freeze(replay),
   };

@@ -3,8 +3,4 @@ import { describeEventStoreConformance } from './index.js';
 
 describeEventStoreConformance('memoryStore', () => memoryStore(), {
   withClock: (clock) => memoryStore({ clock }),
-  verify: true,
-  follow: true,
-  checkpoints: true,
-  readStored: true,
 });

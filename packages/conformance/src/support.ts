@@ -177,17 +177,17 @@ export function skipWithout(t: TestContext, lacking: boolean, reason: string): v
   t.skip(reason);
 }
 
+/** The port's optional members: each has rules that run on every store that has it. */
+export type OptionalMember = 'verify' | 'follow' | 'readStored' | 'readAllStored' | 'checkpoints' | 'status';
+
 /**
- * Skips the running test (printing why) when the store lacks an optional member it did not declare; a store that
- * declared the member (`capabilities[member] === true`) fails instead, and one that declared `false` is skipped.
+ * Skips the running test, printing why, when `store` lacks the optional member `member`; past this call the store
+ * is typed as having it. A rule of an optional member thus runs on every store that has the member.
  */
-export function skipWithoutMember(t: TestContext, ctx: SuiteContext, store: EventStore, member: 'verify' | 'follow' | 'checkpoints' | 'readStored'): void {
-  const declared = ctx.caps[member];
-  if (declared === false) {
-    skipWithout(t, true, `the store declares no ${member}`);
-    return;
-  }
-  const present = store[member] !== undefined;
-  if (declared === true) expect(present, `the store declares ${member} but has no such member`).toBe(true);
-  skipWithout(t, !present, `the store has no ${member} (an optional member of the port)`);
+export function skipWithoutMember<M extends OptionalMember>(
+  t: TestContext,
+  store: EventStore,
+  member: M,
+): asserts store is EventStore & Required<Pick<EventStore, M>> {
+  skipWithout(t, store[member] === undefined, `the store has no ${member} (an optional member of the port)`);
 }

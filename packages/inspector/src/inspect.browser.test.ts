@@ -26,7 +26,6 @@ if (!HAVE_BROWSER) {
   if (process.env['CI'] === 'true') throw new Error(`CI=true but there is no Chromium at ${CHROMIUM}: .ci/run installs it (apt-get install -y chromium)`);
   console.info(`inspector: browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set SESSIONFOLD_CHROMIUM)`);
 }
-if (PG_URL === undefined) console.info('inspector: PostgreSQL browser tests skipped; set SESSIONFOLD_PG_URL to run them');
 
 let browser: Browser | undefined;
 beforeAll(async () => {
@@ -43,7 +42,8 @@ afterAll(async () => {
 
 interface StoreKind {
   name: string;
-  skip: boolean;
+  /** `['postgres']` for the store that needs the server named by SESSIONFOLD_PG_URL. */
+  tags: string[];
   /** Opens a writable store; `url` is what `--store` takes for it; `cleanup` removes it after the store is closed. */
   make(): Promise<{ store: EventStore; url: string; cleanup: () => Promise<void> }>;
 }
@@ -51,7 +51,7 @@ interface StoreKind {
 const KINDS: StoreKind[] = [
   {
     name: 'file',
-    skip: false,
+    tags: [],
     make: async () => {
       const dir = mkdtempSync(join(tmpdir(), 'sessionfold-inspect-'));
       return {
@@ -63,7 +63,7 @@ const KINDS: StoreKind[] = [
   },
   {
     name: 'sqlite',
-    skip: false,
+    tags: [],
     make: async () => {
       const dir = mkdtempSync(join(tmpdir(), 'sessionfold-inspect-'));
       const path = join(dir, 'sessions.db');
@@ -72,7 +72,7 @@ const KINDS: StoreKind[] = [
   },
   {
     name: 'postgres',
-    skip: PG_URL === undefined,
+    tags: ['postgres'],
     make: async () => {
       const connectionString = PG_URL as string;
       const schema = `inspect_${process.pid}_${Date.now() % 100_000}`;
@@ -134,7 +134,7 @@ function get(
 const scrollWidth = (page: Page) => page.evaluate('document.documentElement.scrollWidth') as Promise<number>;
 
 for (const kind of KINDS) {
-  describe.skipIf(!HAVE_BROWSER || kind.skip)(`sessionfold inspect on a ${kind.name} store, in Chromium`, () => {
+  describe.skipIf(!HAVE_BROWSER)(`sessionfold inspect on a ${kind.name} store, in Chromium`, { tags: kind.tags }, () => {
     let filled: Filled;
     let store: EventStore;
     let cleanup: () => Promise<void>;

@@ -1,8 +1,5 @@
-import { AtomicWriteError } from '@sessionfold/atomic-write';
+import type { IoOperation } from '@sessionfold/atomic-write';
 import { SessionfoldError } from '@sessionfold/core/kernel';
-
-// The atomic writer's errors, which this package throws too: reading a snapshot fails as `SessionFileIoError`.
-export { SessionFileIoError, DestinationIsDirectoryError, AtomicWriteDirectorySyncError, type IoOperation } from '@sessionfold/atomic-write';
 
 /** What to do about a session file that cannot be used, said the same way by every refusal. */
 export const WAYS_OUT = 'Delete it to start fresh, or pass a different session file path.';
@@ -11,11 +8,20 @@ export const WAYS_OUT = 'Delete it to start fresh, or pass a different session f
  * Every error this package throws on purpose: a `SessionfoldError` (one `catch` covers the store and the
  * session file alike) with a stable string `code` per subclass.
  */
-export abstract class SessionFileError extends SessionfoldError {
-  /** The atomic writer's errors count as session-file errors too: every error `saveSnapshot` throws passes this check. */
-  static override [Symbol.hasInstance](value: unknown): boolean {
-    // biome-ignore lint/complexity/noThisInStatic: subclasses inherit this method and must keep the plain check
-    return Function.prototype[Symbol.hasInstance].call(this, value) || (this === SessionFileError && value instanceof AtomicWriteError);
+export abstract class SessionFileError extends SessionfoldError {}
+
+/**
+ * Reading or writing a session file failed in the file system; `path` is the file or directory it was about and
+ * `operation` the step that failed (`read`, or a step of the atomic write). The native error is the `cause`.
+ */
+export class SessionFileIoError extends SessionFileError {
+  readonly code = 'session_file_io' as const;
+  readonly path: string;
+  readonly operation: 'read' | IoOperation;
+  constructor(path: string, operation: 'read' | IoOperation, options?: { cause?: unknown }) {
+    super(`Could not ${operation} ${path}: ${describeCause(options?.cause)}`, options);
+    this.path = path;
+    this.operation = operation;
   }
 }
 
@@ -48,4 +54,9 @@ export class SessionIdentityMismatchError extends SessionFileError {
     this.saved = saved;
     this.current = current;
   }
+}
+
+function describeCause(cause: unknown): string {
+  if (cause instanceof Error) return cause.message;
+  return String(cause);
 }

@@ -1,6 +1,6 @@
 /**
- * The session file: its schemas, identity check, and atomic save and load. The atomic writer alone is under
- * `@sessionfold/sessionfile/atomic`.
+ * The session file: its schemas, identity check, and atomic save and load. It writes with
+ * `@sessionfold/atomic-write`, whose names that package exports.
  *
  * @mergeModuleWith <project>
  * @module
@@ -25,5 +25,4 @@ export {
 export type { SessionIdentity, Turn, ToolCall, ToolResult, Usage, TranscriptEntry, LoopState } from './records.js';
 export { jsonValueSchema, jsonObjectSchema, type JsonValue, type JsonObject } from './json-value.js';
 export { pythonJsonDumps } from './python-json.js';
-// The atomic writer and every error type, as the `./atomic` entry point exports them.
-export * from './atomic.js';
+export * from './errors.js';

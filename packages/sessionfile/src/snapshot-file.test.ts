@@ -4,14 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SessionfoldError } from '@sessionfold/core/kernel';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { AtomicWriteFs } from '@sessionfold/atomic-write';
+import { AtomicWriteDirectorySyncError, DestinationIsDirectoryError, type AtomicWriteFs } from '@sessionfold/atomic-write';
 import { SCHEMA_VERSION, validatePayload, type SessionSnapshot } from './envelope.js';
-import { DestinationIsDirectoryError, SessionFileError, SessionFileInvalidError, SessionFileIoError, WAYS_OUT } from './errors.js';
+import { SessionFileError, SessionFileInvalidError, SessionFileIoError, WAYS_OUT } from './errors.js';
 import { loadSnapshot, newSnapshot, saveSnapshot } from './snapshot-file.js';
 import { startPythonDumps, type PythonDumps } from './python-dumps.fixture.js';
 import { IDENTITY, fullSnapshot, versionOneText } from './snapshots.fixture.js';
 
 const posix = process.platform !== 'win32';
+if (!posix) console.info('sessionfile: the tests of symbolic links and directory sync are skipped: they need POSIX');
 let dir: string;
 let python: PythonDumps;
 
@@ -124,10 +125,11 @@ describe('saveSnapshot and loadSnapshot', () => {
     await mkdir(path);
     const error = await loadSnapshot(path).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SessionFileIoError);
-    expect(error, "the writer's errors are session-file errors too").toBeInstanceOf(SessionFileError);
+    expect(error).toBeInstanceOf(SessionFileError);
     expect(error).not.toBeInstanceOf(SessionFileInvalidError);
     expect((error as SessionFileIoError).code).toBe('session_file_io');
     expect((error as SessionFileIoError).path).toBe(path);
+    expect((error as SessionFileIoError).operation).toBe('read');
     expect((error as SessionFileIoError).message).toContain(path);
     expect((error as SessionFileIoError).cause).toMatchObject({ code: 'EISDIR' });
   });
@@ -310,8 +312,9 @@ describe('saveSnapshot refusals and failures', () => {
     const path = join(dir, 'run.json');
     await mkdir(path);
     const error = await saveSnapshot(path, fullSnapshot()).catch((e: unknown) => e);
+    // The writer's own error, passed on as it is: its code says what happened.
     expect(error).toBeInstanceOf(DestinationIsDirectoryError);
-    expect(error).toBeInstanceOf(SessionFileError);
+    expect(error).toMatchObject({ code: 'destination_is_directory', path });
     expect((await stat(path)).isDirectory()).toBe(true);
     expect(await readdir(dir)).toEqual(['run.json']);
   });
@@ -336,9 +339,9 @@ describe('saveSnapshot refusals and failures', () => {
     expect(await loadSnapshot(path)).toEqual(fullSnapshot());
   });
 
-  for (const [step, fs] of [
-    ['write', () => wrapFs({ write: fail })],
-    ['rename', () => wrapFs({ rename: fail })],
+  for (const [step, operation, fs] of [
+    ['write', 'write', () => wrapFs({ write: fail })],
+    ['rename', 'replace', () => wrapFs({ rename: fail })],
   ] as const) {
     it(`keeps the previous snapshot and removes only its temporary file after an injected ${step} failure`, async () => {
       const path = join(dir, 'run.json');
@@ -346,11 +349,21 @@ describe('saveSnapshot refusals and failures', () => {
       await writeFile(join(dir, 'neighbour'), 'kept');
       const error = await saveSnapshot(path, fullSnapshot(), { fs: fs() }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(SessionFileIoError);
+      expect(error).toMatchObject({ code: 'session_file_io', operation });
       expect((error as SessionFileIoError).cause).toMatchObject({ code: 'ENOSPC' });
       expect(await loadSnapshot(path)).toEqual(newSnapshot(IDENTITY));
       expect((await readdir(dir)).sort()).toEqual(['neighbour', 'run.json']);
     });
   }
+
+  it.skipIf(!posix)('passes on the writer’s directory-sync failure, with the new snapshot already in place', async () => {
+    const path = join(dir, 'run.json');
+    const fs = wrapFs({ open: async (_, flags) => (flags === 'r' ? fail() : undefined) });
+    const error = await saveSnapshot(path, fullSnapshot(), { fs }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AtomicWriteDirectorySyncError);
+    expect(error).toMatchObject({ code: 'atomic_write_directory_sync', path, directory: dir });
+    expect(await loadSnapshot(path)).toEqual(fullSnapshot());
+  });
 });
 
 describe('validatePayload', () => {

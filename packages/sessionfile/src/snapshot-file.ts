@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { errorCode, writeFileAtomic, type AtomicWriteFs } from '@sessionfold/atomic-write';
+import { AtomicWriteIoError, errorCode, writeFileAtomic, type AtomicWriteFs } from '@sessionfold/atomic-write';
 import { SCHEMA_VERSION, validatePayload, type SessionSnapshot } from './envelope.js';
 import { SessionFileInvalidError, SessionFileIoError } from './errors.js';
 import type { JsonValue } from './json-value.js';
@@ -19,7 +19,9 @@ export interface SaveSnapshotOptions {
 /**
  * Validates `snapshot` and atomically replaces `path` with it as schema version 2, in Python's
  * `json.dumps(indent=2)` bytes, whatever `version` key the argument carries. A snapshot `loadSnapshot` would
- * refuse is never written.
+ * refuse is never written. A failed file-system call is `SessionFileIoError`; a directory at `path` and a
+ * directory sync that failed after the rename are the writer's `DestinationIsDirectoryError` and
+ * `AtomicWriteDirectorySyncError`.
  */
 export async function saveSnapshot(path: string, snapshot: SessionSnapshot, options: SaveSnapshotOptions = {}): Promise<void> {
   // Something that is not an object cannot be taken apart below: validation refuses it as it is, naming the path.
@@ -40,7 +42,13 @@ export async function saveSnapshot(path: string, snapshot: SessionSnapshot, opti
   const payload = { version: SCHEMA_VERSION, identity, turns, transcript, loop, compactions, ...rest };
   validatePayload(payload, path);
   const bytes = pythonJsonDumps(payload as unknown as JsonValue);
-  await writeFileAtomic(path, bytes, options.fs ? { fs: options.fs } : {});
+  try {
+    await writeFileAtomic(path, bytes, options.fs ? { fs: options.fs } : {});
+  } catch (error) {
+    // The session file's contract: an I/O failure is its own error, naming the path and the step.
+    if (error instanceof AtomicWriteIoError) throw new SessionFileIoError(error.path, error.operation, { cause: error.cause });
+    throw error;
+  }
 }
 
 /**

@@ -27,13 +27,8 @@ describeEventStoreConformance('fileStore', () => open(join(root, `store-${++coun
   },
   withClock: (clock) => fileStore({ directory: join(root, `store-${++count}`), clock }),
   withObserver: (observer) => fileStore({ directory: join(root, `store-${++count}`), observer }),
-  verify: true,
-  follow: true,
-  checkpoints: true,
-  readStored: true,
   // A read-only view of the same directory: what another process opens while the writer runs.
   openSecond: (store) => fileStore({ directory: directories.get(store) as string, readOnly: true }),
   // A view's follow polls every 50 ms and yields what has been on disk for 100 ms (plus opening a view).
   followDelayMs: 200,
-  status: true,
 });

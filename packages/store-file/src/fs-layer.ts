@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import { SessionfoldError, StorageError } from '@sessionfold/core/kernel';
 import { dirname, join } from 'node:path';
-import { SessionFileIoError, errorCode, isTemporaryName, syncDirectory, type AtomicWriteFileHandle, type AtomicWriteFs } from '@sessionfold/atomic-write';
+import { AtomicWriteIoError, errorCode, isTemporaryName, syncDirectory, type AtomicWriteFileHandle, type AtomicWriteFs } from '@sessionfold/atomic-write';
 
 export { errorCode };
 
@@ -216,7 +216,7 @@ export async function syncDir(fsl: FileSystem, path: string): Promise<void> {
   try {
     await syncDirectory(path, { fs: atomicWriteFs(fsl) });
   } catch (error) {
-    throw error instanceof SessionFileIoError ? error.cause : error;
+    throw error instanceof AtomicWriteIoError ? error.cause : error;
   }
 }
 

@@ -1,13 +1,13 @@
 import { ConcurrencyError, InvalidInputError, type EventStore, type NewEvent } from '@sessionfold/core/kernel';
 import { describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from './schema.js';
-import { PG_URL, adminPool, collect, openStore, schemasDroppedAfterAll, withStoreOn } from './test-support.fixture.js';
+import { adminPool, collect, openStore, schemasDroppedAfterAll, withStoreOn } from './test-support.fixture.js';
 
 /**
  * Appends issued in one turn share one call of `append_batches`: each must be decided against its stream as the
  * appends before it in the group left it, event ids included, exactly as if they had been sent one by one.
  */
-describe.skipIf(PG_URL === undefined)('postgresStore: appends decided in order inside one group', () => {
+describe('postgresStore: appends decided in order inside one group', { tags: ['postgres'] }, () => {
   const fresh = schemasDroppedAfterAll();
   const event = (type: string, eventId?: string): NewEvent => ({ type, data: { type }, ...(eventId === undefined ? {} : { eventId }) });
   const inStore = (label: string, work: (store: EventStore, schema: string) => Promise<void>) => withStoreOn(fresh(label), work);

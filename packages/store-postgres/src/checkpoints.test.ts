@@ -6,7 +6,7 @@ import { PAGE_SIZE, queriesFor } from './queries.js';
 import { SCHEMA_VERSION } from './schema.js';
 import { PG_URL, adminPool, collect, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
 
-describe.skipIf(PG_URL === undefined)('postgresStore: checkpoints and the store identity', () => {
+describe('postgresStore: checkpoints and the store identity', { tags: ['postgres'] }, () => {
   const fresh = schemasDroppedAfterAll();
 
   it('a read-only store loads checkpoints and follows, and refuses to save like every write', async () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { StoreClosedError } from '@sessionfold/core/kernel';
-import { PG_URL, collect, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
+import { collect, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
 
-describe.skipIf(PG_URL === undefined)('postgresStore: close with calls in flight', () => {
+describe('postgresStore: close with calls in flight', { tags: ['postgres'] }, () => {
   const fresh = schemasDroppedAfterAll();
 
   it('every call made before close() settles — answered, or StoreClosedError — and close() resolves', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConcurrencyError, type EventStore, type RecordedEvent } from '@sessionfold/core/kernel';
-import { PG_URL, collect, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
+import { collect, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
 
 /** Eight stores on one schema: eight pools, so eight connections racing as eight processes would. */
 async function openEight(schema: string): Promise<EventStore[]> {
@@ -9,7 +9,7 @@ async function openEight(schema: string): Promise<EventStore[]> {
   return stores;
 }
 
-describe.skipIf(PG_URL === undefined)('postgresStore: connections racing on one stream', () => {
+describe('postgresStore: connections racing on one stream', { tags: ['postgres'] }, () => {
   const fresh = schemasDroppedAfterAll();
 
   it('with expected revisions: exactly one winner per revision, no duplicates, no gaps', async () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidInputError, StorageError, type RecordedEvent } from '@sessionfold/core/kernel';
 import { PG_URL, adminPool, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
 
-describe.skipIf(PG_URL === undefined)('postgresStore: a connection lost during an append', () => {
+describe('postgresStore: a connection lost during an append', { tags: ['postgres'] }, () => {
   const fresh = schemasDroppedAfterAll();
 
   it('pg_terminate_backend mid-append: the append rejects with StorageError, nothing of it is visible, the next append works', async () => {

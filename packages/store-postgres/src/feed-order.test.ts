@@ -62,7 +62,7 @@ const summary = (records: readonly RecordedEvent[]) => records.map((r) => `${r.p
 /** Lets the event loop and the server move (a blocked statement stays blocked; a free one gets through). */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 30));
 
-describe.skipIf(PG_URL === undefined)('postgresStore: the feed and transactions that commit out of order', () => {
+describe('postgresStore: the feed and transactions that commit out of order', { tags: ['postgres'] }, () => {
   const fresh = schemasDroppedAfterAll();
 
   it.each([true, false])('a consumer sees nothing past an open append until it ends (commit: %s), then everything in order', async (commit) => {

@@ -96,7 +96,7 @@ function tailFollow(url: string) {
 /** A URL on which the store's connections carry `name`, so they can be found in `pg_stat_activity`. */
 const named = (url: string, name: string) => `${url}${url.includes('?') ? '&' : '?'}application_name=${name}`;
 
-describe.skipIf(PG_URL === undefined)('postgresStore: a follower across terminated connections', () => {
+describe('postgresStore: a follower across terminated connections', { tags: ['postgres'] }, () => {
   const fresh = schemasDroppedAfterAll();
 
   it('rides through its connections being terminated, mid-read and while a writer appends, yielding every event once in order', async () => {

@@ -26,7 +26,7 @@ function follow(store: { follow(options: { signal: AbortSignal }): AsyncIterable
   return { records, until, stop };
 }
 
-describe.skipIf(PG_URL === undefined)('postgresStore: follow', () => {
+describe('postgresStore: follow', { tags: ['postgres'] }, () => {
   const fresh = schemasDroppedAfterAll();
 
   it('goes on seeing another connection’s commits after its listening connection is terminated', async () => {

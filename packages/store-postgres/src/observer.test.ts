@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { CorruptionError } from '@sessionfold/core/kernel';
-import { PG_URL, adminPool, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
+import { adminPool, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
 
 /** The hooks every store calls are checked by the conformance suite (`withObserver`); damage is made here by hand. */
-describe.skipIf(PG_URL === undefined)('postgresStore: observer', () => {
+describe('postgresStore: observer', { tags: ['postgres'] }, () => {
   const fresh = schemasDroppedAfterAll();
 
   it('tells of damage a read finds, with the error the caller gets', async () => {

@@ -27,7 +27,7 @@ describe('postgresStore options', () => {
   });
 });
 
-describe.skipIf(PG_URL === undefined)('postgresStore: opening a schema', () => {
+describe('postgresStore: opening a schema', { tags: ['postgres'] }, () => {
   const schemas: string[] = [];
   const fresh = (label: string) => {
     const schema = freshSchema(label);

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { EventStore } from '@sessionfold/core/kernel';
-import { PG_URL, collect, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
+import { collect, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
 
-describe.skipIf(PG_URL === undefined)('postgresStore: reads longer than a page (first pages of 512, then 4096)', () => {
+describe('postgresStore: reads longer than a page (first pages of 512, then 4096)', { tags: ['postgres'] }, () => {
   const fresh = schemasDroppedAfterAll();
 
   it('readAll and read go page by page without losing or repeating a record, from any position', async () => {

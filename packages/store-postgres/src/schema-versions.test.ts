@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AppendResult, EventStore, NewEvent } from '@sessionfold/core/kernel';
-import { PG_URL, adminPool, collect, schemasDroppedAfterAll, withStoreOn } from './test-support.fixture.js';
+import { adminPool, collect, schemasDroppedAfterAll, withStoreOn } from './test-support.fixture.js';
 
 /** [stream, type, schemaVersion] of every event of the feed, in position order. */
 async function versions(store: EventStore): Promise<Array<[string, string, number]>> {
@@ -12,7 +12,7 @@ async function versions(store: EventStore): Promise<Array<[string, string, numbe
  * after earlier appends of the same stream): appends issued in one turn share a group, and every event must
  * keep its version.
  */
-describe.skipIf(PG_URL === undefined)('postgresStore: event schema versions in every path of a group commit', () => {
+describe('postgresStore: event schema versions in every path of a group commit', { tags: ['postgres'] }, () => {
   const fresh = schemasDroppedAfterAll();
   const event = (type: string, schemaVersion?: number): NewEvent => ({ type, data: { type }, ...(schemaVersion === undefined ? {} : { schemaVersion }) });
   const inStore = (label: string, work: (store: EventStore, schema: string) => Promise<void>) => withStoreOn(fresh(label), work);

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { openSessionHistory, type SessionHistory } from '@sessionfold/core';
 import type { EventStore } from '@sessionfold/core/kernel';
-import { PG_URL, collect, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
+import { collect, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
 
 const KEYS = ['alpha', 'beta', 'gamma', 'delta'];
 const STARTED_AT = '2026-07-23T00:00:00Z';
 
-describe.skipIf(PG_URL === undefined)('postgresStore: two session services on one database', () => {
+describe('postgresStore: two session services on one database', { tags: ['postgres'] }, () => {
   const fresh = schemasDroppedAfterAll();
 
   it('concurrent starts, enqueues and claims across them take effect exactly once; both agree with a fresh replay', async () => {

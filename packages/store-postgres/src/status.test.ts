@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from './schema.js';
-import { PG_URL, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
+import { openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
 
-describe.skipIf(PG_URL === undefined)('postgresStore: status details', () => {
+describe('postgresStore: status details', { tags: ['postgres'] }, () => {
   const fresh = schemasDroppedAfterAll();
 
   it("reports the schema, its version and sizes, and whether the store's follow is listening", async () => {

@@ -5,7 +5,7 @@ import {
   StoreClosedError,
   validateSignalOption,
   type CheckpointSlot,
-  type DisposableEventStore,
+  type CompleteEventStore,
   type FeedRecord,
   type FollowOptions,
   type StoreStatus,
@@ -26,8 +26,8 @@ import { readStatus } from './status.js';
 import { verifySchema } from './verify.js';
 import { createWrites } from './writes.js';
 
-/** The port, with every optional member there: `verify`, `follow`, `checkpoints` and `status`. */
-export interface PostgresEventStore extends DisposableEventStore {
+/** The port with every optional member there (`CompleteEventStore`). */
+export interface PostgresEventStore extends CompleteEventStore {
   /** Checks the schema in one read-only transaction; problems are named by table and key. */
   verify(options?: VerifyOptions): Promise<VerifyReport>;
   /** The feed without an end: woken by this object's commits and by NOTIFY, polling at most every second. */

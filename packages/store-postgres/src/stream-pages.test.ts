@@ -1,8 +1,8 @@
 import { streamReadsAgreeWithFeed } from '@sessionfold/conformance';
 import { describe, it } from 'vitest';
-import { PG_URL, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
+import { openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
 
-describe.skipIf(PG_URL === undefined)('postgresStore: stream pages after the first (what repeats the page before left out)', () => {
+describe('postgresStore: stream pages after the first (what repeats the page before left out)', { tags: ['postgres'] }, () => {
   const fresh = schemasDroppedAfterAll();
 
   it('give every event as the feed gives it, with two reads whose pages interleave', async () => {

@@ -3,15 +3,11 @@ import pg from 'pg';
 import { afterAll } from 'vitest';
 import { postgresStore, type PostgresEventStore, type PostgresStoreOptions } from './index.js';
 
-/** The server the tests run against; without it every test file here skips, saying how to enable it. */
+/**
+ * The server the tests run against. Every test that needs it is tagged `postgres`: without the variable those are
+ * skipped and the run says how many, once; under `CI=true` the run fails instead (scripts/postgres-tests.ts).
+ */
 export const PG_URL = process.env['SESSIONFOLD_PG_URL'];
-
-/** One line, printed once per file, when the tests are skipped. */
-export function announceSkip(): void {
-  if (PG_URL === undefined) {
-    console.info('store-postgres: skipped; set SESSIONFOLD_PG_URL (e.g. postgres://postgres@127.0.0.1:5432/test) to run against a server');
-  }
-}
 
 /** A schema name no other test uses. */
 export function freshSchema(label = 't'): string {

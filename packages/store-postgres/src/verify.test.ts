@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { VerifyProblem } from '@sessionfold/core/kernel';
-import { PG_URL, adminPool, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
+import { adminPool, openStore, schemasDroppedAfterAll } from './test-support.fixture.js';
 
 const any = { expectedRevision: 'any' } as const;
 const brief = (problems: VerifyProblem[]) => problems.map(({ severity, code, table, key }) => ({ severity, code, table, key }));
 
-describe.skipIf(PG_URL === undefined)('postgresStore: verify', () => {
+describe('postgresStore: verify', { tags: ['postgres'] }, () => {
   const fresh = schemasDroppedAfterAll();
   /** A store with three streams, a snapshot and a blob, damaged by `damage` (raw SQL on its schema); returns the report. */
   const damaged = async (label: string, damage: (S: string) => string) => {

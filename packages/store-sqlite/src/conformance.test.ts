@@ -21,11 +21,6 @@ describeEventStoreConformance('sqliteStore', () => open(freshPath()), {
   },
   withClock: (clock) => sqliteStore({ path: freshPath(), clock }),
   withObserver: (observer) => sqliteStore({ path: freshPath(), observer }),
-  verify: true,
-  follow: true,
-  checkpoints: true,
-  readStored: true,
-  status: true,
   // Another connection on the same file: what another process sees.
   openSecond: async (store) => sqliteStore({ path: paths.get(store) as string }),
 });

@@ -21,7 +21,7 @@ import {
   storedEventFromRow,
   followFeed,
   validateFollowOptions,
-  type DisposableEventStore,
+  type CompleteEventStore,
   type StoreStatus,
   type ValidatedAppend,
 } from '@sessionfold/core/kernel';
@@ -43,8 +43,8 @@ import { createWrites } from './writes.js';
  */
 const FOLLOW_POLL_MS = 50;
 
-/** The port, with `status()` always there. */
-export interface SqliteEventStore extends DisposableEventStore {
+/** The port with every optional member there (`CompleteEventStore`). */
+export interface SqliteEventStore extends CompleteEventStore {
   /** The feed's last position, and the file's sizes, journal mode, schema version and write lock as `details`. */
   status(): Promise<StoreStatus>;
 }

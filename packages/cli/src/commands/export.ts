@@ -13,7 +13,6 @@ import { PORTABLE_FORMAT, PORTABLE_VERSION, type PortableLine } from '../portabl
 import { interruptible } from '../interruption.js';
 import { lookahead } from '../lookahead.js';
 import { progress } from '../progress.js';
-import { readStored } from '../stored-reads.js';
 
 /**
  * `export [--out FILE]`: the whole store as one portable JSON-lines file (streams, snapshots, events, blobs in
@@ -50,7 +49,7 @@ export function registerExport(program: Command): void {
           if (file !== undefined) interruption.onForcedEnd(() => complete || rmSync(file, { force: true }));
           // The next stream's read and blob list are asked for while this one is written.
           const streams = lookahead(store.streams(), async ({ stream }) => {
-            const [read, blobs] = await Promise.all([readStored(store, stream, {}), blobsOf(store, stream)]);
+            const [read, blobs] = await Promise.all([store.readStored(stream), blobsOf(store, stream)]);
             return { stream, read, blobs };
           });
           try {

@@ -1,27 +1,24 @@
 import type { Command } from 'commander';
+import type { StoreStatus } from '@sessionfold/core/kernel';
 import { contextOf, withStore } from '../context.js';
 import { examples } from '../help.js';
-import { countStore, fileStoreWriter, formatBytes, sizeOnDisk } from '../store-facts.js';
+import { countStore, formatBytes, sizeOnDisk } from '../store-facts.js';
 
 /** `info`: kind, location, counts, head position, size on disk and the store's status. */
 export function registerInfo(program: Command): void {
   program
     .command('info')
-    .description(
-      "what the store is and holds: kind, location, sessions, streams, events, head position, size on disk, and the store's status when it reports one",
-    )
+    .description("what the store is and holds: kind, location, sessions, streams, events, head position, size on disk, and the store's status")
     .addHelpText('after', examples('sessionfold info --store file:./data', 'sessionfold info -s sqlite:./sessions.db --json'))
     .action(async (_options: unknown, command: Command) => {
       const context = contextOf(command);
       await withStore(context, 'read', async ({ store, location, where }) => {
         const counts = await countStore(store);
-        const reported = store.status ? await store.status() : undefined;
-        // Until a store reports its own status, a file store's writer is read from its LOCK file.
-        const status = reported ?? (location.kind === 'file' ? await fileStoreWriter(location.directory) : undefined);
+        const status = await store.status();
         // A server's store says how much it takes (PostgreSQL: its tables and indexes) in its status.
-        const total = reported?.details['totalBytes'];
+        const total = status.details['totalBytes'];
         const bytes = (await sizeOnDisk(location)) ?? (typeof total === 'number' ? total : undefined);
-        const info = { kind: location.kind, location: where, ...counts, sizeOnDisk: bytes ?? null, status: status ?? null };
+        const info = { kind: location.kind, location: where, ...counts, sizeOnDisk: bytes ?? null, status };
         if (context.out.json) return context.out.document(info);
         const rows: [string, string][] = [
           ['kind', location.kind],
@@ -33,10 +30,8 @@ export function registerInfo(program: Command): void {
           ['size on disk', bytes === undefined ? 'n/a' : formatBytes(bytes)],
         ];
         for (const [name, value] of rows) await context.out.text(`${name.padEnd(14)} ${value}`);
-        if (status !== undefined) {
-          await context.out.text('status');
-          for (const [name, value] of statusRows(status)) await context.out.text(`  ${name.padEnd(20)} ${value}`);
-        }
+        await context.out.text('status');
+        for (const [name, value] of statusRows(status)) await context.out.text(`  ${name.padEnd(20)} ${value}`);
       });
     });
 }
@@ -54,9 +49,9 @@ const words = (key: string) => key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowe
 
 /**
  * The rows `info` shows of a store's status, one fact a line: the feed's last position, each transaction holding
- * writers back, then the store's own details; a file store's writer as its process id and whether it runs.
+ * writers back, then the store's own details.
  */
-function statusRows(status: object): [string, string][] {
+function statusRows(status: StoreStatus): [string, string][] {
   const rows: [string, string][] = [];
   for (const [key, value] of Object.entries(status)) {
     if (key === 'kind') continue;
@@ -64,9 +59,6 @@ function statusRows(status: object): [string, string][] {
       if (value.length === 0) rows.push(['holding back', 'none']);
       for (const held of value as { pid?: unknown; ageMs?: unknown; state?: unknown; waiting?: unknown }[])
         rows.push(['holding back', `pid ${shown(held.pid)}: ${shown(held.state)} for ${shown(held.ageMs)} ms, ${shown(held.waiting)} waiting`]);
-    } else if (key === 'writer') {
-      const writer = value as { pid?: unknown; running?: unknown } | null;
-      rows.push(['writer', writer === null ? 'none' : `pid ${shown(writer.pid)}${writer.running === false ? ' (not running: a stale lock)' : ''}`]);
     } else if (key === 'details' && value !== null && typeof value === 'object') {
       for (const [name, detail] of Object.entries(value)) rows.push([words(name), shown(detail)]);
     } else rows.push([words(key), shown(value)]);

@@ -5,7 +5,6 @@ import { notFound } from '../exit-codes.js';
 import { examples } from '../help.js';
 import { formatChange, printStoredChanges } from '../format-change.js';
 import { integerText, parseArg, streamIdText } from '../parse.js';
-import { readStored } from '../stored-reads.js';
 
 /** `read <stream> [--from-revision N]`: the stream's raw events (its snapshot first, when it covers the start). */
 export function registerRead(program: Command): void {
@@ -20,7 +19,7 @@ export function registerRead(program: Command): void {
       const stream = parseArg(streamIdText, rawStream, '<stream>');
       const { fromRevision } = parseArg(z.object({ fromRevision: integerText(1).optional() }), rawOptions, '--from-revision');
       await withStore(context, 'read', async ({ store }) => {
-        const read = await readStored(store, stream, fromRevision === undefined ? {} : { fromRevision });
+        const read = await store.readStored(stream, fromRevision === undefined ? {} : { fromRevision });
         if (read.revision === 0) throw notFound(`no stream ${stream}`);
         if (read.snapshot) {
           await formatChange(context.out, { streamId: stream, type: '$snapshot', revision: read.snapshot.revision, data: read.snapshot as never });

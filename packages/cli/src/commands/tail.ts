@@ -5,7 +5,6 @@ import { interruptible } from '../interruption.js';
 import { examples } from '../help.js';
 import { printChanges, printStoredChanges } from '../format-change.js';
 import { integerText, parseArg } from '../parse.js';
-import { readAllStored } from '../stored-reads.js';
 import { endOfFeed, followChanges, lastChanges } from '../tail-feed.js';
 
 const fromSchema = z.union([z.literal('start'), z.literal('end'), integerText(1)], { error: 'expected start, end or a position (a whole number ≥ 1)' });
@@ -41,7 +40,7 @@ export function registerTail(program: Command): void {
           if (options.lines === undefined) {
             // One read from `from` on: with --follow, the store's follow() yields what is there, then what comes.
             if (options.follow) await printChanges(out, followChanges(store, from, signal), signal);
-            else await printStoredChanges(out, readAllStored(store, { fromPosition: from }), signal);
+            else await printStoredChanges(out, store.readAllStored({ fromPosition: from }), signal);
             return;
           }
           const last = await lastChanges(store, from, options.lines);

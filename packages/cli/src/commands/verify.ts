@@ -1,22 +1,20 @@
 import type { Command } from 'commander';
-import { SessionfoldError, type CorruptionError, type EventStore } from '@sessionfold/core/kernel';
+import { SessionfoldError, type CompleteEventStore, type CorruptionError } from '@sessionfold/core/kernel';
 import { isAbsolute, relative } from 'node:path';
 import { z } from 'zod';
 import { contextOf } from '../context.js';
 import { ExitCode, noteStoreKind } from '../exit-codes.js';
 import { examples } from '../help.js';
 import { openStore, type VerifyProblem } from '../open-store.js';
-import type { Progress } from '../progress.js';
 import { parseArg } from '../parse.js';
 import { progress } from '../progress.js';
 import { describeLocation, parseStoreUrl } from '../store-url.js';
 import { scanFileStore } from '../verify/file-scan.js';
-import { scanThroughPort } from '../verify/port-scan.js';
 import { Findings, withoutPlace } from '../verify/problems.js';
 
 /**
- * `verify [--strict]`: the store's own `verify()` when it has one; otherwise every file (file store) and every
- * record, event, feed entry and blob read and checked. Never writes. Exit 1 on any error (with --strict, on any
+ * `verify [--strict]`: a file store's every file scanned by the CLI's own reader, then the store's own `verify()`
+ * (every store has one). Never writes. Exit 1 on any error (with --strict, on any
  * warning too); a torn tail alone is a warning.
  */
 export function registerVerify(program: Command): void {
@@ -59,7 +57,7 @@ export function registerVerify(program: Command): void {
             // A file store's scan read every file; the store's own verify() also checks them against what the store
             // records of them (its manifest, stream names in lines, checkpoints): what it finds in a file the scan
             // found nothing wrong with is added.
-            if (location.kind !== 'file') await checkThroughStore(opened.store, where, findings, bar);
+            if (location.kind !== 'file') await checkThroughStore(opened.store, where, findings);
             else await addStoreFindings(opened.store, location.directory, findings);
           } finally {
             await opened.store.close();
@@ -95,8 +93,7 @@ export function registerVerify(program: Command): void {
 }
 
 /** Problems the file store's `verify()` finds in files the scan found no problem of that severity in, named relative to `directory`. */
-async function addStoreFindings(store: EventStore, directory: string, findings: Findings): Promise<void> {
-  if (!store.verify) return;
+async function addStoreFindings(store: CompleteEventStore, directory: string, findings: Findings): Promise<void> {
   const named = (file: string) => (isAbsolute(file) && !relative(directory, file).startsWith('..') ? relative(directory, file) : file);
   const seen = new Set(findings.problems.map((problem) => `${problem.severity} ${named(problem.file)}`));
   for (const problem of (await store.verify()).problems) {
@@ -109,9 +106,8 @@ async function addStoreFindings(store: EventStore, directory: string, findings: 
   }
 }
 
-/** The store's own `verify()`, its problems named by file or table and key; without one, everything read through the port. */
-async function checkThroughStore(store: EventStore, where: string, findings: Findings, bar: Progress): Promise<void> {
-  if (!store.verify) return scanThroughPort(store, where, findings, bar);
+/** The store's own `verify()`, its problems named by file or table and key. */
+async function checkThroughStore(store: CompleteEventStore, where: string, findings: Findings): Promise<void> {
   const report = await store.verify();
   // What the store's own check went through: a store with events and blobs never reports that nothing was checked.
   findings.streams += report.checked.streams;

@@ -7,8 +7,8 @@ export function describeCheckpointRules(ctx: SuiteContext): void {
   describe('checkpoints [optional member]', () => {
     it('load returns what save stored, bytes as bytes and text as text; a name never saved is undefined', async (t) => {
       const { store } = await ctx.fresh();
-      skipWithoutMember(t, ctx, store, 'checkpoints');
-      const slot = store.checkpoints!;
+      skipWithoutMember(t, store, 'checkpoints');
+      const slot = store.checkpoints;
       expect(await slot.load('projection')).toBeUndefined();
       await slot.save('projection', '{"position":1}');
       await slot.save('binary', new Uint8Array([0, 255, 10, 13]));
@@ -25,13 +25,13 @@ export function describeCheckpointRules(ctx: SuiteContext): void {
 
     it('checkpoints are not in the streams, the feed or a copy', async (t) => {
       const { store } = await ctx.fresh();
-      skipWithoutMember(t, ctx, store, 'checkpoints');
-      await store.checkpoints!.save('projection', 'state');
+      skipWithoutMember(t, store, 'checkpoints');
+      await store.checkpoints.save('projection', 'state');
       expect(await listStreams(store)).toEqual([]);
       expect(await readFeed(store)).toEqual([]);
       const s = streamId();
       await appendTypes(store, s, ['A']);
-      await store.checkpoints!.save('projection', 'state-2');
+      await store.checkpoints.save('projection', 'state-2');
       expect((await readFeed(store)).map((r) => r.type)).toEqual(['A']);
       if (store.follow) {
         const controller = new AbortController();
@@ -42,38 +42,40 @@ export function describeCheckpointRules(ctx: SuiteContext): void {
       }
       const copy = memoryStore();
       await copyStore(store, copy);
-      expect(await copy.checkpoints!.load('projection')).toBeUndefined();
-      expect(await copy.checkpoints!.storeId()).not.toBe(await store.checkpoints!.storeId());
+      expect(await copy.checkpoints.load('projection')).toBeUndefined();
+      expect(await copy.checkpoints.storeId()).not.toBe(await store.checkpoints.storeId());
     });
 
     it('storeId is the same on every call and differs between stores', async (t) => {
       const { store } = await ctx.fresh();
-      skipWithoutMember(t, ctx, store, 'checkpoints');
+      skipWithoutMember(t, store, 'checkpoints');
       const other = await ctx.fresh();
-      const id = await store.checkpoints!.storeId();
+      skipWithoutMember(t, other.store, 'checkpoints');
+      const id = await store.checkpoints.storeId();
       expect(typeof id).toBe('string');
       expect(id.length).toBeGreaterThan(0);
-      expect(await store.checkpoints!.storeId()).toBe(id);
-      expect(await other.store.checkpoints!.storeId()).not.toBe(id);
+      expect(await store.checkpoints.storeId()).toBe(id);
+      expect(await other.store.checkpoints.storeId()).not.toBe(id);
     });
 
     it('checkpoints and the store id survive a reopen [capability: reopen]', async (t) => {
       const harness = await ctx.fresh();
-      skipWithoutMember(t, ctx, harness.store, 'checkpoints');
+      skipWithoutMember(t, harness.store, 'checkpoints');
       skipWithout(t, !ctx.caps.reopen, 'needs capabilities.reopen');
-      const id = await harness.store.checkpoints!.storeId();
-      await harness.store.checkpoints!.save('projection', 'kept');
-      await harness.store.checkpoints!.save('bytes', new Uint8Array([7]));
-      const store = await harness.reopen();
-      expect(await store.checkpoints!.storeId()).toBe(id);
-      expect(await store.checkpoints!.load('projection')).toBe('kept');
-      expect([...((await store.checkpoints!.load('bytes')) as Uint8Array)]).toEqual([7]);
+      const id = await harness.store.checkpoints.storeId();
+      await harness.store.checkpoints.save('projection', 'kept');
+      await harness.store.checkpoints.save('bytes', new Uint8Array([7]));
+      const slot = (await harness.reopen()).checkpoints;
+      if (slot === undefined) return expect.fail('the reopened store has no checkpoints');
+      expect(await slot.storeId()).toBe(id);
+      expect(await slot.load('projection')).toBe('kept');
+      expect([...((await slot.load('bytes')) as Uint8Array)]).toEqual([7]);
     });
 
     it('refuses bad names and data with InvalidInputError, and a closed store with StoreClosedError', async (t) => {
       const harness = await ctx.fresh();
-      skipWithoutMember(t, ctx, harness.store, 'checkpoints');
-      const slot = harness.store.checkpoints!;
+      skipWithoutMember(t, harness.store, 'checkpoints');
+      const slot = harness.store.checkpoints;
       for (const name of ['', '../x', 'a/b', '.hidden', 'x'.repeat(129), 7]) {
         await expectInvalid(() => slot.save(name as string, 'data'));
         await expectInvalid(() => slot.load(name as string));

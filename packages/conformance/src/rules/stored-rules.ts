@@ -19,10 +19,10 @@ async function collect(events: AsyncIterable<StoredEvent>): Promise<StoredEvent[
 }
 
 /** The store's `readStored` and `readAllStored`, or a skip (printed) when it has neither. */
-function storedReads(t: TestContext, ctx: SuiteContext, store: EventStore): Required<Pick<EventStore, 'readStored' | 'readAllStored'>> {
-  skipWithoutMember(t, ctx, store, 'readStored');
-  expect(store.readAllStored, 'a store with readStored has readAllStored too').toBeDefined();
-  return { readStored: store.readStored!.bind(store), readAllStored: store.readAllStored!.bind(store) };
+function storedReads(t: TestContext, store: EventStore): Required<Pick<EventStore, 'readStored' | 'readAllStored'>> {
+  skipWithoutMember(t, store, 'readStored');
+  if (store.readAllStored === undefined) return expect.fail('a store with readStored has readAllStored too');
+  return { readStored: store.readStored.bind(store), readAllStored: store.readAllStored.bind(store) };
 }
 
 /** `readStored` / `readAllStored`: the same reads as `read` / `readAll`, each data as exactly its `JSON.stringify` text. */
@@ -30,7 +30,7 @@ export function describeStoredReadRules(ctx: SuiteContext): void {
   describe('readStored, readAllStored [optional members]', () => {
     it('readStored gives the revision, snapshot and events of read, each data as its JSON.stringify text', async (t) => {
       const { store } = await ctx.fresh();
-      const { readStored } = storedReads(t, ctx, store);
+      const { readStored } = storedReads(t, store);
       const s: StreamId = streamId();
       await store.append(s, AWKWARD, { expectedRevision: 'no_stream' });
       await store.compact(s, snapshotOf(s, 2, { folded: 2 }));
@@ -50,7 +50,7 @@ export function describeStoredReadRules(ctx: SuiteContext): void {
 
     it('readStored of a missing stream reads as revision 0 with no events', async (t) => {
       const { store } = await ctx.fresh();
-      const { readStored } = storedReads(t, ctx, store);
+      const { readStored } = storedReads(t, store);
       const read = await readStored(streamId());
       expect(read.revision).toBe(0);
       expect(read.snapshot).toBeUndefined();
@@ -59,7 +59,7 @@ export function describeStoredReadRules(ctx: SuiteContext): void {
 
     it('readAllStored gives the records of readAll, $snapshot and $deleted included, from any position', async (t) => {
       const { store } = await ctx.fresh();
-      const { readAllStored } = storedReads(t, ctx, store);
+      const { readAllStored } = storedReads(t, store);
       const [a, b] = [streamId('a'), streamId('b')];
       await store.append(a, AWKWARD, { expectedRevision: 'no_stream' });
       await store.append(b, [{ type: 'B1', data: { n: 1 }, eventId: 'b-1' }], { expectedRevision: 'no_stream' });
@@ -78,7 +78,7 @@ export function describeStoredReadRules(ctx: SuiteContext): void {
 
     it('refuses a bad stream id and, after close, rejects with StoreClosedError', async (t) => {
       const harness = await ctx.fresh();
-      const { readStored, readAllStored } = storedReads(t, ctx, harness.store);
+      const { readStored, readAllStored } = storedReads(t, harness.store);
       await expectInvalid(() => readStored('../escape'));
       await harness.close();
       await expectClosed(() => readStored(streamId()));

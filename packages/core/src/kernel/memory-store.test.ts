@@ -11,7 +11,7 @@ describe('memoryStore', () => {
   it('follow refuses a keepAlive that is not a boolean, naming the option', async () => {
     const store = memoryStore();
     const follow = async () => {
-      for await (const _ of store.follow?.({ keepAlive: 'no' as unknown as boolean }) ?? []) break;
+      for await (const _ of store.follow({ keepAlive: 'no' as unknown as boolean })) break;
     };
     await expect(follow()).rejects.toMatchObject({ code: 'invalid_input', field: 'keepAlive' });
   });

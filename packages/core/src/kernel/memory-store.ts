@@ -8,7 +8,7 @@ import {
   DELETED_RECORD,
   SNAPSHOT_RECORD,
   type AppendResult,
-  type DisposableEventStore,
+  type CompleteEventStore,
   type RecordedEvent,
   type Snapshot,
   type StreamId,
@@ -61,7 +61,7 @@ interface StreamState {
  * An `EventStore` held in memory: nothing survives the process. It is the reference model of the port —
  * written to be obviously correct, not fast — and the store of tests and examples.
  */
-export function memoryStore(options: MemoryStoreOptions = {}): DisposableEventStore {
+export function memoryStore(options: MemoryStoreOptions = {}): CompleteEventStore {
   const clock = options.clock ?? (() => new Date());
   const maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
   const streams = new Map<StreamId, StreamState>();
@@ -111,7 +111,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): DisposableEventSt
     return iterate(feed.slice(low));
   };
 
-  const store: DisposableEventStore = {
+  const store: CompleteEventStore = {
     async append(stream, events, appendOptions) {
       open();
       // Only what validation read is used from here on: the caller's objects are not looked at again.
@@ -309,6 +309,12 @@ export function memoryStore(options: MemoryStoreOptions = {}): DisposableEventSt
         validateCheckpointData(data);
         checkpoints.set(name, copyData(data));
       },
+    },
+
+    // Nothing outside this object writes it, so nothing ever holds it back.
+    async status() {
+      open();
+      return { kind: 'memory', lastPosition, holdingBack: [], details: { streams: streams.size, blobs: blobs.size } };
     },
 
     async close() {

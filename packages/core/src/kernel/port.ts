@@ -178,6 +178,7 @@ export interface EventStore<E extends EventShape = EventShape> {
   close(): Promise<void>;
 
   // Optional abilities: a store may leave any of them out; callers check for the member before using it.
+  // `CompleteEventStore` is the port with every one of them there, as every store of this project has them.
 
   /** Checks everything stored without writing anything and lists the problems found; throws only when it cannot read at all. */
   verify?(options?: VerifyOptions): Promise<VerifyReport>;
@@ -211,4 +212,24 @@ export interface EventStore<E extends EventShape = EventShape> {
 export interface DisposableEventStore<E extends EventShape = EventShape> extends EventStore<E> {
   /** Closes the store, as `close()` does. */
   [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
+ * A store with every optional ability of the port: `verify`, `follow`, `readStored`, `readAllStored`,
+ * `checkpoints` and `status`. Every store this project ships is one, and its factory says so in its type;
+ * a caller that holds one uses these members without checking for them.
+ */
+export interface CompleteEventStore<E extends EventShape = EventShape> extends DisposableEventStore<E> {
+  /** Checks everything stored without writing anything and lists the problems found; throws only when it cannot read at all. */
+  verify(options?: VerifyOptions): Promise<VerifyReport>;
+  /** `readAll` that does not stop at the end: yields every later change once, in position order, until the signal fires or the store closes. */
+  follow(options?: FollowOptions): AsyncIterable<FeedRecord<E>>;
+  /** `read` with each event's data as the JSON text the store keeps. */
+  readStored(stream: StreamId, options?: { fromRevision?: number }): Promise<StoredStreamRead>;
+  /** `readAll` with each record's data as the JSON text the store keeps: the same records, in the same order. */
+  readAllStored(options?: { fromPosition?: number }): AsyncIterable<StoredEvent>;
+  /** A store-local slot for projection checkpoints: outside every stream, the feed and `copyStore`, bound to this store's id. */
+  readonly checkpoints: CheckpointSlot;
+  /** The store's state for operators: the feed's last position, what holds writers or the feed back, store-specific details. */
+  status(): Promise<StoreStatus>;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { memoryStore, type EventStore } from '../kernel/index.js';
+import { memoryStore, type CompleteEventStore, type EventStore } from '../kernel/index.js';
 import type { SessionHistoryObserver } from './observer.js';
 import { PROJECTION_CHECKPOINT_NAME } from './projection-image.js';
 import type { SessionHistory, SessionHistoryOptions } from './service.js';
@@ -131,7 +131,7 @@ describe('projection checkpoints', () => {
     expect(of(calls, 'checkpointSaved').length).toBeGreaterThan(0);
     await history.close();
 
-    const before = await store.checkpoints?.load(PROJECTION_CHECKPOINT_NAME);
+    const before = await store.checkpoints.load(PROJECTION_CHECKPOINT_NAME);
     const writer = await open(store, { checkpoints: false });
     await fill(writer.history, 'more', 2);
     const reader = await open(store, { readOnly: true, checkpoints: { everyChanges: 1 } });
@@ -139,7 +139,7 @@ describe('projection checkpoints', () => {
     await reader.history.list();
     await reader.history.close();
     expect(of(reader.calls, 'checkpointSaved')).toEqual([]);
-    expect(await store.checkpoints?.load(PROJECTION_CHECKPOINT_NAME)).toEqual(before);
+    expect(await store.checkpoints.load(PROJECTION_CHECKPOINT_NAME)).toEqual(before);
   });
 
   it('with more sessions than half of everyChanges, saves twice as many changes apart as there are sessions', async () => {
@@ -181,12 +181,12 @@ describe('projection checkpoints', () => {
 
   describe('a checkpoint that cannot be trusted is ignored and the projection rebuilt, with the same answers', () => {
     /** A store with sessions and a checkpoint saved at close; `tamper` then changes the checkpoint or the store. */
-    async function refused(tamper: (store: EventStore, text: string) => Promise<EventStore>): Promise<{ reasons: unknown[]; same: boolean }> {
+    async function refused(tamper: (store: CompleteEventStore, text: string) => Promise<EventStore>): Promise<{ reasons: unknown[]; same: boolean }> {
       const store = memoryStore({ storeId: 'original' });
       const first = await open(store);
       await fill(first.history, 'kept', 6);
       await first.history.close();
-      const text = Buffer.from((await store.checkpoints?.load(PROJECTION_CHECKPOINT_NAME)) as Uint8Array).toString('utf8');
+      const text = Buffer.from((await store.checkpoints.load(PROJECTION_CHECKPOINT_NAME)) as Uint8Array).toString('utf8');
       const target = await tamper(store, text);
       const reopened = await open(target);
       const rebuilt = await open(target, { checkpoints: false });
@@ -201,13 +201,13 @@ describe('projection checkpoints', () => {
     });
 
     it('damaged: a byte of the body changed, or the text cut short', async () => {
-      const flip = async (store: EventStore, text: string) => {
-        await store.checkpoints?.save(PROJECTION_CHECKPOINT_NAME, text.replace('"phase":"active"', '"phase":"activf"'));
+      const flip = async (store: CompleteEventStore, text: string) => {
+        await store.checkpoints.save(PROJECTION_CHECKPOINT_NAME, text.replace('"phase":"active"', '"phase":"activf"'));
         return store;
       };
       expect(await refused(flip)).toEqual({ reasons: ['damaged'], same: true });
-      const cut = async (store: EventStore, text: string) => {
-        await store.checkpoints?.save(PROJECTION_CHECKPOINT_NAME, text.slice(0, text.length - 10));
+      const cut = async (store: CompleteEventStore, text: string) => {
+        await store.checkpoints.save(PROJECTION_CHECKPOINT_NAME, text.slice(0, text.length - 10));
         return store;
       };
       expect(await refused(cut)).toEqual({ reasons: ['damaged'], same: true });
@@ -215,44 +215,44 @@ describe('projection checkpoints', () => {
 
     it('wrong-shaped with a matching checksum: damaged, never a crash later', async () => {
       const { createHash } = await import('node:crypto');
-      const forge = async (store: EventStore, text: string) => {
+      const forge = async (store: CompleteEventStore, text: string) => {
         const end = text.indexOf('\n');
         const header = JSON.parse(text.slice(0, end)) as Record<string, unknown>;
         const body = text.slice(end + 1).replace(/"commands":\[\{"id":"[^"]*"/, '"commands":[{"id":7');
         header['sha256'] = createHash('sha256').update(body).digest('hex');
-        await store.checkpoints?.save(PROJECTION_CHECKPOINT_NAME, `${JSON.stringify(header)}\n${body}`);
+        await store.checkpoints.save(PROJECTION_CHECKPOINT_NAME, `${JSON.stringify(header)}\n${body}`);
         return store;
       };
       expect(await refused(forge)).toEqual({ reasons: ['damaged'], same: true });
     });
 
     it('of another version', async () => {
-      const old = async (store: EventStore, text: string) => {
-        await store.checkpoints?.save(PROJECTION_CHECKPOINT_NAME, text.replace('"version":1,', '"version":0,'));
+      const old = async (store: CompleteEventStore, text: string) => {
+        await store.checkpoints.save(PROJECTION_CHECKPOINT_NAME, text.replace('"version":1,', '"version":0,'));
         return store;
       };
       expect(await refused(old)).toEqual({ reasons: ['version'], same: true });
     });
 
     it('from another store (the copy of a store keeps its events, not its checkpoint)', async () => {
-      const copied = async (store: EventStore, text: string) => {
+      const copied = async (store: CompleteEventStore, text: string) => {
         const copy = memoryStore({ storeId: 'copy' });
         const { copyStore } = await import('../kernel/index.js');
         await copyStore(store, copy);
-        await copy.checkpoints?.save(PROJECTION_CHECKPOINT_NAME, text);
+        await copy.checkpoints.save(PROJECTION_CHECKPOINT_NAME, text);
         return copy;
       };
       expect(await refused(copied)).toEqual({ reasons: ['store'], same: true });
     });
 
     it('ahead of the feed (a store restored from an older copy)', async () => {
-      const older = async (store: EventStore, text: string) => {
+      const older = async (store: CompleteEventStore, text: string) => {
         // The same store id, but only the first sessions' history.
         const restored = memoryStore({ storeId: 'original' });
         const early = await open(restored, { checkpoints: false });
         await fill(early.history, 'kept', 2);
         await early.history.close();
-        await restored.checkpoints?.save(PROJECTION_CHECKPOINT_NAME, text);
+        await restored.checkpoints.save(PROJECTION_CHECKPOINT_NAME, text);
         void store;
         return restored;
       };
@@ -261,7 +261,7 @@ describe('projection checkpoints', () => {
     });
 
     it('of another history that reached the same position', async () => {
-      const other = async (store: EventStore, text: string) => {
+      const other = async (store: CompleteEventStore, text: string) => {
         const twin = memoryStore({ storeId: 'original' });
         const writer = await open(twin, { checkpoints: false });
         await fill(writer.history, 'other', 6);
@@ -271,7 +271,7 @@ describe('projection checkpoints', () => {
         for (let position = (await feedPositions(twin)).at(-1) as number; position < target; position++) {
           await twin.append('padding', [{ type: 'Padding', data: null }], { expectedRevision: 'any' });
         }
-        await twin.checkpoints?.save(PROJECTION_CHECKPOINT_NAME, text);
+        await twin.checkpoints.save(PROJECTION_CHECKPOINT_NAME, text);
         return twin;
       };
       const result = await refused(other);

@@ -26,7 +26,7 @@ import {
   validateWriteOptions,
   type AppendResult,
   type CheckpointSlot,
-  type DisposableEventStore,
+  type CompleteEventStore,
   type EventRow,
   type ExpectedRevision,
   type FeedRecord,
@@ -86,15 +86,8 @@ export interface FileStoreOptions {
   observer?: StoreObserver;
 }
 
-/** The port, with the file store's optional abilities always there. */
-export interface FileEventStore extends DisposableEventStore {
-  verify(options?: VerifyOptions): Promise<VerifyReport>;
-  follow(options?: FollowOptions): AsyncIterable<FeedRecord>;
-  readStored(stream: StreamId, options?: { fromRevision?: number }): Promise<StoredStreamRead>;
-  readAllStored(options?: { fromPosition?: number }): AsyncIterable<StoredEvent>;
-  readonly checkpoints: CheckpointSlot;
-  status(): Promise<StoreStatus>;
-}
+/** The file store as `fileStore` returns it: the whole port, every optional ability there. */
+export interface FileEventStore extends CompleteEventStore {}
 
 /**
  * Opens (creating if needed) a file store in `options.directory`: one checksummed JSONL log of every stream, in
