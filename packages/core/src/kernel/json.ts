@@ -1,4 +1,5 @@
-import { locateNonJson } from './json-walk.js';
+import { InvalidInputError } from './errors.js';
+import { jsonPathText, walkJson } from './json-walk.js';
 
 export { MAX_JSON_DEPTH } from './json-walk.js';
 
@@ -9,34 +10,32 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
 export type JsonObject = { [key: string]: JsonValue };
 
 /**
- * Returns the path of the first part of `value` that is not plain JSON, or undefined when all of it is.
- * Plain JSON: null, booleans, finite numbers, strings, arrays and plain objects, without cycles, nested at
- * most `MAX_JSON_DEPTH` levels (the path of the first level past it is returned).
+ * Reads `value` as plain JSON in one walk: null, booleans, finite numbers, strings, arrays without holes, and objects
+ * whose prototype is `Object.prototype` or null; no `toJSON` method (`JSON.stringify` would store what it returns,
+ * not what was checked), no cycle, at most `MAX_JSON_DEPTH` levels of arrays and objects. Members are what
+ * `JSON.stringify` reads (own enumerable string keys), each read once. Returns the value itself, or with `copy` a
+ * deep copy as JSON text gives it back (`-0` as `0`, every object plain, an own `__proto__` key kept a key); or the
+ * first problem: its `path` (keys and indexes from the value's root; none when the whole value is at fault, as when
+ * it nests too deep or reading it throws), a `message`, and what the caller's code threw as `cause`.
+ * `refuseProtoKeys` also refuses a `__proto__` key, for values whose keys are later assigned.
  */
-export function findNonJson(value: unknown, path = '$', seen: Set<object> = new Set()): string | undefined {
-  return locateNonJson(value, path, seen)?.path;
+export function readJson(
+  value: unknown,
+  options: { readonly copy?: boolean; readonly refuseProtoKeys?: boolean } = {},
+):
+  | { readonly value: JsonValue; readonly problem?: undefined }
+  | { readonly value?: undefined; readonly problem: { readonly path: readonly (string | number)[]; readonly message: string; readonly cause?: unknown } } {
+  return walkJson(value, options.copy === true, options.refuseProtoKeys === true, false);
 }
 
 /**
- * A deep copy of a JSON value as JSON text gives it back (`-0` becomes `0`, as in every persistent store), so a
- * store (or a service) never shares objects with its callers. Copied by hand: `structuredClone` costs
- * microseconds even for a small record, which every call that returns one paid. Anything that is not JSON
- * inside (a Date, a typed array) is left to `structuredClone`.
+ * `readJson`'s copy of a JSON value, so a store (or a service) never shares objects with its callers. It may nest
+ * deeper than `MAX_JSON_DEPTH` (a snapshot around a state at the limit). Throws `InvalidInputError` (field `value`)
+ * for anything else `readJson` refuses.
  */
 export function cloneJson<T>(value: T): T {
-  if (typeof value !== 'object' || value === null) return (value === 0 ? 0 : value) as T;
-  if (Array.isArray(value)) {
-    const copy = new Array<unknown>(value.length);
-    for (let index = 0; index < value.length; index++) copy[index] = cloneJson(value[index] as unknown);
-    return copy as T;
-  }
-  if (Object.getPrototypeOf(value) !== Object.prototype) return structuredClone(value);
-  const copy: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) {
-    const member = cloneJson((value as Record<string, unknown>)[key]);
-    // An own `__proto__` key (JSON.parse makes one) must stay a key, not become the copy's prototype.
-    if (key === '__proto__') Object.defineProperty(copy, key, { value: member, writable: true, enumerable: true, configurable: true });
-    else copy[key] = member;
-  }
-  return copy as T;
+  const read = walkJson(value, true, false, true);
+  if (read.problem === undefined) return read.value as T;
+  const { path, message, cause } = read.problem;
+  throw new InvalidInputError('value', `${jsonPathText('value', path)}: ${message}`, cause === undefined ? undefined : { cause });
 }

@@ -1,6 +1,7 @@
 import { validateCheckpointName } from './capabilities.js';
 import { InvalidInputError, SessionfoldError } from './errors.js';
-import { locateNonJson, MAX_JSON_DEPTH, type JsonProblem } from './json-walk.js';
+import { readJson } from './json.js';
+import { jsonPathText } from './json-walk.js';
 import type { ExpectedRevision, StreamId } from './port.js';
 
 /** Stream ids are safe file names: a letter or digit, then up to 127 of letters, digits, `.`, `_`, `-`. */
@@ -13,8 +14,6 @@ export const DEFAULT_MAX_EVENT_BYTES = 1024 * 1024;
  */
 export const MAX_EVENT_SCHEMA_VERSION = 2 ** 31 - 1;
 const SHA256_PATTERN = /^[0-9a-f]{64}$/;
-/** Nesting the quick JSON check follows before it leaves the value (possibly cyclic) to `locateNonJson`. */
-const QUICK_JSON_DEPTH = 64;
 
 /** An event as `validateAppend` read it: each field read once from the caller's object, the data as JSON text. */
 export interface ValidatedEvent {
@@ -204,68 +203,31 @@ function isStorableText(text: string): boolean {
   return text.isWellFormed() && !text.includes('\u0000');
 }
 
-/** Checks that an event's data is plain JSON within the size and depth limits, and returns it serialized. */
+/** Checks that an event's data is plain JSON (`readJson`) within the size limit, and returns it serialized. */
 function serializeData(data: unknown, type: string, index: number, maxEventBytes: number): string {
-  let json: string | undefined;
-  try {
-    // The quick check answers for nearly every event; only a doubtful one pays for the walk that names the bad path.
-    if (!isQuicklyJson(data, 0)) refuseNonJson(locateNonJson(data), `events[${index}].data`, 'data');
-    json = JSON.stringify(data);
-  } catch (error) {
-    // A getter, a Proxy trap or a toJSON of the caller's threw: that is the caller's input, not a store failure.
-    if (error instanceof SessionfoldError) throw error;
-    throw unreadable(`events[${index}].data`, error);
-  }
-  // Only a value that changed between the check and the serialization (a getter, a Proxy) gets here without JSON.
-  if (typeof json !== 'string') throw new InvalidInputError(`events[${index}].data`, 'data is not JSON (it serialized to nothing)');
+  const field = `events[${index}].data`;
+  const json = serializeJson(data, field, 'data');
   // A UTF-16 code unit never takes more than 3 UTF-8 bytes: counting the bytes exactly is needed only near the limit.
   if ((json.length + type.length) * 3 <= maxEventBytes) return json;
   const size = Buffer.byteLength(json) + Buffer.byteLength(type);
-  if (size > maxEventBytes) throw new InvalidInputError(`events[${index}].data`, `event is ${size} bytes, over the limit of ${maxEventBytes}`);
+  if (size > maxEventBytes) throw new InvalidInputError(field, `event is ${size} bytes, over the limit of ${maxEventBytes}`);
   return json;
 }
 
-/** Throws the `InvalidInputError` for `problem` (when there is one), naming the value `name` in place of `$`. */
-function refuseNonJson(problem: JsonProblem | undefined, field: string, name: string): void {
-  if (problem === undefined) return;
-  const path = problem.path.replace(/^\$/, name);
-  if (problem.reason === 'too_deep') throw new InvalidInputError(field, `${path} nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
-  throw new InvalidInputError(field, `${path} is not JSON`);
-}
-
-/**
- * True when `value` is plain JSON by the rules of `locateNonJson`, without building the paths it reports. False
- * means "not sure": past `QUICK_JSON_DEPTH` levels (where a cycle may be) or on anything that is not JSON.
- */
-function isQuicklyJson(value: unknown, depth: number): boolean {
-  if (typeof value !== 'object') return isQuicklyJsonMember(value, depth);
-  if (value === null) return true;
-  if (depth >= QUICK_JSON_DEPTH) return false;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) if (!isQuicklyJsonMember(value[i], depth + 1)) return false;
-    return true;
+/** `value` as JSON text once `readJson` found it plain JSON; otherwise `InvalidInputError` naming `field` and the bad part of `name`. */
+function serializeJson(value: unknown, field: string, name: string): string {
+  const { problem } = readJson(value);
+  if (problem?.cause !== undefined) throw unreadable(field, problem.cause);
+  if (problem !== undefined) throw new InvalidInputError(field, `${jsonPathText(name, problem.path)} is not JSON (${problem.message})`);
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value);
+  } catch (error) {
+    throw unreadable(field, error);
   }
-  const proto = Object.getPrototypeOf(value) as unknown;
-  if (proto !== Object.prototype && proto !== null) return false;
-  // An indexed loop: until this is optimized, an array iterator would cost per key.
-  const keys = Object.keys(value);
-  for (let i = 0; i < keys.length; i++) if (!isQuicklyJsonMember((value as Record<string, unknown>)[keys[i] as string], depth + 1)) return false;
-  return true;
-}
-
-/** `isQuicklyJson` deciding scalars in place: most members are one, and a call per member is what costs. */
-function isQuicklyJsonMember(value: unknown, depth: number): boolean {
-  switch (typeof value) {
-    case 'string':
-    case 'boolean':
-      return true;
-    case 'number':
-      return Number.isFinite(value);
-    case 'object':
-      return isQuicklyJson(value, depth);
-    default:
-      return false;
-  }
+  // Only a value that changed after the check (a getter, a Proxy answering differently) gets here without JSON.
+  if (typeof json !== 'string') throw new InvalidInputError(field, `${name} is not JSON (it serialized to nothing)`);
+  return json;
 }
 
 /**
@@ -285,9 +247,7 @@ export function validateSnapshot(stream: unknown, snapshot: unknown): ValidatedS
       throw new InvalidInputError(field, `expected an integer ≥ 1, got ${describeValue(revision)}`);
     }
     field = 'snapshot.state';
-    refuseNonJson(locateNonJson(state), field, 'state');
-    const stateJson = JSON.stringify(state);
-    if (typeof stateJson !== 'string') throw new InvalidInputError(field, 'state is not JSON (it serialized to nothing)');
+    const stateJson = serializeJson(state, field, 'state');
     field = 'snapshot.identity';
     if (typeof identity !== 'object' || identity === null) throw new InvalidInputError(field, 'expected { stream, schemaVersion }');
     refuseUnknownMembers(identity, IDENTITY_MEMBERS, field);

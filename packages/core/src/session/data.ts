@@ -1,4 +1,5 @@
-import { cloneJson, findNonJson, type JsonValue } from '../kernel/json.js';
+import { cloneJson, readJson, type JsonValue } from '../kernel/json.js';
+import { jsonPathText } from '../kernel/json-walk.js';
 import { SessionHistoryError } from './errors.js';
 
 /** What a Standard Schema's `validate` returns: the value, or the problems found (each with a message and a path). */
@@ -77,9 +78,12 @@ export function nextData(input: unknown, current: JsonValue | null, check: DataC
     }
     if (value === undefined) return SessionHistoryError.invalid('data: the function returned undefined', 'data');
   }
-  const where = findNonJson(value, 'data');
-  if (where !== undefined) return SessionHistoryError.invalid(`${where}: expected plain JSON`, where);
-  const refusal = check?.(value as JsonValue);
+  const read = readJson(value, { copy: true, refuseProtoKeys: true });
+  if (read.problem !== undefined) {
+    const where = jsonPathText('data', read.problem.path);
+    return SessionHistoryError.invalid(`${where}: ${read.problem.message}`, where);
+  }
+  const refusal = check?.(read.value);
   if (refusal) return SessionHistoryError.invalid(`${refusal.field}: ${refusal.message}`, refusal.field);
-  return cloneJson(value as JsonValue);
+  return read.value;
 }

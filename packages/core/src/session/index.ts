@@ -58,12 +58,9 @@ export {
   completionReceiptSchema,
   ingressFailureEntrySchema,
   lifecycleRecordSchema,
-  logEntrySchema,
-  logRoleSchema,
   phaseSchema,
   sessionCommandSchema,
   sessionStreamStateSchema,
-  stagedObjectSchema,
   startKeyBindingSchema,
   startKeyStateSchema,
   type CatalogState,
@@ -71,21 +68,7 @@ export {
   type StartKeyBinding,
   type StartKeyState,
 } from './model.js';
-export {
-  appendTranscriptSchema,
-  checkpointSchema,
-  commandOutcomeSchema,
-  expectedVersionSchema,
-  ingressFailureSchema,
-  listOptionsSchema,
-  newCommandSchema,
-  newObjectSchema,
-  recordCompletionSchema,
-  registerSessionSchema,
-  retryIngressSchema,
-  startIngressSchema,
-  startSessionSchema,
-} from './inputs.js';
+export { inputSchemas } from './inputs.js';
 export { DEFAULT_CONTROL_STATE_KEYS, controlState } from './control-state.js';
 export { decideReleaseStartKey, isOpenCommand } from './decisions.js';
 export { materialise, receiptRecord, summaryRecord, transcriptEntry, transcriptText } from './view.js';

@@ -63,6 +63,11 @@ describe('bad input is refused with invalid_request naming the field, and nothin
       (h: SessionHistory, id: string) => h.enqueue(id, { idempotencyId: 'm', kind: 'message', payload: JSON.parse('{"__proto__":1}') }),
       'payload.__proto__: the key "__proto__" is not allowed',
     ],
+    [
+      'a __proto__ key in the application data (it would not read back)',
+      (h: SessionHistory, id: string) => h.checkpoint(id, { expectedVersion: 1, data: JSON.parse('{"notes":[{"__proto__":1}]}') }),
+      'data.notes[0].__proto__: the key "__proto__" is not allowed',
+    ],
     ['object bytes that are not bytes', (h: SessionHistory, id: string) => h.stageObject(id, { mediaType: 'image/png', bytes: [1, 2] as never }), /^bytes: /],
     ['a command id that is not a string', (h: SessionHistory) => h.claimCommand(42 as never), /^commandId: /],
     [

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import type { StreamId } from '../kernel/port.js';
 import { isOpenCommand } from './decisions.js';
+import type { inputSchemas } from './inputs.js';
 import { phaseSchema, type SessionStreamState } from './model.js';
 import type { ProjectedStream } from './projection-image.js';
-import type { Agree, Assert } from './type-agreement.js';
 import type { CompletionReceipt, LifecycleRecord, Phase } from './types.js';
 
 /** The columns a session listing sorts by. */
@@ -13,12 +13,11 @@ export type ListSortKey = (typeof LIST_SORT_KEYS)[number];
 
 const MAX_PAGE = 1000;
 
-/** The input of `listPage`, parsed. */
+/** The input of `listPage` (`inputSchemas.listPage`). */
 export const listQuerySchema = z
   .object({
     phase: phaseSchema.optional(),
     sessionType: z.string().min(1).max(255).optional(),
-    /** Case-insensitive part of a session id, idempotency key or session object id. */
     search: z.string().max(255).optional(),
     sort: z.enum(LIST_SORT_KEYS).default('lastActivityAt'),
     order: z.enum(['asc', 'desc']).default('desc'),
@@ -29,25 +28,12 @@ export const listQuerySchema = z
       .optional(),
   })
   .default({ sort: 'lastActivityAt', order: 'desc', limit: 100 });
-
-/** Input of `listPage`: filters, one sort column, and a page (`cursor` is the previous page's `nextCursor`). */
-export type ListQueryInput = {
-  phase?: Phase | undefined;
-  sessionType?: string | undefined;
-  /** Case-insensitive part of a session id, idempotency key or session object id. */
-  search?: string | undefined;
-  /** The column to sort by (default `lastActivityAt`); ties are ordered by id. */
-  sort?: ListSortKey | undefined;
-  /** Default `desc`. */
-  order?: 'asc' | 'desc' | undefined;
-  /** Rows per page, 1..1000 (default 100). */
-  limit?: number | undefined;
-  /** The `nextCursor` of the page before. */
-  cursor?: string | undefined;
-};
-
-// The plain type and the schema describe the same input.
-export type ListQueryAgrees = Assert<Agree<ListQueryInput | undefined, z.input<typeof listQuerySchema>>>;
+/**
+ * Input of `listPage`: filters (`phase`, `sessionType`, and `search`, a case-insensitive part of a session id,
+ * idempotency key or session object id), one sort column (`sort`, default `lastActivityAt`, ties ordered by id;
+ * `order`, default `desc`), and a page (`limit`, 1..1000 rows, default 100; `cursor`, the previous page's `nextCursor`).
+ */
+export type ListQueryInput = NonNullable<z.input<typeof inputSchemas.listPage>>;
 
 /** One row of a session listing: a live session, or a completed one known by its receipt (`receipt: true`). */
 export interface SessionListRow {

@@ -29,24 +29,11 @@ import { SessionHistoryError, messages } from './errors.js';
 import type { CatalogEvent, SessionEvent, StartKeyEvent } from './events.js';
 import { sessionIdOfStream, sessionStream } from './ids.js';
 import {
-  appendTranscriptSchema,
-  checkpointSchema,
-  claimCommandSchema,
   commandIdSchema,
-  commandOutcomeSchema,
-  expectedVersionSchema,
-  ingressFailureSchema,
-  listOptionsSchema,
-  newCommandSchema,
-  newObjectSchema,
+  inputSchemas,
   parseInput,
   pendingIdSchema,
-  recordCompletionSchema,
-  registerSessionSchema,
-  retryIngressSchema,
   sessionIdSchema,
-  startIngressSchema,
-  startSessionSchema,
   type AppendTranscriptInput,
   type CheckpointInput,
   type ClaimCommandInput,
@@ -66,7 +53,7 @@ import type { CatalogState, LogEntry, SessionCommand, SessionRecord, SessionStre
 import { SessionProjection } from './projection.js';
 import { ProjectionCheckpoints, checkpointPolicy, type CheckpointPolicy } from './projection-checkpoints.js';
 import { ProjectionFollower } from './projection-follower.js';
-import { listPage, listQuerySchema, type ListQueryInput, type SessionPage } from './list-query.js';
+import { listPage, type ListQueryInput, type SessionPage } from './list-query.js';
 import { BackgroundCompaction, compactionPolicy, type CompactionPolicy } from './compaction.js';
 import { OpenCompactionSweep } from './open-compaction.js';
 import { ingressPolicy, type IngressPolicy } from './ingress-policy.js';
@@ -442,7 +429,7 @@ export async function openSessionHistory<S = JsonValue>(options: SessionHistoryO
   const service: SessionHistory<S> = {
     start: (input) =>
       sync(() => {
-        const parsed = parseInput(startSessionSchema, input, '');
+        const parsed = parseInput(inputSchemas.start, input, '');
         // A start's data is a value, so it is checked here, once, before any stream is touched.
         const data = nextData(parsed.data, null, checkData);
         if (data instanceof SessionHistoryError) throw data;
@@ -455,12 +442,12 @@ export async function openSessionHistory<S = JsonValue>(options: SessionHistoryO
       ),
 
     register: (input) =>
-      sync(() => parseInput(registerSessionSchema, input, '')).then((parsed) =>
+      sync(() => parseInput(inputSchemas.register, input, '')).then((parsed) =>
         run(async () => recordOf((await mutate(sessionStream(parsed.id), (state, at) => decideRegister(state, parsed, at, decisionOptions))).state)),
       ),
 
     list: (listOptions) =>
-      sync(() => parseInput(listOptionsSchema, listOptions, 'options')).then(({ phase, orderBy }) =>
+      sync(() => parseInput(inputSchemas.list, listOptions, 'options')).then(({ phase, orderBy }) =>
         run(async () => {
           await projection.catchUp();
           return projection.list(phase, orderBy);
@@ -468,7 +455,7 @@ export async function openSessionHistory<S = JsonValue>(options: SessionHistoryO
       ),
 
     listPage: (query) =>
-      sync(() => parseInput(listQuerySchema, query, 'query')).then((parsed) =>
+      sync(() => parseInput(inputSchemas.listPage, query, 'query')).then((parsed) =>
         run(async () => {
           await projection.catchUp();
           return listPage(projection.listSource(), parsed);
@@ -489,7 +476,7 @@ export async function openSessionHistory<S = JsonValue>(options: SessionHistoryO
       }),
 
     enqueue: (id, input) =>
-      sync(() => ({ stream: streamOf(id), parsed: parseInput(newCommandSchema, input, '') })).then(({ stream, parsed }) =>
+      sync(() => ({ stream: streamOf(id), parsed: parseInput(inputSchemas.enqueue, input, '') })).then(({ stream, parsed }) =>
         run(async () => {
           // One number per call, taken only by a decision that creates the command: a decision made again (after a
           // refusal on the state this process held, or a lost race) keeps it, so no number is noted that no event holds.
@@ -510,12 +497,12 @@ export async function openSessionHistory<S = JsonValue>(options: SessionHistoryO
       }),
 
     claimCommand: (commandId, claim) =>
-      sync(() => (claim === undefined ? undefined : parseInput(claimCommandSchema, claim, ''))).then((parsed) =>
+      sync(() => (claim === undefined ? undefined : parseInput(inputSchemas.claimCommand, claim, ''))).then((parsed) =>
         changeCommand(commandId, (state, id, at) => decideClaimCommand(state, id, at, parsed)),
       ),
 
     completeCommand: (commandId, input) =>
-      sync(() => parseInput(commandOutcomeSchema, input ?? {}, '')).then(({ outcome, worker }) =>
+      sync(() => parseInput(inputSchemas.completeCommand, input ?? {}, '')).then(({ outcome, worker }) =>
         changeCommand(commandId, (state, id, at) => decideCompleteCommand(state, id, outcome, at, worker)),
       ),
 
@@ -524,7 +511,7 @@ export async function openSessionHistory<S = JsonValue>(options: SessionHistoryO
     stop: (id) => change(id, (state, at) => decideStop(state, at)),
 
     appendTranscript: (id, input) =>
-      sync(() => ({ stream: streamOf(id), parsed: parseInput(appendTranscriptSchema, input, '') })).then(({ stream, parsed }) =>
+      sync(() => ({ stream: streamOf(id), parsed: parseInput(inputSchemas.appendTranscript, input, '') })).then(({ stream, parsed }) =>
         run(async () => {
           const result = await mutate(stream, (state, at) => decideAppendTranscript(state, parsed, at));
           return cloneJson(logEntry(result.state, result.state.logSize) as LogEntry);
@@ -532,7 +519,7 @@ export async function openSessionHistory<S = JsonValue>(options: SessionHistoryO
       ),
 
     stageObject: (id, input) =>
-      sync(() => ({ stream: streamOf(id), parsed: parseInput(newObjectSchema, input, '') })).then(({ stream, parsed }) =>
+      sync(() => ({ stream: streamOf(id), parsed: parseInput(inputSchemas.stageObject, input, '') })).then(({ stream, parsed }) =>
         run(() => objects.stage(stream, parsed)),
       ),
 
@@ -543,21 +530,25 @@ export async function openSessionHistory<S = JsonValue>(options: SessionHistoryO
       }).then(({ position, stream }) => run(() => objects.read(stream, position))),
 
     checkpoint: (id, input) =>
-      sync(() => parseInput(checkpointSchema, input, '')).then((parsed) => change(id, (state, at) => decideCheckpoint(state, parsed, at, decisionOptions))),
+      sync(() => parseInput(inputSchemas.checkpoint, input, '')).then((parsed) =>
+        change(id, (state, at) => decideCheckpoint(state, parsed, at, decisionOptions)),
+      ),
 
     requestIngress: (id, input) =>
-      sync(() => parseInput(checkpointSchema, input, '')).then((parsed) => change(id, (state, at) => decideRequestIngress(state, parsed, at, decisionOptions))),
+      sync(() => parseInput(inputSchemas.checkpoint, input, '')).then((parsed) =>
+        change(id, (state, at) => decideRequestIngress(state, parsed, at, decisionOptions)),
+      ),
 
     startIngress: (id, input) =>
-      sync(() => parseInput(startIngressSchema, input, '')).then((parsed) => change(id, (state, at) => decideStartIngress(state, parsed, at))),
+      sync(() => parseInput(inputSchemas.startIngress, input, '')).then((parsed) => change(id, (state, at) => decideStartIngress(state, parsed, at))),
 
     completeIngress: (id, input) =>
-      sync(() => ({ stream: streamOf(id), parsed: parseInput(expectedVersionSchema, input, '') })).then(({ stream, parsed }) =>
+      sync(() => ({ stream: streamOf(id), parsed: parseInput(inputSchemas.completeIngress, input, '') })).then(({ stream, parsed }) =>
         completeWith(stream, (state, at) => decideCompleteIngress(state, parsed, at, decisionOptions)),
       ),
 
     failIngress: (id, input) =>
-      sync(() => parseInput(ingressFailureSchema, input, '')).then((parsed) =>
+      sync(() => parseInput(inputSchemas.failIngress, input, '')).then((parsed) =>
         run(async () => {
           const result = await mutate(streamOf(id), (state, at) => decideFailIngress(state, parsed, at, decisionOptions));
           for (const stopped of ingressStops(result.state.sessionId, result.events)) observe('ingressStopped', stopped);
@@ -566,7 +557,9 @@ export async function openSessionHistory<S = JsonValue>(options: SessionHistoryO
       ),
 
     retryIngress: (id, input) =>
-      sync(() => parseInput(retryIngressSchema, input, '')).then((parsed) => change(id, (state, at) => decideRetryIngress(state, parsed, at, decisionOptions))),
+      sync(() => parseInput(inputSchemas.retryIngress, input, '')).then((parsed) =>
+        change(id, (state, at) => decideRetryIngress(state, parsed, at, decisionOptions)),
+      ),
 
     releaseInterruptedIngress: () =>
       run(async () => {
@@ -580,12 +573,12 @@ export async function openSessionHistory<S = JsonValue>(options: SessionHistoryO
       }),
 
     complete: (id, input) =>
-      sync(() => ({ stream: streamOf(id), parsed: parseInput(checkpointSchema, input, '') })).then(({ stream, parsed }) =>
+      sync(() => ({ stream: streamOf(id), parsed: parseInput(inputSchemas.checkpoint, input, '') })).then(({ stream, parsed }) =>
         completeWith(stream, (state, at) => decideComplete(state, parsed, at, decisionOptions)),
       ),
 
     recordCompletion: (input) =>
-      sync(() => parseInput(recordCompletionSchema, input, '')).then((parsed) =>
+      sync(() => parseInput(inputSchemas.recordCompletion, input, '')).then((parsed) =>
         run(async () => {
           const receipt = buildCompletionReceipt(parsed, now());
           if (receipt instanceof SessionHistoryError) throw receipt;
