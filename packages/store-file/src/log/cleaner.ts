@@ -55,6 +55,8 @@ export async function cleanSegment(fs: FileSystem, logDir: string, segment: Segm
     /** Bytes read but not decided yet (a line the last chunk cut), and the offset in the segment of the first. */
     let rest: Buffer = Buffer.alloc(0);
     let restAt = 0;
+    const ordinal = index.ordinal(segment.base);
+    const holdsEvents = new Map<string, boolean>();
     for (let offset = 0; offset < segment.size; ) {
       const chunk = await segment.read(fs, offset, Math.min(READ_BYTES, segment.size - offset));
       if (chunk.length === 0) break;
@@ -69,6 +71,7 @@ export async function cleanSegment(fs: FileSystem, logDir: string, segment: Segm
             sliceStart = performance.now();
           }
         }
+        if (isDeadAtAGlance(bytes, start, end, restAt + start, index, segment.base, ordinal, holdsEvents)) continue;
         // The lines were checked when the index read them and are copied byte for byte, so only their head is
         // read here, without the checksum (a read checks it again); a line of another shape is decoded in full.
         const head =
@@ -107,6 +110,51 @@ export async function cleanSegment(fs: FileSystem, logDir: string, segment: Segm
   remap(index, segment.base, moves);
   index.dead.delete(segment.base);
   return cleaned;
+}
+
+/** `{"stream":"` and `","r`: an event-shaped line's opening, and what follows its stream's name (`,"revision"`). */
+const STREAM_MEMBER = Buffer.from('{"stream":"');
+const AFTER_NAME = Buffer.from('","r');
+
+/**
+ * True when the line at `start` is an event-shaped line of a stream none of whose live events lie in this segment
+ * (a deleted stream, one compacted past every event here) and is not that stream's live `$snapshot` or `$deleted`
+ * record: dead, known from its stream's name alone. Most lines of a mostly dead segment are such lines; reading
+ * only the name keeps the cleaner's work per line small. Anything else is for the full decision.
+ */
+function isDeadAtAGlance(
+  bytes: Buffer,
+  start: number,
+  end: number,
+  offset: number,
+  index: StreamIndex,
+  base: number,
+  ordinal: number,
+  holdsEvents: Map<string, boolean>,
+): boolean {
+  const name = start + HASH_AND_SPACE + STREAM_MEMBER.length;
+  if (end <= name || !bytesAre(bytes, start + HASH_AND_SPACE, STREAM_MEMBER)) return false;
+  // A stream's name holds no quote and no escape (`STREAM_ID_PATTERN`), so the next quote ends it.
+  const nameEnd = bytes.indexOf(0x22, name);
+  if (nameEnd === -1 || nameEnd + AFTER_NAME.length > end || !bytesAre(bytes, nameEnd, AFTER_NAME)) return false;
+  const stream = bytes.toString('latin1', name, nameEnd);
+  const entry = index.entry(stream);
+  if (entry === undefined) return false;
+  let holds = holdsEvents.get(stream);
+  if (holds === undefined) {
+    holds = false;
+    for (let i = 0; i < entry.runs.length && !holds; i += RUN_SLOTS) holds = runAt(entry.runs, i).ordinal === ordinal;
+    holdsEvents.set(stream, holds);
+  }
+  if (holds) return false;
+  const isAt = (mark: { at: Location } | undefined) => mark !== undefined && mark.at.segment === base && mark.at.offset === offset;
+  return !isAt(entry.snapshot) && !isAt(entry.deleted);
+}
+
+/** Whether the bytes of `bytes` at `at` are `expected` (short: a loop is cheaper than `Buffer.compare` here). */
+function bytesAre(bytes: Buffer, at: number, expected: Buffer): boolean {
+  for (let i = 0; i < expected.length; i++) if (bytes[at + i] !== expected[i]) return false;
+  return true;
 }
 
 /**
