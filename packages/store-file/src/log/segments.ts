@@ -1,12 +1,18 @@
+import { readSync } from 'node:fs';
 import { join } from 'node:path';
 import { StorageError } from '@sessionfold/core/kernel';
-import { errorCode, listDir, readAll, unreadable, type FileSystem } from '../fs-layer.js';
+import { errorCode, listDir, nodeFileSystem, readAll, unreadable, type FileSystem } from '../fs-layer.js';
 
 /** Digits of a segment's or an index snapshot's name: any safe integer fits. */
 const NAME_DIGITS = 20;
 const SEGMENT_NAME = /^(\d{20})\.jsonl$/;
 /** A mark (position, offset, line) is kept at the first line at or after every this many bytes: where `readAll` starts to scan. */
 export const MARK_BYTES = 256 * 1024;
+
+/** Reads within this many bytes of a segment's end are made on the calling thread (see `Segment.read`). */
+const RECENT_BYTES = 64 * 1024;
+/** How many of the latest marked lines (each write's first) a segment remembers besides its sparse marks. */
+const RECENT_MARKS = 64;
 
 /** `n` as a segment or index snapshot name's number part. */
 export function paddedName(n: number): string {
@@ -28,6 +34,9 @@ export class Segment {
   /** The inode its read descriptor has open, once it has one. */
   ino: number | undefined;
   readonly marks: number[] = [];
+  /** The (position, offset, line) of the last `RECENT_MARKS` lines `mark` was told of, a ring. */
+  readonly #recent: number[] = [];
+  #next = 0;
   #fd: Promise<number> | undefined;
 
   /** `image`: the segment's bytes held in memory instead of a file (an older layout read as a log). */
@@ -41,13 +50,24 @@ export class Segment {
   mark(position: number, offset: number, line: number): void {
     const n = this.marks.length;
     if (n === 0 || offset - (this.marks[n - 2] as number) >= MARK_BYTES) this.marks.push(position, offset, line);
+    this.#recent[this.#next] = position;
+    this.#recent[this.#next + 1] = offset;
+    this.#recent[this.#next + 2] = line;
+    this.#next = (this.#next + 3) % (RECENT_MARKS * 3);
   }
 
-  /** Where a scan for records from `position` on may start: the offset and line of the last mark at or before it. */
+  /**
+   * Where a scan for records from `position` on may start: the offset and line of the last mark at or before it,
+   * or of a recent write's first line when one is closer (a feed reader catching up reads only what it missed).
+   */
   startFor(position: number): { offset: number; line: number } {
     let at = { offset: 0, line: 1 };
     for (let i = 0; i < this.marks.length && (this.marks[i] as number) <= position; i += 3) {
       at = { offset: this.marks[i + 1] as number, line: this.marks[i + 2] as number };
+    }
+    for (let i = 0; i < this.#recent.length; i += 3) {
+      const offset = this.#recent[i + 1] as number;
+      if ((this.#recent[i] as number) <= position && offset > at.offset) at = { offset, line: this.#recent[i + 2] as number };
     }
     return at;
   }
@@ -93,6 +113,9 @@ export class Segment {
   async read(fsl: FileSystem, offset: number, length: number): Promise<Buffer> {
     if (this.image !== undefined) return this.image.subarray(offset, Math.min(this.image.length, offset + length));
     const fd = await this.descriptor(fsl);
+    // The latest lines were just written: the page cache holds them, so the read is a copy, done inline rather
+    // than through the thread pool (a feed reader catching up with this process's own writes reads only these).
+    if (fsl === nodeFileSystem && offset >= this.size - RECENT_BYTES && length <= RECENT_BYTES) return this.#readInline(fd, offset, length);
     const bytes = Buffer.allocUnsafe(length);
     try {
       const got = await readAll(fsl, fd, bytes, offset);
@@ -100,6 +123,17 @@ export class Segment {
     } catch (cause) {
       throw unreadable(this.path, cause);
     }
+  }
+
+  #readInline(fd: number, offset: number, length: number): Buffer {
+    const bytes = Buffer.allocUnsafe(length);
+    let got = 0;
+    try {
+      for (let n = 1; got < length && n > 0; got += n) n = readSync(fd, bytes, got, length - got, offset + got);
+    } catch (cause) {
+      throw unreadable(this.path, cause);
+    }
+    return got === length ? bytes : bytes.subarray(0, got);
   }
 
   /** The same segment with nothing known of it yet (an in-memory image stays itself): for a check from scratch. */
