@@ -5,21 +5,23 @@ import {
   type AppendResult,
   ConcurrencyError,
   CorruptionError,
-  cloneJson,
-  DEFAULT_MAX_EVENT_BYTES,
   DELETED_RECORD,
   type EventStore,
   InvalidInputError,
   type JsonValue,
   type RecordedEvent,
-  readClock,
-  revisionMatches,
   SNAPSHOT_RECORD,
   type Snapshot,
   StorageError,
   StoreClosedError,
   type StreamId,
   type StreamRead,
+} from '@sessionfold/core/kernel';
+import {
+  DEFAULT_MAX_EVENT_BYTES,
+  cloneJson,
+  readClock,
+  revisionMatches,
   snapshotJson,
   type ValidatedEvent,
   validateAppend,
@@ -31,7 +33,7 @@ import {
   validateStreamId,
   validateStreamsOptions,
   validateWriteOptions,
-} from '@sessionfold/core/kernel';
+} from '@sessionfold/core/store-kit';
 
 /** Options of `jsonLinesStore`. */
 export interface JsonLinesStoreOptions {

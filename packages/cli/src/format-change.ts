@@ -1,4 +1,5 @@
-import { forEachItem, type JsonValue, type StoredEvent } from '@sessionfold/core/kernel';
+import type { JsonValue, StoredEvent } from '@sessionfold/core/kernel';
+import { forEachItem } from '@sessionfold/core/store-kit';
 import type { Output } from './output.js';
 
 /** A change of a stream or of the feed as printed: the port's RecordedEvent, or a snapshot without a position. */

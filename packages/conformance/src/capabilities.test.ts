@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_MAX_EVENT_BYTES, type EventStore } from '@sessionfold/core/kernel';
+import type { EventStore } from '@sessionfold/core/kernel';
+import { DEFAULT_MAX_EVENT_BYTES } from '@sessionfold/core/store-kit';
 import { DEFAULT_CAPABILITIES, resolveCapabilities } from './capabilities.js';
 
 describe('resolveCapabilities', () => {

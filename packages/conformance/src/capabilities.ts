@@ -1,4 +1,5 @@
-import { DEFAULT_MAX_EVENT_BYTES, type EventStore, type StoreObserver } from '@sessionfold/core/kernel';
+import type { EventStore, StoreObserver } from '@sessionfold/core/kernel';
+import { DEFAULT_MAX_EVENT_BYTES } from '@sessionfold/core/store-kit';
 import { propertyTestEnv } from './property-env.js';
 
 /**

@@ -1,13 +1,14 @@
 /**
  * What an application uses: the session service with its records, inputs and errors; the store port and its
- * errors; the memory store; folding, replaying and copying. A store author's helpers are under
- * `@sessionfold/core/kernel`; the session domain's reducer, events, schemas and naming under `@sessionfold/core/session`.
+ * errors; the memory store; folding, replaying and copying. The port's optional capabilities and versioned reducers
+ * are in `@sessionfold/core/kernel`; the session domain's reducers, stream naming and schemas in
+ * `@sessionfold/core/session`; a store author's helpers in `@sessionfold/core/store-kit` (not under semver).
  *
  * @mergeModuleWith <project>
  * @module
  */
 // `@mergeModuleWith <project>`: the root entry point's names are documented on the package's own page
-// (`@sessionfold/core`), beside its `kernel` and `session` modules, instead of in a module without a name.
+// (`@sessionfold/core`), beside its `kernel`, `session` and `store-kit` modules, instead of in a module without a name.
 
 export {
   ConcurrencyError,
@@ -48,16 +49,12 @@ export {
   type StoredStreamRead,
   type StreamRead,
 } from './kernel/port.js';
-export { MAX_JSON_DEPTH } from './kernel/json.js';
-export { DEFAULT_MAX_EVENT_BYTES, STREAM_ID_PATTERN } from './kernel/validate.js';
 export { memoryStore, type MemoryStoreOptions } from './kernel/memory-store.js';
 export {
   compactStream,
-  compactStreamKeeping,
   copyStore,
   foldStream,
   type AbortOptions,
-  type CompactionReport,
   type CopyOptions,
   type CopyReport,
   type FoldedStream,
@@ -71,17 +68,16 @@ export { openSessionHistory, type Created, type SessionHistory, type SessionHist
 export { SessionHistoryError, type SessionHistoryErrorCode } from './session/errors.js';
 export { replaySession, type ReplayOptions } from './session/replay.js';
 export { LIST_SORT_KEYS, type ListQueryInput, type ListSortKey, type SessionListRow, type SessionPage } from './session/list-query.js';
-export { DEFAULT_COMPACTION_POLICY, type CompactionObservation, type CompactionPolicy } from './session/compaction.js';
-export {
-  DEFAULT_CHECKPOINT_POLICY,
-  type CheckpointIgnoredObservation,
-  type CheckpointLoadObservation,
-  type CheckpointPolicy,
-  type CheckpointSaveObservation,
+export type { CompactionObservation, CompactionPolicy } from './session/compaction.js';
+export type {
+  CheckpointIgnoredObservation,
+  CheckpointLoadObservation,
+  CheckpointPolicy,
+  CheckpointSaveObservation,
 } from './session/projection-checkpoints.js';
 export type { CheckpointIgnoredReason } from './session/projection-image.js';
 export type { CatchUpObservation } from './session/projection.js';
-export { DEFAULT_INGRESS_POLICY, type IngressPolicy } from './session/ingress-policy.js';
+export type { IngressPolicy } from './session/ingress-policy.js';
 export type { IngressStoppedObservation, SessionHistoryObserver } from './session/observer.js';
 export type { StoredObject } from './session/view.js';
 export type { DataValidator } from './session/data.js';
@@ -101,14 +97,12 @@ export type {
   SessionSummaryState,
   StagedObject,
   TranscriptEntry,
-  TranscriptRole,
 } from './session/types.js';
 export type {
   AppendTranscriptInput,
   CheckpointInput,
   ClaimCommandInput,
   CommandOutcomeInput,
-  CompletionReceiptInput,
   ExpectedVersionInput,
   IngressFailureInput,
   ListOptionsInput,

@@ -1,4 +1,5 @@
-import { readJson, type JsonObject, type JsonValue } from '@sessionfold/core/kernel';
+import type { JsonObject, JsonValue } from '@sessionfold/core/kernel';
+import { readJson } from '@sessionfold/core/store-kit';
 import { z } from 'zod';
 
 export type { JsonObject, JsonValue } from '@sessionfold/core/kernel';

@@ -1,14 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import {
-  CorruptionError,
-  StorageError,
-  validateCheckpointData,
-  validateCheckpointName,
-  validateNewCheckpointName,
-  type CheckpointData,
-  type CheckpointSlot,
-} from '@sessionfold/core/kernel';
+import { CorruptionError, StorageError, type CheckpointData, type CheckpointSlot } from '@sessionfold/core/kernel';
+import { validateCheckpointData, validateCheckpointName, validateNewCheckpointName } from '@sessionfold/core/store-kit';
 import { writeFileAtomic } from '@sessionfold/atomic-write';
 import { atomicWriteFs, errorCode, listDir, unlinkIfPresent, type FileSystem } from './fs-layer.js';
 import { decodeLine, frameLine, sha256Hex } from './journal-codec.js';

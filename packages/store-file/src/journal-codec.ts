@@ -1,5 +1,6 @@
 import * as crypto from 'node:crypto';
-import { isEventSchemaVersion, type JsonValue } from '@sessionfold/core/kernel';
+import type { JsonValue } from '@sessionfold/core/kernel';
+import { isEventSchemaVersion } from '@sessionfold/core/store-kit';
 import { readCanonicalHead } from './canonical-head.js';
 
 /**

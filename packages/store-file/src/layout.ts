@@ -1,5 +1,5 @@
 import { isTemporaryName } from '@sessionfold/atomic-write';
-import { validateCheckpointName } from '@sessionfold/core/kernel';
+import { validateCheckpointName } from '@sessionfold/core/store-kit';
 import { join, resolve } from 'node:path';
 
 /**

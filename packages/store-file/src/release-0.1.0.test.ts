@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openSessionHistory, type EventStore, type RecordedEvent } from '@sessionfold/core';
-import { toStoredEvent } from '@sessionfold/core/kernel';
+import { toStoredEvent } from '@sessionfold/core/store-kit';
 import { fileStore } from './index.js';
 import { asReleased, collect, freshDir } from './test-support.fixture.js';
 

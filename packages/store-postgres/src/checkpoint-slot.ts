@@ -1,13 +1,7 @@
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
-import {
-  CorruptionError,
-  validateCheckpointData,
-  validateCheckpointName,
-  validateNewCheckpointName,
-  type CheckpointData,
-  type CheckpointSlot,
-} from '@sessionfold/core/kernel';
+import { CorruptionError, type CheckpointData, type CheckpointSlot } from '@sessionfold/core/kernel';
+import { validateCheckpointData, validateCheckpointName, validateNewCheckpointName } from '@sessionfold/core/store-kit';
 import type { QueryArrayConfig, QueryConfig } from 'pg';
 import type { Queries } from './queries.js';
 

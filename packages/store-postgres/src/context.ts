@@ -1,4 +1,5 @@
-import type { ChangeSignal, CorruptionError } from '@sessionfold/core/kernel';
+import type { CorruptionError } from '@sessionfold/core/kernel';
+import type { ChangeSignal } from '@sessionfold/core/store-kit';
 import type { QueryArrayConfig, QueryConfig } from 'pg';
 import type { StoreConfig } from './options.js';
 import type { PgPool } from './pool.js';

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { ChangeSignal } from '@sessionfold/core/kernel';
+import type { ChangeSignal } from '@sessionfold/core/store-kit';
 import type { PgPool } from './pool.js';
 
 /** How long after a lost listening connection the next attempt is made (followers poll meanwhile). */

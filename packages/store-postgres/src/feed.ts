@@ -1,3 +1,4 @@
+import type { EventStore } from '@sessionfold/core/kernel';
 import {
   PagedEvents,
   eventFromRow,
@@ -6,8 +7,7 @@ import {
   validateFollowOptions,
   validateReadAllOptions,
   type EventRow,
-  type EventStore,
-} from '@sessionfold/core/kernel';
+} from '@sessionfold/core/store-kit';
 import type { StoreContext } from './context.js';
 import { transientFailure } from './errors.js';
 import { FeedListener } from './feed-listener.js';

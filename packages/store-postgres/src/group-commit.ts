@@ -1,4 +1,5 @@
-import { ConcurrencyError, InvalidInputError, type AppendResult, type ExpectedRevision, type StreamId, type ValidatedEvent } from '@sessionfold/core/kernel';
+import { ConcurrencyError, InvalidInputError, type AppendResult, type ExpectedRevision, type StreamId } from '@sessionfold/core/kernel';
+import type { ValidatedEvent } from '@sessionfold/core/store-kit';
 
 /** One append waiting for the next shared round trip: exactly what validation read, written as it is. */
 export interface AppendJob {

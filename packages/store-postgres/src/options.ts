@@ -1,4 +1,5 @@
-import { DEFAULT_MAX_EVENT_BYTES, InvalidInputError, storeObserverOf, type ObserverCall, type StoreObserver } from '@sessionfold/core/kernel';
+import { InvalidInputError, type StoreObserver } from '@sessionfold/core/kernel';
+import { DEFAULT_MAX_EVENT_BYTES, storeObserverOf, type ObserverCall } from '@sessionfold/core/store-kit';
 import type { PgPool } from './pool.js';
 
 /** Options of `postgresStore`: exactly one of `connectionString` and `pool`. */

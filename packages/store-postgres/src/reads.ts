@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
+import { ConcurrencyError, CorruptionError, type EventStore, type Snapshot, type StreamId } from '@sessionfold/core/kernel';
 import {
-  ConcurrencyError,
-  CorruptionError,
   PagedEvents,
   StreamPageRows,
   eventFromRow,
@@ -11,12 +10,9 @@ import {
   validateStreamId,
   validateStreamsOptions,
   type EventRow,
-  type EventStore,
   type PagedRead,
-  type Snapshot,
-  type StreamId,
   type StreamPageColumns,
-} from '@sessionfold/core/kernel';
+} from '@sessionfold/core/store-kit';
 import type { StoreContext } from './context.js';
 import { PAGE_SIZE } from './queries.js';
 

@@ -1,9 +1,7 @@
 import {
-  ChangeSignal,
   CorruptionError,
   StorageError,
   StoreClosedError,
-  validateSignalOption,
   type CheckpointSlot,
   type CompleteEventStore,
   type FeedRecord,
@@ -12,6 +10,7 @@ import {
   type VerifyOptions,
   type VerifyReport,
 } from '@sessionfold/core/kernel';
+import { ChangeSignal, validateSignalOption } from '@sessionfold/core/store-kit';
 import type { PoolClient, QueryArrayConfig, QueryConfig } from 'pg';
 import { createCheckpointSlot } from './checkpoint-slot.js';
 import type { StoreContext } from './context.js';

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { validateSnapshot, type VerifyCode, type VerifyProblem, type VerifyReport, type VerifySeverity } from '@sessionfold/core/kernel';
+import type { VerifyCode, VerifyProblem, VerifyReport, VerifySeverity } from '@sessionfold/core/kernel';
+import { validateSnapshot } from '@sessionfold/core/store-kit';
 import type { PoolClient } from 'pg';
 import { queryTypes } from './queries.js';
 import { Kind, quoted } from './schema.js';

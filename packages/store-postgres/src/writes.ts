@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
+import { ConcurrencyError, InvalidInputError, type EventStore, type ExpectedRevision } from '@sessionfold/core/kernel';
 import {
-  ConcurrencyError,
-  InvalidInputError,
   eventBytes,
   readClock,
   snapshotJson,
@@ -10,10 +9,8 @@ import {
   validateSnapshot,
   validateStreamId,
   validateWriteOptions,
-  type EventStore,
-  type ExpectedRevision,
   type ValidatedAppend,
-} from '@sessionfold/core/kernel';
+} from '@sessionfold/core/store-kit';
 import type { StoreContext } from './context.js';
 import { GroupCommit, type AppendJob, type JobAnswer } from './group-commit.js';
 

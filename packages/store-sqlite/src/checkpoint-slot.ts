@@ -1,12 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import {
-  CorruptionError,
-  validateCheckpointData,
-  validateCheckpointName,
-  validateNewCheckpointName,
-  type CheckpointData,
-  type CheckpointSlot,
-} from '@sessionfold/core/kernel';
+import { CorruptionError, type CheckpointData, type CheckpointSlot } from '@sessionfold/core/kernel';
+import { validateCheckpointData, validateCheckpointName, validateNewCheckpointName } from '@sessionfold/core/store-kit';
 import type { SqliteDatabase } from './database.js';
 
 /**

@@ -1,15 +1,5 @@
-import {
-  ConcurrencyError,
-  CorruptionError,
-  EVENT_ROW_COLUMN,
-  PagedEvents,
-  StreamPageRows,
-  type StreamPageRow,
-  type PagedRead,
-  type EventRow,
-  type Snapshot,
-  type StreamId,
-} from '@sessionfold/core/kernel';
+import { ConcurrencyError, CorruptionError, type Snapshot, type StreamId } from '@sessionfold/core/kernel';
+import { EVENT_ROW_COLUMN, PagedEvents, StreamPageRows, type StreamPageRow, type PagedRead, type EventRow } from '@sessionfold/core/store-kit';
 import type { SqliteStatement } from './database.js';
 import type { Statements } from './statements.js';
 

@@ -1,10 +1,7 @@
 import { createHash } from 'node:crypto';
+import { CorruptionError, InvalidInputError, StorageError, StoreClosedError, type CompleteEventStore, type StoreStatus } from '@sessionfold/core/kernel';
 import {
   eventBytes,
-  CorruptionError,
-  InvalidInputError,
-  StorageError,
-  StoreClosedError,
   readClock,
   snapshotJson,
   validateAppend,
@@ -21,10 +18,8 @@ import {
   storedEventFromRow,
   followFeed,
   validateFollowOptions,
-  type CompleteEventStore,
-  type StoreStatus,
   type ValidatedAppend,
-} from '@sessionfold/core/kernel';
+} from '@sessionfold/core/store-kit';
 import { createCheckpointSlot, ensureStoreId } from './checkpoint-slot.js';
 import { openConnection } from './connection.js';
 import { guarded, transientFailure, translateError } from './errors.js';

@@ -3,12 +3,11 @@ import {
   DELETED_RECORD,
   InvalidInputError,
   SNAPSHOT_RECORD,
-  revisionMatches,
   type AppendResult,
   type ExpectedRevision,
   type StreamId,
-  type ValidatedEvent,
 } from '@sessionfold/core/kernel';
+import { revisionMatches, type ValidatedEvent } from '@sessionfold/core/store-kit';
 import { sqliteCode } from './errors.js';
 import { Kind } from './schema.js';
 import type { Statements } from './statements.js';

@@ -1,7 +1,8 @@
 import { rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { forEachItem, type EventStore, type StoredEvent } from '@sessionfold/core/kernel';
+import type { EventStore, StoredEvent } from '@sessionfold/core/kernel';
+import { forEachItem } from '@sessionfold/core/store-kit';
 import { z } from 'zod';
 import { contextOf, withStore } from '../context.js';
 import { createOutputFile, refuseExisting } from '../files.js';

@@ -1,15 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { AsyncCommand } from 'fast-check';
 import { expect } from 'vitest';
-import {
-  InvalidInputError,
-  revisionMatches,
-  type EventStore,
-  type ExpectedRevision,
-  type JsonValue,
-  type NewEvent,
-  type Snapshot,
-} from '@sessionfold/core/kernel';
+import { InvalidInputError, type EventStore, type ExpectedRevision, type JsonValue, type NewEvent, type Snapshot } from '@sessionfold/core/kernel';
+import { revisionMatches } from '@sessionfold/core/store-kit';
 import { viewsFromReads } from '../feed-consumer.js';
 import { listBlobs, listStreams, readFeed, readStream } from '../support.js';
 import { errorShape, feedWithRanks, outcomeShape, recordShape, settle, type Outcome } from './outcome.js';

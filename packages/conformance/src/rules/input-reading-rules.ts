@@ -1,5 +1,6 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { InvalidInputError, MAX_JSON_DEPTH, type EventStore, type JsonValue, type NewEvent, type Snapshot } from '@sessionfold/core/kernel';
+import { InvalidInputError, type EventStore, type JsonValue, type NewEvent, type Snapshot } from '@sessionfold/core/kernel';
+import { MAX_JSON_DEPTH } from '@sessionfold/core/store-kit';
 import { appendTypes, expectInvalid, listStreams, observe, skipWithout, readFeed, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
 
 /** `levels` arrays nested in each other around a 0: `nested(2)` is `[[0]]`. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { copyStore, MAX_EVENT_SCHEMA_VERSION, memoryStore, type NewEvent } from '@sessionfold/core/kernel';
+import { copyStore, memoryStore, type NewEvent } from '@sessionfold/core/kernel';
+import { MAX_EVENT_SCHEMA_VERSION } from '@sessionfold/core/store-kit';
 import { expectInvalid, observe, skipWithout, readFeed, readStream, snapshotOf, streamId, type SuiteContext } from '../support.js';
 
 /** Event schema versions: stored as given (1 when left out), returned by every read, carried by a copy. */

@@ -1,5 +1,6 @@
 import { describe, expect, it, type TestContext } from 'vitest';
-import { toStoredEvent, type EventStore, type NewEvent, type StoredEvent, type StreamId } from '@sessionfold/core/kernel';
+import type { EventStore, NewEvent, StoredEvent, StreamId } from '@sessionfold/core/kernel';
+import { toStoredEvent } from '@sessionfold/core/store-kit';
 import { expectClosed, expectInvalid, readFeed, readStream, skipWithoutMember, snapshotOf, streamId, type SuiteContext } from '../support.js';
 
 /** Data whose JSON text is easy to get wrong: integer-like keys, escapes, non-ASCII, numbers at the edges, nesting. */

@@ -1,14 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  compactStream,
-  compactStreamKeeping,
-  copyStore,
-  foldStream,
-  InvalidInputError,
-  memoryStore,
-  type EventStore,
-  type StreamReducer,
-} from '@sessionfold/core';
+import { compactStream, copyStore, foldStream, InvalidInputError, memoryStore, type EventStore, type StreamReducer } from '@sessionfold/core';
+import { compactStreamKeeping } from './fold.js';
 
 /** Counts events; `onApply` runs before each one is applied. */
 const counter = (onApply: (n: number) => void = () => undefined): StreamReducer<number> => ({

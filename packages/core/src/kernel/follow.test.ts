@@ -1,14 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  ChangeSignal,
-  CorruptionError,
-  followFeed,
-  StorageError,
-  StoreClosedError,
-  type ObserverCall,
-  type RecordedEvent,
-  type StoreObserver,
-} from '@sessionfold/core/kernel';
+import { CorruptionError, StorageError, StoreClosedError, type RecordedEvent, type StoreObserver } from '@sessionfold/core/kernel';
+import { ChangeSignal, followFeed, type ObserverCall } from '@sessionfold/core/store-kit';
 
 const record = (position: number): RecordedEvent => ({
   streamId: 's',

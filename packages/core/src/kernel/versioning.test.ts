@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import {
-  checkSnapshotIdentity,
   compactStream,
   CorruptionError,
   foldStream,
@@ -15,6 +14,7 @@ import {
   type RecordedEvent,
   type StreamReducer,
 } from '@sessionfold/core/kernel';
+import { checkSnapshotIdentity } from './fold.js';
 
 /**
  * A tally in three state versions: v1 `{ n }`, v2 `{ count }`, v3 `{ count, seen: [types] }`. Event `Added`

@@ -1,6 +1,11 @@
-// `@sessionfold/core/session`: the session domain for tools and extenders — the reducers, the events and their
-// zod schemas, the materialised view, stream naming and the policies' constants. zod is a peer of this subpath:
-// its schemas are zod 4 schemas. The service itself and its plain types are exported from the package root.
+/**
+ * The session domain for tools that read its streams: the reducers that fold a session's, the catalog's and a start
+ * key's stream, stream naming and derived ids, the materialised record, the input schemas the service parses with
+ * and the record schemas. zod is a peer of this subpath: its schemas are zod 4 schemas. The service itself and its
+ * plain types are exported from the package root.
+ *
+ * @module
+ */
 
 export {
   CATALOG_STREAM,
@@ -9,51 +14,15 @@ export {
   START_KEY_STREAM_PREFIX,
   commandIdFor,
   isUuid,
-  legacySessionIdForStart,
   sessionIdForStart,
-  sessionIdOfStream,
   sessionStream,
   startKeyStream,
   uuidV5,
 } from './ids.js';
+export type { StartKeyEvent } from './events.js';
+export { catalogReducer, sessionReducer, sessionSummaryReducer, startKeyReducer } from './reducer.js';
 export {
-  catalogEventSchemas,
-  parseCatalogEvent,
-  parseSessionEvent,
-  parseStartKeyEvent,
-  sessionEvent,
-  sessionEventSchemas,
-  startKeyEventSchemas,
-  type CatalogEvent,
-  type SessionEvent,
-  type SessionEventData,
-  type SessionEventType,
-  type StartKeyEvent,
-} from './events.js';
-export {
-  CATALOG_STATE_SCHEMA_VERSION,
-  SESSION_STATE_SCHEMA_VERSION,
-  START_KEY_STATE_SCHEMA_VERSION,
-  applyCatalogEvent,
-  applySessionEvent,
-  applyStartKeyEvent,
-  catalogReducer,
-  initialCatalogState,
-  initialSessionState,
-  initialStartKeyState,
-  logEntries,
-  sessionReducer,
-  sessionSummaryReducer,
-  startKeyReducer,
-} from './reducer.js';
-export {
-  FIRST_USER_MESSAGE_LIMIT,
-  INGRESS_FAILURE_LIMIT,
-  INGRESS_RETRY_DELAY_SECONDS,
-  LOG_ROLES,
   PHASES,
-  RETAINED_INGRESS_FAILURES,
-  TRANSCRIPT_ROLES,
   catalogStateSchema,
   completionReceiptSchema,
   ingressFailureEntrySchema,
@@ -61,14 +30,12 @@ export {
   phaseSchema,
   sessionCommandSchema,
   sessionStreamStateSchema,
-  startKeyBindingSchema,
   startKeyStateSchema,
   type CatalogState,
   type SessionStreamState,
-  type StartKeyBinding,
   type StartKeyState,
 } from './model.js';
 export { inputSchemas } from './inputs.js';
-export { DEFAULT_CONTROL_STATE_KEYS, controlState } from './control-state.js';
+export { controlState } from './control-state.js';
 export { decideReleaseStartKey, isOpenCommand } from './decisions.js';
-export { materialise, receiptRecord, summaryRecord, transcriptEntry, transcriptText } from './view.js';
+export { materialise } from './view.js';

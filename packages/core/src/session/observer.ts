@@ -21,7 +21,7 @@ export interface SessionHistoryObserver {
   /**
    * The cross-session projection applied `changes` feed records (its lag), reaching feed `position`: a catch-up a
    * call asked for (`source: 'catch-up'`), or records the store's `follow` pushed (`source: 'follow'`). This
-   * service's own appends, taken as they commit, are not counted: they were never behind.
+   * service's own appends reach it the same way and are counted alike.
    */
   projectionCaughtUp?(catchUp: CatchUpObservation): void;
   /** The open started from the checkpoint saved at feed `position`, and read only the feed after it. */

@@ -29,26 +29,23 @@ async function workOn(history: Awaited<ReturnType<typeof openTestHistory>>['hist
   await history.checkpoint(session.id, { expectedVersion: (await history.get(session.id)).version, state: { step: 1 } });
 }
 
-describe("the projection takes the service's own appends", () => {
-  it('as they commit, so queries read nothing back from the feed and answer as a service that read it all', async () => {
-    const { store, recordsRead } = countingFeed(memoryStore());
+describe("the projection takes the service's own appends from the feed", () => {
+  it('so its queries answer as those of a service that read them all', async () => {
+    const store = memoryStore();
     const { history } = await openArchiveHistory({ store, follow: false, compaction: false });
     for (const key of ['a', 'b', 'c']) await workOn(history, key);
     const listed = await history.list();
     const heads = await history.commandHeads();
-    expect(recordsRead()).toBe(0);
     expect(heads.map((head) => head.idempotencyId).sort()).toEqual(['a-next', 'b-next', 'c-next']);
 
     const { history: fresh } = await openArchiveHistory({ store, follow: false, compaction: false });
-    expect(recordsRead()).toBeGreaterThan(0);
     expect(await fresh.list()).toEqual(listed);
     expect(await fresh.commandHeads()).toEqual(heads);
     await Promise.all([history.close(), fresh.close()]);
   });
 
-  it('in position order when appends to two streams commit in the opposite order', async () => {
-    const inner = memoryStore();
-    const { store, recordsRead } = countingFeed(inner);
+  it('also when appends to two streams answer in the opposite order to their commits', async () => {
+    const store = memoryStore();
     let holdFirst: Promise<void> | undefined;
     let releaseFirst: () => void = () => undefined;
     // The first append of the race reaches the store first but answers only after the second one has.
@@ -72,7 +69,6 @@ describe("the projection takes the service's own appends", () => {
     await first;
     const listed = await history.list();
     expect(listed.length).toBe(before.length + 2);
-    expect(recordsRead()).toBe(0);
 
     const { history: fresh } = await openArchiveHistory({ store, follow: false, compaction: false });
     expect(await fresh.list()).toEqual(listed);

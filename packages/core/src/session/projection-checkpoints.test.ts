@@ -144,12 +144,15 @@ describe('projection checkpoints', () => {
 
   it('with more sessions than half of everyChanges, saves twice as many changes apart as there are sessions', async () => {
     const store = memoryStore();
-    const { history, calls } = await open(store, { checkpoints: { everyChanges: 1 } });
+    // Without the follow, each catch-up below applies exactly the change before it.
+    const { history, calls } = await open(store, { checkpoints: { everyChanges: 1 }, follow: false });
     const sessions = await Promise.all(Array.from({ length: 10 }, (_, index) => startConversation(history, `spaced-${index}`)));
+    await history.health();
     await new Promise((resolve) => setTimeout(resolve, 20));
     const before = of(calls, 'checkpointSaved').length;
     for (let line = 0; line < 100; line++) {
       await history.appendTranscript((sessions[line % sessions.length] as { id: string }).id, { role: 'user-message', text: `line ${line}` });
+      await history.health();
       // Each save runs to its end before the next change, so only the rule decides when the next one starts.
       await new Promise((resolve) => setImmediate(resolve));
     }

@@ -7,8 +7,7 @@ import { isOpenCommand } from './decisions.js';
 import { SessionHistoryError, messages } from './errors.js';
 import type { CatalogState, Phase, SessionCommand, SessionStreamState, SessionSummary } from './model.js';
 import type { FeedMark, ProjectedStream, ProjectionImage } from './projection-image.js';
-import type { OwnAppend } from './stream-writer.js';
-import { catalogReducer, sessionSummaryReducer, withoutLog } from './reducer.js';
+import { catalogReducer, sessionSummaryReducer } from './reducer.js';
 import { StartKeyIndex } from './start-key-index.js';
 import { listedEntries, type ListSource } from './list-query.js';
 import { receiptRecord, summaryRecord } from './view.js';
@@ -28,10 +27,10 @@ export interface CatchUpObservation {
 }
 
 /**
- * The service's in-memory view across sessions: every session's record and commands (not its log) and
- * the catalog, with an index by command id. It follows the store's change feed
- * (`readAll`), so writes by other processes are seen on the next `catchUp`, and each query costs only
- * the changes since the last one.
+ * The service's in-memory view across sessions: every session's record and commands (not its log) and the
+ * catalog, with an index by command id. Every change reaches it one way, from the store's change feed (`readAll`
+ * on each `catchUp`, and the store's `follow` in the background), this service's own writes as any other
+ * process's, so each query costs only the changes since the last one.
  */
 export class SessionProjection {
   readonly #store: EventStore;
@@ -42,25 +41,18 @@ export class SessionProjection {
   /** Commands noted since the last catch-up began: the catch-up indexes them (or their deletion). */
   readonly #noted = new Map<string, StreamId>();
   #highestEnqueueOrder = 0;
-  /** Per session stream, the feed position of the last event of the history its state folds, where known. */
-  readonly #lastApplied = new Map<StreamId, number>();
   #lastPosition = 0;
   #last: FeedMark | null = null;
   #queue: Promise<void> = Promise.resolve();
-  /** This service's appends that came in ahead of one still to be applied: tried again after each one applied. */
-  #early: { stream: StreamId; append: OwnAppend }[] = [];
-  #earlyEvents = 0;
   /** Fired by `stop`: catch-ups end between two records, so closing never waits for a long one. */
   readonly #stopping = new AbortController();
 
   readonly #caughtUp: (catchUp: CatchUpObservation) => void;
-  readonly #appliedOwn: (changes: number) => void;
 
-  /** `caughtUp` hears of every catch-up that applied changes; `appliedOwn` of the changes `applyOwn` applied. */
-  constructor(store: EventStore, caughtUp: (catchUp: CatchUpObservation) => void = () => undefined, appliedOwn: (changes: number) => void = () => undefined) {
+  /** `caughtUp` hears of every catch-up (or batch of followed changes) that applied changes. */
+  constructor(store: EventStore, caughtUp: (catchUp: CatchUpObservation) => void = () => undefined) {
     this.#store = store;
     this.#caughtUp = caughtUp;
-    this.#appliedOwn = appliedOwn;
   }
 
   /** The last feed position applied. */
@@ -92,7 +84,6 @@ export class SessionProjection {
     this.#sessions.clear();
     this.#commandStreams.clear();
     this.#startKeys.clear();
-    this.#lastApplied.clear();
     this.#highestEnqueueOrder = image.highestEnqueueOrder;
     for (const [stream, projected] of image.sessions) {
       this.#sessions.set(stream, projected);
@@ -134,119 +125,8 @@ export class SessionProjection {
           changes++;
         }
       }
-      if (this.#early.length > 0) await this.#retryEarly();
       if (changes > 0) this.#caughtUp({ changes, position: this.#lastPosition, durationMs: performance.now() - started, source: 'follow' });
     });
-  }
-
-  /**
-   * Applies an append of this service, in the catch-ups' queue, without reading the feed — but only where the
-   * feed could hold nothing else: when its events fill exactly the positions between the one reached and the
-   * append's last (positions increase strictly, so no other change fits in between). One that came in ahead
-   * of an earlier one waits for it (a few are kept); anything else is left for the feed to bring.
-   */
-  applyOwn(stream: StreamId, append: OwnAppend): void {
-    void this.#enqueue(async () => {
-      if (this.#stopping.signal.aborted) return;
-      if (!(await this.#applyOwnAt(stream, append))) {
-        this.#early.push({ stream, append });
-        this.#earlyEvents += append.events.length;
-        while (this.#early.length > MAX_EARLY || this.#earlyEvents > MAX_EARLY_EVENTS) this.#dropEarly(0);
-        return;
-      }
-      await this.#retryEarly();
-      // A failure (a reducer refusing an event, a fold after a gap) is the feed's to report: the next catch-up reads
-      // the same records from the position this one stopped at, and fails or applies them there.
-    }).catch(() => undefined);
-  }
-
-  /** Applies the early appends that fit now, and lets go of those the projection has passed. */
-  async #retryEarly(): Promise<void> {
-    for (let index = 0; index < this.#early.length; ) {
-      const early = this.#early[index] as { stream: StreamId; append: OwnAppend };
-      if (early.append.position <= this.#lastPosition) this.#dropEarly(index);
-      else if (await this.#applyOwnAt(early.stream, early.append)) {
-        this.#dropEarly(index);
-        index = 0;
-      } else index++;
-    }
-  }
-
-  #dropEarly(index: number): void {
-    const [dropped] = this.#early.splice(index, 1);
-    if (dropped) this.#earlyEvents -= dropped.append.events.length;
-  }
-
-  /** Applies `append` if it is next in the feed; whether it is no longer waiting (applied, or passed by the feed). */
-  async #applyOwnAt(stream: StreamId, append: OwnAppend): Promise<boolean> {
-    const { events, position, revision } = append;
-    if (position <= this.#lastPosition) return true;
-    if (position - this.#lastPosition !== events.length) return false;
-    if (this.#takeState(stream, append)) {
-      this.#appliedOwn(events.length);
-      return true;
-    }
-    // Not the store's commit time (an append does not return it): no projected reducer reads `recordedAt`, and one
-    // that did would have to take this service's own appends from the feed instead.
-    const recordedAt = append.decidedAt.toISOString();
-    const first = revision - events.length + 1;
-    for (const [index, event] of events.entries()) {
-      const record: RecordedEvent = {
-        type: event.type,
-        data: event.data,
-        streamId: stream,
-        schemaVersion: event.schemaVersion ?? 1,
-        revision: first + index,
-        position: this.#lastPosition + 1,
-        recordedAt,
-      };
-      await this.#apply(record);
-    }
-    this.#appliedOwn(events.length);
-    return true;
-  }
-
-  /**
-   * Takes the state the writer folded for `append` when the writer decided on the very history the projection
-   * holds: the same fold the projection would make of the same events, without parsing and applying them again.
-   * The proof is the position of the last event folded on both sides, not the revision alone: a writer's cached
-   * state of a stream another process deleted and wrote again up to the same revision has the old positions.
-   * Session streams only (the catalog is appended with event ids, and nothing else is projected).
-   */
-  #takeState(stream: StreamId, append: OwnAppend): boolean {
-    const { events, revision, position } = append;
-    const last = events[events.length - 1];
-    if (!last || !stream.startsWith(SESSION_STREAM_PREFIX) || sessionIdOfStream(stream) === undefined) return false;
-    const base = revision - events.length;
-    const previous = this.#sessions.get(stream);
-    const sameHistory =
-      previous === undefined
-        ? base === 0 && append.basePosition === undefined
-        : previous.revision === base && append.basePosition !== undefined && append.basePosition === this.#lastApplied.get(stream);
-    if (!sameHistory) return false;
-    this.#replaceSession(stream, previous, { revision, state: withoutLog(append.state as SessionStreamState) }, position);
-    this.#lastPosition = position;
-    this.#last = { position, streamId: stream, revision, type: last.type };
-    return true;
-  }
-
-  /**
-   * Puts `next` in place of `previous` (removing the session when `next` is undefined), with its command index and
-   * the feed position of the last event its state folds (`lastEvent`, when known).
-   */
-  #replaceSession(
-    stream: StreamId,
-    previous: ProjectedStream<SessionStreamState> | undefined,
-    next: ProjectedStream<SessionStreamState> | undefined,
-    lastEvent: number | undefined,
-  ): void {
-    this.#unindex(stream, previous, next);
-    if (next) this.#sessions.set(stream, next);
-    else this.#sessions.delete(stream);
-    this.#index(stream, previous, next);
-    this.#startKeys.update(stream, next?.state);
-    if (next && lastEvent !== undefined) this.#lastApplied.set(stream, lastEvent);
-    else this.#lastApplied.delete(stream);
   }
 
   #enqueue(task: () => Promise<void>): Promise<void> {
@@ -384,7 +264,6 @@ export class SessionProjection {
       changes++;
     }
     for (const commandId of noted) this.#noted.delete(commandId);
-    if (this.#early.length > 0) await this.#retryEarly();
     if (changes > 0) this.#caughtUp({ changes, position: this.#lastPosition, durationMs: performance.now() - started, source: 'catch-up' });
   }
 
@@ -397,9 +276,13 @@ export class SessionProjection {
     } else if (stream.startsWith(SESSION_STREAM_PREFIX) && sessionIdOfStream(stream) !== undefined) {
       const previous = this.#sessions.get(stream);
       const next = await this.#follow(stream, previous, sessionSummaryReducer, record);
-      // A snapshot, or a fold after a gap, ends at no event this record names: the last position is then unknown.
-      const ends = record.type !== SNAPSHOT_RECORD && next?.revision === record.revision ? record.position : undefined;
-      if (next !== previous) this.#replaceSession(stream, previous, next, ends);
+      if (next !== previous) {
+        this.#unindex(stream, previous, next);
+        if (next) this.#sessions.set(stream, next);
+        else this.#sessions.delete(stream);
+        this.#index(stream, previous, next);
+        this.#startKeys.update(stream, next?.state);
+      }
     }
     this.#lastPosition = record.position;
     this.#last = { position: record.position, streamId: stream, revision: record.revision, type: record.type };
@@ -456,11 +339,6 @@ function extendsCommands(previous: SessionStreamState, next: SessionStreamState)
   const count = previous.commands.length;
   return next.commands.length >= count && (count === 0 || next.commands[count - 1]?.id === previous.commands[count - 1]?.id);
 }
-
-/** This service's appends kept while an earlier one is still to be applied. */
-const MAX_EARLY = 64;
-/** ...and at most this many events in all. */
-const MAX_EARLY_EVENTS = 1024;
 
 function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;

@@ -299,7 +299,7 @@ export const sessionSummaryReducer: StreamReducer<SessionStreamState> = {
 };
 
 /** A session's state as the summary reducer folds it: the full state without the log's entries or the application's data. */
-export function withoutLog(state: SessionStreamState): SessionStreamState {
+function withoutLog(state: SessionStreamState): SessionStreamState {
   return state.log.length === 0 && state.data === null ? state : { ...state, log: [], data: null };
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { compactStreamKeeping, memoryStore } from '../kernel/index.js';
+import { compactStreamKeeping } from '../kernel/fold.js';
+import { memoryStore } from '../kernel/index.js';
 import { sessionStream } from './ids.js';
 import { sessionReducer } from './reducer.js';
 import { replaySession } from './replay.js';

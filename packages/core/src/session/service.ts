@@ -1,70 +1,30 @@
-import { InvalidInputError } from '../kernel/errors.js';
-import { cloneJson, type JsonValue } from '../kernel/json.js';
+import type { JsonValue } from '../kernel/json.js';
+import type { StreamReducer } from '../kernel/fold.js';
 import type { EventStore, StreamId } from '../kernel/port.js';
-import { DEFAULT_CONTROL_STATE_KEYS } from './control-state.js';
-import {
-  buildCompletionReceipt,
-  decideAppendTranscript,
-  decideCancelCommand,
-  decideCheckpoint,
-  decideClaimCommand,
-  decideComplete,
-  decideCompleteCommand,
-  decideCompleteIngress,
-  decideEnqueue,
-  decideFailIngress,
-  decideRecordCompletion,
-  decideRegister,
-  decideReleaseInterruptedIngress,
-  decideRequestIngress,
-  decideRetryIngress,
-  decideStartIngress,
-  decideStop,
-  findCommand,
-  type Decision,
-  type DecisionOptions,
-} from './decisions.js';
-import { dataCheckOf, nextData, type DataValidator } from './data.js';
-import { SessionHistoryError, messages } from './errors.js';
-import type { CatalogEvent, SessionEvent, StartKeyEvent } from './events.js';
-import { sessionIdOfStream, sessionStream } from './ids.js';
-import {
-  commandIdSchema,
-  inputSchemas,
-  parseInput,
-  pendingIdSchema,
-  sessionIdSchema,
-  type AppendTranscriptInput,
-  type CheckpointInput,
-  type ClaimCommandInput,
-  type CommandOutcomeInput,
-  type ExpectedVersionInput,
-  type IngressFailureInput,
-  type ListOptionsInput,
-  type NewCommandInput,
-  type NewObjectInput,
-  type RecordCompletionInput,
-  type RegisterSessionInput,
-  type RetryIngressInput,
-  type StartIngressInput,
-  type StartSessionInput,
-} from './inputs.js';
-import type { CatalogState, LogEntry, SessionCommand, SessionRecord, SessionStreamState, SessionSummary, StartKeyState } from './model.js';
-import { SessionProjection } from './projection.js';
-import { ProjectionCheckpoints, checkpointPolicy, type CheckpointPolicy } from './projection-checkpoints.js';
-import { ProjectionFollower } from './projection-follower.js';
-import { listPage, type ListQueryInput, type SessionPage } from './list-query.js';
-import { BackgroundCompaction, compactionPolicy, type CompactionPolicy } from './compaction.js';
-import { OpenCompactionSweep } from './open-compaction.js';
-import { ingressPolicy, type IngressPolicy } from './ingress-policy.js';
+import { BackgroundWork } from './background-work.js';
+import { ServiceCalls } from './calls/call.js';
+import { commandCalls } from './calls/commands.js';
+import { ingressCalls } from './calls/ingress.js';
+import { finishInterruptedCompletions, lifecycleCalls } from './calls/lifecycle.js';
+import { logCalls } from './calls/log.js';
+import type { ServiceParts } from './calls/parts.js';
+import { queryCalls } from './calls/queries.js';
+import type { CompactionPolicy } from './compaction.js';
 import { CompletionSteps } from './completion.js';
-import { SessionObjects } from './objects.js';
-import { refusingWrites } from './read-only.js';
+import type { DataValidator } from './data.js';
+import type { IngressPolicy } from './ingress-policy.js';
+import type { AppendTranscriptInput, CheckpointInput, ClaimCommandInput, CommandOutcomeInput, ExpectedVersionInput } from './inputs.js';
+import type { IngressFailureInput, ListOptionsInput, NewCommandInput, NewObjectInput, RecordCompletionInput } from './inputs.js';
+import type { RegisterSessionInput, RetryIngressInput, StartIngressInput, StartSessionInput } from './inputs.js';
+import type { ListQueryInput, SessionPage } from './list-query.js';
+import type { LogEntry, SessionCommand, SessionRecord, SessionSummary } from './model.js';
+import type { SessionHistoryObserver } from './observer.js';
+import type { CheckpointPolicy } from './projection-checkpoints.js';
+import { applyCatalogEvent, applySessionEvent, applyStartKeyEvent, catalogReducer, sessionReducer, startKeyReducer } from './reducer.js';
+import { serviceSettings } from './service-options.js';
 import { SessionStarts } from './starts.js';
-import { ingressStops, observerOf, storageFailureReporter, type SessionHistoryObserver } from './observer.js';
 import { BackOff, DEFAULT_RETRY_POLICY, StreamWriter, type WriterHooks } from './stream-writer.js';
-import { applyCatalogEvent, applySessionEvent, applyStartKeyEvent, catalogReducer, logEntry, sessionReducer, startKeyReducer } from './reducer.js';
-import { materialise, receiptRecord, type StoredObject } from './view.js';
+import type { StoredObject } from './view.js';
 
 /** Options of `openSessionHistory`; `S` is the type of the application's `data`. */
 export interface SessionHistoryOptions<S = JsonValue> {
@@ -97,23 +57,27 @@ export interface SessionHistoryOptions<S = JsonValue> {
    * times come from it; nothing the service records is random (ids are derived by name).
    */
   random?: () => number;
-  /** The control-state whitelist (default `DEFAULT_CONTROL_STATE_KEYS`). */
+  /**
+   * The keys of a session's state kept as its control state (default: the keys the session-file contract names,
+   * `format`, `version`, `sessionId`, `orchestration` and the like; see the core README).
+   */
   controlStateKeys?: readonly string[];
   /**
-   * Compaction on its own (default `DEFAULT_COMPACTION_POLICY`: every 1,000 events, keeping 100): after a call
+   * Compaction on its own (default `{ everyEvents: 1000, keepEvents: 100 }`): after a call
    * leaves a session stream with more than `everyEvents` events beyond its snapshot, the service compacts it in
    * the background, keeping the newest `keepEvents` as events. `false` leaves compaction to the application.
    */
   compaction?: CompactionPolicy | false;
   /**
-   * The ingress retry loop (default `DEFAULT_INGRESS_POLICY`; any field left out keeps its default): when a
+   * The ingress retry loop (default `{ failureLimit: 5, retryDelaySeconds: 15, retainedFailures: 5 }`; any field
+   * left out keeps its default): when a
    * failure is terminal, when the next attempt is due, how many failures a session keeps. Events record what was
    * decided, so sessions failed under another policy keep their recorded attempts and times.
    */
   ingressPolicy?: Partial<IngressPolicy>;
   /**
    * Checkpoints of the cross-session projection in the store's checkpoint slot (`store.checkpoints`; a store
-   * without one rebuilds the projection from the whole feed at every open). Default `DEFAULT_CHECKPOINT_POLICY`:
+   * without one rebuilds the projection from the whole feed at every open). Default `{ everyChanges: 1000 }`:
    * saved in the background every 1,000 changes applied (or every twice as many changes as there are sessions,
    * when more) and at `close()`; loaded at open, which then reads only the feed after it. A checkpoint that is missing,
    * damaged, of another version or store, or ahead of the store's feed is ignored and the projection rebuilt.
@@ -226,411 +190,56 @@ export interface SessionHistory<S = JsonValue> {
  * released, stream deleted).
  */
 export async function openSessionHistory<S = JsonValue>(options: SessionHistoryOptions<S>): Promise<SessionHistory<S>> {
-  if (typeof options !== 'object' || options === null || typeof options.store?.append !== 'function') {
-    throw SessionHistoryError.invalid('store: expected an EventStore', 'store');
-  }
-  if (options.clock !== undefined && typeof options.clock !== 'function')
-    throw SessionHistoryError.invalid('clock: expected a function returning a Date', 'clock');
-  if (options.random !== undefined && typeof options.random !== 'function')
-    throw SessionHistoryError.invalid('random: expected a function returning a number in [0, 1)', 'random');
-  const keyList: unknown = options.controlStateKeys;
-  if (keyList !== undefined && (!Array.isArray(keyList) || keyList.some((key) => typeof key !== 'string' || key === '__proto__'))) {
-    throw SessionHistoryError.invalid('controlStateKeys: expected an array of key names', 'controlStateKeys');
-  }
-  const store = options.store;
-  const clock = options.clock ?? (() => new Date());
-  const compaction = compactionPolicy(options.compaction);
-  const observe = observerOf(options.observer);
-  const keys = Object.freeze([...(options.controlStateKeys ?? DEFAULT_CONTROL_STATE_KEYS)]);
-  if (options.completion !== undefined && options.completion !== 'keep' && options.completion !== 'archive-and-delete')
-    throw SessionHistoryError.invalid("completion: expected 'keep' or 'archive-and-delete'", 'completion');
-  if (options.controlState !== undefined && options.controlState !== 'strict' && options.controlState !== 'project')
-    throw SessionHistoryError.invalid("controlState: expected 'strict' or 'project'", 'controlState');
-  const checkData = dataCheckOf(options.validateData);
-  const decisionOptions: DecisionOptions = {
-    controlStateKeys: keys,
-    ingressPolicy: ingressPolicy(options.ingressPolicy),
-    controlState: options.controlState ?? 'strict',
-    completion: options.completion ?? 'keep',
-    checkData,
-  };
-  if (options.follow !== undefined && typeof options.follow !== 'boolean') throw SessionHistoryError.invalid('follow: expected a boolean', 'follow');
-  const readOnly = options.readOnly === true;
-  const checkpointing = checkpointPolicy(options.checkpoints);
-  const projection = new SessionProjection(
-    store,
-    (catchUp) => {
-      observe('projectionCaughtUp', catchUp);
-      checkpoints?.applied(catchUp.changes);
-    },
-    (changes) => checkpoints?.applied(changes),
-  );
-  const slot = store.checkpoints;
-  const checkpoints =
-    checkpointing && slot
-      ? new ProjectionCheckpoints(store, slot, projection, {
-          policy: checkpointing,
-          writable: !readOnly,
-          report: {
-            loaded: (load) => observe('checkpointLoaded', load),
-            ignored: (ignored) => observe('checkpointIgnored', ignored),
-            saved: (save) => observe('checkpointSaved', save),
-          },
-        })
-      : undefined;
-  let follower: ProjectionFollower | undefined;
-  let closed = false;
-  const reportStorageFailure = storageFailureReporter(observe);
-
-  const translate = (error: unknown): SessionHistoryError => {
-    if (error instanceof SessionHistoryError) return reportStorageFailure(error);
-    if (error instanceof InvalidInputError) return SessionHistoryError.invalid(`Session History refused the input: ${error.message}`, error.field);
-    return reportStorageFailure(SessionHistoryError.internal(error));
-  };
-
-  const run = async <T>(operation: () => Promise<T>): Promise<T> => {
-    if (closed) throw SessionHistoryError.invalid(messages.closed);
-    try {
-      return await operation();
-    } catch (error) {
-      throw translate(error);
-    }
-  };
-
-  const now = (): Date => {
-    const value = clock();
-    if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new TypeError('the clock returned an invalid Date');
-    return value;
-  };
-
+  const settings = serviceSettings(options);
+  const { store, now, observe, readOnly } = settings;
+  const calls = new ServiceCalls(observe, readOnly);
   // One back-off for every writer; each writer queues the writes of a stream so this process never races itself.
-  const backOff = new BackOff(DEFAULT_RETRY_POLICY, options.random ?? Math.random);
-  const hooks: WriterHooks = {
-    appended: (stream, { revision, events, decisions, durationMs }) => observe('appendCommitted', { stream, revision, events, calls: decisions, durationMs }),
-    conflicted: (stream, attempt) => observe('conflictRetried', { stream, attempt }),
-    // The projection takes this service's own appends as they commit, instead of reading them back from the feed.
-    recorded: (stream, append) => projection.applyOwn(stream, append),
-  };
-  let compactor: BackgroundCompaction | undefined;
-  const sessions = new StreamWriter<SessionStreamState, SessionEvent>({
-    store,
-    reducer: sessionReducer,
-    evolve: applySessionEvent,
-    now,
-    backOff,
-    hooks: {
-      ...hooks,
-      appended: (stream, append) => {
-        hooks.appended?.(stream, append);
-        compactor?.written(stream, append.revision);
-      },
+  const backOff = new BackOff(DEFAULT_RETRY_POLICY, settings.random);
+  const hooksOf = (written?: (stream: StreamId, revision: number) => void): WriterHooks => ({
+    appended: (stream, append) => {
+      observe('appendCommitted', { stream, ...append });
+      written?.(stream, append.revision);
     },
+    conflicted: (stream, attempt) => observe('conflictRetried', { stream, attempt }),
   });
-  if (compaction) compactor = new BackgroundCompaction(store, { sessions, projection }, compaction, (done) => observe('compaction', done));
-  const startKeys = new StreamWriter<StartKeyState, StartKeyEvent>({ store, reducer: startKeyReducer, evolve: applyStartKeyEvent, now, backOff, hooks });
-  const catalog = new StreamWriter<CatalogState, CatalogEvent>({
-    store,
-    reducer: catalogReducer,
-    evolve: applyCatalogEvent,
-    now,
-    backOff,
-    cacheSize: 1,
-    hooks,
-  });
-  const completions = new CompletionSteps(store, { sessions, keys: startKeys, catalog });
-  const starts = new SessionStarts({ sessions, keys: startKeys }, backOff.attempts, async (key) => {
+  const writer = <State, Event extends { type: string; data: unknown }>(
+    reducer: StreamReducer<State>,
+    evolve: (state: State, event: Event) => State,
+    hooks = hooksOf(),
+  ) => new StreamWriter<State, Event>({ store, reducer, evolve, now, backOff, hooks });
+  // The background work compacts session streams as writes make them due (the catalog and start keys never).
+  const sessions = writer(
+    sessionReducer,
+    applySessionEvent,
+    hooksOf((stream, revision) => background.written(stream, revision)),
+  );
+  const background = new BackgroundWork(store, sessions, settings, observe);
+  const { projection } = background;
+  const keys = writer(startKeyReducer, applyStartKeyEvent);
+  const catalog = writer(catalogReducer, applyCatalogEvent);
+  const completions = new CompletionSteps(store, { sessions, keys, catalog });
+  const starts = new SessionStarts({ sessions, keys }, backOff.attempts, async (key) => {
     await projection.catchUp();
     return projection.liveSessionsCarrying(key);
   });
-  const objects = new SessionObjects(store, sessions);
+  const parts: ServiceParts = { calls, store, sessions, projection, completions, decisionOptions: settings.decisionOptions };
 
-  // Exact within this process: every enqueue decided here gets a number above every one decided or seen before.
-  let lastEnqueueOrder = 0;
-  const nextEnqueueOrder = (): number => {
-    lastEnqueueOrder = Math.max(lastEnqueueOrder, projection.highestEnqueueOrder()) + 1;
-    projection.noteEnqueueOrder(lastEnqueueOrder);
-    return lastEnqueueOrder;
-  };
-
-  const fold = (stream: StreamId) => sessions.load(stream);
-  const mutate = (stream: StreamId, decide: (state: SessionStreamState, at: Date) => Decision) => sessions.mutate(stream, decide);
-
-  const streamOf = (id: unknown): StreamId => sessionStream(parseInput(sessionIdSchema, id, 'id'));
-
-  const recordOf = (state: SessionStreamState): SessionRecord<S> => {
-    if (!state.record) throw SessionHistoryError.notFound();
-    return materialise<S>(state.record, state);
-  };
-
-  const commandOf = (state: SessionStreamState, commandId: string): SessionCommand => {
-    const command = findCommand(state, commandId);
-    if (!command) throw SessionHistoryError.notFound();
-    return cloneJson(command);
-  };
-
-  /** The mutation of a session named by the caller, returning the materialised record. */
-  const change = async (id: string, decide: (state: SessionStreamState, at: Date) => Decision): Promise<SessionRecord<S>> => {
-    const stream = streamOf(id);
-    return run(async () => recordOf((await mutate(stream, decide)).state));
-  };
-
-  /** The mutation of a command found through the projection. */
-  const changeCommand = async (commandId: unknown, decide: (state: SessionStreamState, id: string, at: Date) => Decision): Promise<SessionCommand> => {
-    const id = parseInput(commandIdSchema, commandId, 'commandId');
-    return run(async () => {
-      // A command's session never changes, so a known one needs no catch-up; an unknown one may be another process's.
-      let stream = projection.streamOfCommand(id);
-      if (!stream) {
-        await projection.catchUp();
-        stream = projection.streamOfCommand(id);
-      }
-      if (!stream) throw SessionHistoryError.notFound();
-      // A kept completed session no longer changes, its commands included.
-      const result = await mutate(stream, (state, at) =>
-        state.kept && state.record?.phase === 'complete' ? SessionHistoryError.conflict(messages.sessionComplete) : decide(state, id, at),
-      );
-      return commandOf(result.state, id);
-    });
-  };
-
-  const sync = <T>(operation: () => T): Promise<T> => {
-    try {
-      return Promise.resolve(operation());
-    } catch (error) {
-      return Promise.reject(translate(error));
-    }
-  };
-
-  await run(async () => {
-    await checkpoints?.load();
-    await projection.catchUp();
-    if (readOnly) return;
-    // A kept session needs finishing only until its receipt is in the catalog (its start key is released by the next
-    // start that finds it complete), so opening does not visit every session ever kept.
-    const receipts = new Set(projection.catalog().state.receipts.map((receipt) => receipt.sessionObjectId));
-    for (const [stream, { state }] of projection.sessionsInPhase('complete')) {
-      if (state.kept !== true || (state.receipt !== null && !receipts.has(state.receipt.sessionObjectId))) await completions.finish(stream);
-    }
+  await calls.run(async () => {
+    await background.open();
+    if (!readOnly) await finishInterruptedCompletions(parts);
   });
-  const sweep =
-    compaction && compactor && !readOnly
-      ? new OpenCompactionSweep(store, compactor, compaction, (error, cause) => observe('storageFailed', { error, cause, source: 'open-compaction' }))
-      : undefined;
-  sweep?.start();
-  const follow = store.follow;
-  if ((options.follow ?? !readOnly) && typeof follow === 'function') {
-    follower = new ProjectionFollower(
-      (followOptions) => follow.call(store, followOptions),
-      projection,
-      (error) => observe('followFailed', { error }),
-    );
-  }
+  background.start();
 
   const service: SessionHistory<S> = {
-    start: (input) =>
-      sync(() => {
-        const parsed = parseInput(inputSchemas.start, input, '');
-        // A start's data is a value, so it is checked here, once, before any stream is touched.
-        const data = nextData(parsed.data, null, checkData);
-        if (data instanceof SessionHistoryError) throw data;
-        return { ...parsed, data };
-      }).then((parsed) =>
-        run(async () => {
-          const result = await starts.start(parsed);
-          return { value: recordOf(result.state), created: result.created };
-        }),
-      ),
-
-    register: (input) =>
-      sync(() => parseInput(inputSchemas.register, input, '')).then((parsed) =>
-        run(async () => recordOf((await mutate(sessionStream(parsed.id), (state, at) => decideRegister(state, parsed, at, decisionOptions))).state)),
-      ),
-
-    list: (listOptions) =>
-      sync(() => parseInput(inputSchemas.list, listOptions, 'options')).then(({ phase, orderBy }) =>
-        run(async () => {
-          await projection.catchUp();
-          return projection.list(phase, orderBy);
-        }),
-      ),
-
-    listPage: (query) =>
-      sync(() => parseInput(inputSchemas.listPage, query, 'query')).then((parsed) =>
-        run(async () => {
-          await projection.catchUp();
-          return listPage(projection.listSource(), parsed);
-        }),
-      ),
-
-    get: (id) =>
-      run(async () => {
-        await projection.catchUp();
-        const receipt = projection.catalog().state.receipts.find((candidate) => candidate.sessionObjectId === id);
-        if (receipt) {
-          // A kept session is its own best record; the receipt alone stands for one whose stream was deleted.
-          const kept = projection.keptStreamOf(id);
-          const folded = kept === undefined ? undefined : (await fold(kept)).state;
-          return folded?.record ? recordOf(folded) : receiptRecord<S>(receipt, false);
-        }
-        return recordOf((await fold(streamOf(id))).state);
-      }),
-
-    enqueue: (id, input) =>
-      sync(() => ({ stream: streamOf(id), parsed: parseInput(inputSchemas.enqueue, input, '') })).then(({ stream, parsed }) =>
-        run(async () => {
-          // One number per call, taken only by a decision that creates the command: a decision made again (after a
-          // refusal on the state this process held, or a lost race) keeps it, so no number is noted that no event holds.
-          let order: number | undefined;
-          const orderOfCall = () => (order ??= nextEnqueueOrder());
-          const result = await mutate(stream, (state, at) => decideEnqueue(state, parsed, at, orderOfCall));
-          const command = result.state.commands.find((candidate) => candidate.idempotencyId === parsed.idempotencyId);
-          if (!command) throw SessionHistoryError.notFound();
-          projection.noteCommand(command.id, stream);
-          return { value: cloneJson(command), created: result.events.length > 0 };
-        }),
-      ),
-
-    commandHeads: () =>
-      run(async () => {
-        await projection.catchUp();
-        return projection.commandHeads();
-      }),
-
-    claimCommand: (commandId, claim) =>
-      sync(() => (claim === undefined ? undefined : parseInput(inputSchemas.claimCommand, claim, ''))).then((parsed) =>
-        changeCommand(commandId, (state, id, at) => decideClaimCommand(state, id, at, parsed)),
-      ),
-
-    completeCommand: (commandId, input) =>
-      sync(() => parseInput(inputSchemas.completeCommand, input ?? {}, '')).then(({ outcome, worker }) =>
-        changeCommand(commandId, (state, id, at) => decideCompleteCommand(state, id, outcome, at, worker)),
-      ),
-
-    cancelCommand: (commandId) => changeCommand(commandId, decideCancelCommand),
-
-    stop: (id) => change(id, (state, at) => decideStop(state, at)),
-
-    appendTranscript: (id, input) =>
-      sync(() => ({ stream: streamOf(id), parsed: parseInput(inputSchemas.appendTranscript, input, '') })).then(({ stream, parsed }) =>
-        run(async () => {
-          const result = await mutate(stream, (state, at) => decideAppendTranscript(state, parsed, at));
-          return cloneJson(logEntry(result.state, result.state.logSize) as LogEntry);
-        }),
-      ),
-
-    stageObject: (id, input) =>
-      sync(() => ({ stream: streamOf(id), parsed: parseInput(inputSchemas.stageObject, input, '') })).then(({ stream, parsed }) =>
-        run(() => objects.stage(stream, parsed)),
-      ),
-
-    object: (id, pendingId) =>
-      sync(() => {
-        const position = parseInput(pendingIdSchema, pendingId, 'pendingId');
-        return { position, stream: streamOf(id) };
-      }).then(({ position, stream }) => run(() => objects.read(stream, position))),
-
-    checkpoint: (id, input) =>
-      sync(() => parseInput(inputSchemas.checkpoint, input, '')).then((parsed) =>
-        change(id, (state, at) => decideCheckpoint(state, parsed, at, decisionOptions)),
-      ),
-
-    requestIngress: (id, input) =>
-      sync(() => parseInput(inputSchemas.checkpoint, input, '')).then((parsed) =>
-        change(id, (state, at) => decideRequestIngress(state, parsed, at, decisionOptions)),
-      ),
-
-    startIngress: (id, input) =>
-      sync(() => parseInput(inputSchemas.startIngress, input, '')).then((parsed) => change(id, (state, at) => decideStartIngress(state, parsed, at))),
-
-    completeIngress: (id, input) =>
-      sync(() => ({ stream: streamOf(id), parsed: parseInput(inputSchemas.completeIngress, input, '') })).then(({ stream, parsed }) =>
-        completeWith(stream, (state, at) => decideCompleteIngress(state, parsed, at, decisionOptions)),
-      ),
-
-    failIngress: (id, input) =>
-      sync(() => parseInput(inputSchemas.failIngress, input, '')).then((parsed) =>
-        run(async () => {
-          const result = await mutate(streamOf(id), (state, at) => decideFailIngress(state, parsed, at, decisionOptions));
-          for (const stopped of ingressStops(result.state.sessionId, result.events)) observe('ingressStopped', stopped);
-          return recordOf(result.state);
-        }),
-      ),
-
-    retryIngress: (id, input) =>
-      sync(() => parseInput(inputSchemas.retryIngress, input, '')).then((parsed) =>
-        change(id, (state, at) => decideRetryIngress(state, parsed, at, decisionOptions)),
-      ),
-
-    releaseInterruptedIngress: () =>
-      run(async () => {
-        await projection.catchUp();
-        const released: string[] = [];
-        for (const [stream] of projection.sessionsInPhase('ingress_in_progress')) {
-          const result = await mutate(stream, (state, at) => decideReleaseInterruptedIngress(state, at, decisionOptions));
-          if (result.events.length > 0) released.push(sessionIdOfStream(stream) ?? stream);
-        }
-        return released;
-      }),
-
-    complete: (id, input) =>
-      sync(() => ({ stream: streamOf(id), parsed: parseInput(inputSchemas.checkpoint, input, '') })).then(({ stream, parsed }) =>
-        completeWith(stream, (state, at) => decideComplete(state, parsed, at, decisionOptions)),
-      ),
-
-    recordCompletion: (input) =>
-      sync(() => parseInput(inputSchemas.recordCompletion, input, '')).then((parsed) =>
-        run(async () => {
-          const receipt = buildCompletionReceipt(parsed, now());
-          if (receipt instanceof SessionHistoryError) throw receipt;
-          const stream = parsed.sessionId ? sessionStream(parsed.sessionId) : undefined;
-          // The session records its completion first, so a crash before the delete is finished on the next open.
-          if (stream) await mutate(stream, (state, at) => decideRecordCompletion(state, receipt, at, decisionOptions));
-          await completions.ensureReceipt(receipt);
-          if (stream) await completions.finish(stream);
-        }),
-      ),
-
-    deleteSession: (id) =>
-      sync(() => streamOf(id)).then((stream) =>
-        run(async () => {
-          const { state } = await fold(stream);
-          if (!state.record) throw SessionHistoryError.notFound();
-          if (state.record.phase !== 'complete') throw SessionHistoryError.conflict(messages.notComplete);
-          await completions.finish(stream, { delete: true });
-        }),
-      ),
-
-    health: () => run(() => projection.catchUp()),
-
+    ...lifecycleCalls<S>(parts, starts, now),
+    ...commandCalls(parts),
+    ...logCalls(parts),
+    ...ingressCalls<S>(parts, observe),
+    ...queryCalls<S>(parts),
     close: async () => {
-      if (closed) return;
-      closed = true;
-      // Stopped first: the follower's close below may wait for a compaction the sweep asked for.
-      const sweeping = sweep?.close();
-      if (follower !== undefined) {
-        await follower.close();
-        // The follow reads in gathered batches, so the last changes may not be applied yet; they are few, and the
-        // checkpoint saved below should cover them.
-        if (checkpoints !== undefined && !readOnly) await projection.catchUp().catch(() => undefined);
-      }
-      // Catch-ups asked for by calls still in flight end between two records: what they applied is consistent, and
-      // the last checkpoint covers it.
-      projection.stop();
-      await Promise.all([projection.idle(), sweeping, compactor?.close()]);
-      await checkpoints?.close();
+      if (calls.close()) await background.close();
     },
-
     [Symbol.asyncDispose]: () => service.close(),
   };
-
-  async function completeWith(stream: StreamId, decide: (state: SessionStreamState, at: Date) => Decision): Promise<SessionRecord<S>> {
-    return run(async () => {
-      const result = await mutate(stream, decide);
-      const record = recordOf(result.state);
-      await completions.finish(stream);
-      return record;
-    });
-  }
-
-  return readOnly ? refusingWrites(service) : service;
+  return service;
 }

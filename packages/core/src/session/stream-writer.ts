@@ -1,7 +1,7 @@
 import { ConcurrencyError, InvalidInputError } from '../kernel/errors.js';
 import type { StreamReducer } from '../kernel/fold.js';
 import { prepareReducer, type PreparedReducer } from '../kernel/versioning.js';
-import type { AppendResult, EventStore, NewEvent, StreamId } from '../kernel/port.js';
+import type { EventStore, NewEvent, StreamId } from '../kernel/port.js';
 import { SessionHistoryError, messages } from './errors.js';
 import { StateCache, type CachedFold } from './state-cache.js';
 
@@ -17,7 +17,7 @@ export interface Written<S, E> {
 
 /** How often and how patiently a write is tried again after another process changed its stream. */
 export interface RetryPolicy {
-  /** Appends tried per call on a freshly read state before it fails with `state_conflict` (one more when the first was decided on the state this process held). */
+  /** Appends tried per call before it fails with `state_conflict`. */
   attempts: number;
   /** The back-off before the second attempt is drawn from [0, this) ms; the bound doubles per attempt... */
   baseDelayMs: number;
@@ -65,53 +65,33 @@ export interface StreamWriterOptions<S, E> {
   /** The time every decision is made at. */
   now: () => Date;
   backOff: BackOff;
-  /** How many folded streams to keep (default 64). */
-  cacheSize?: number;
   /** Told of every append this writer made, and of every race it lost; called synchronously, must not throw. */
   hooks?: WriterHooks;
 }
 
 /** What a `StreamWriter` tells about its work. */
 export interface WriterHooks {
-  /** An append committed `events` events of `decisions` calls, leaving the stream at `revision`. */
-  appended?(stream: StreamId, append: { revision: number; events: number; decisions: number; durationMs: number }): void;
+  /** An append committed `events` events of `calls` calls, leaving the stream at `revision`. */
+  appended?(stream: StreamId, append: { revision: number; events: number; calls: number; durationMs: number }): void;
   /** An append lost a race to another writer and is about to be tried again; `attempt` counts the losses of this batch, from 1. */
   conflicted?(stream: StreamId, attempt: number): void;
-  /**
-   * An append without an event id stored `events`, the last of them at `revision` and `position` (so it was no
-   * retry answered with an earlier result). `decidedAt` is when the batch's last decision was made: `append`
-   * does not return the store's commit time.
-   */
-  recorded?(stream: StreamId, append: OwnAppend): void;
 }
 
-/** What a writer appended, as its `recorded` hook hears of it. */
-export interface OwnAppend {
-  events: readonly NewEvent[];
-  revision: number;
-  position: number;
-  decidedAt: Date;
-  /** The stream's state after these events, as the writer folded them (never changed in place). */
-  state: unknown;
-  /**
-   * The feed position of the last event in the state the writer decided on (undefined when it does not know it,
-   * or the stream was empty): with the revision, it tells whether that state is the fold of the history another
-   * holder of the stream saw (positions are never reused, so a stream deleted and written again differs there).
-   */
-  basePosition: number | undefined;
-}
-
-/**
- * A write waiting in a stream's queue: a decision to make on the stream's state and append, or a task that
- * needs the stream to itself. Decisions stay data until they run, so consecutive ones can be taken together.
- */
-type Entry<S, E> = Decide<S, E> | ({ kind: 'task'; task: () => Promise<unknown> } & Settle);
-
-/** How a queued write answers its caller. */
-type Settle = { resolve: (value: never) => void; reject: (error: unknown) => void };
+/** A write waiting in a stream's queue: a decision to make and append, or a task that needs the stream to itself. */
+type Entry<S, E> = Decide<S, E> | { kind: 'task'; run: () => Promise<void> };
 
 /** A decision waiting in a stream's queue; `onlyNew`: it may create the stream only if the stream never existed. */
-type Decide<S, E> = { kind: 'decide'; decide: (state: S, at: Date) => StreamDecision<E>; eventId: string | undefined; onlyNew: boolean } & Settle;
+type Decide<S, E> = {
+  kind: 'decide';
+  decide: (state: S, at: Date) => StreamDecision<E>;
+  eventId: string | undefined;
+  onlyNew: boolean;
+  resolve: (written: Written<S, E>) => void;
+  reject: (error: unknown) => void;
+};
+
+/** What one decision of a batch came to: the state after its events, or why its call fails. */
+type Outcome<S, E> = { state: S; events: readonly E[] } | { error: unknown };
 
 /** A `create` found that its stream was deleted: a stream once deleted is never created again by it. */
 export class StreamGoneError extends Error {
@@ -122,13 +102,16 @@ export class StreamGoneError extends Error {
   }
 }
 
+/** Decisions taken into one batch at most: bounds the events of one append. */
+const MAX_BATCH = 256;
+
 /**
- * Writes to streams of one kind. Within this process, the writes of one stream wait in a queue and run one
- * at a time, so concurrent callers never race each other: each decides on the state the previous one left.
- * Decisions waiting together are decided one after another and appended as one batch (one durable write
- * for all of them); each call still gets its own result or its own refusal.
- * Across processes, every append carries the revision its decisions were made on; one that lost the race
- * is decided again on the new state after a jittered back-off, a bounded number of times.
+ * Writes to streams of one kind. Within this process, the writes of one stream wait in a queue and run one at a
+ * time, so concurrent callers never race each other. The decisions waiting together are decided one after another,
+ * each on the state the previous one left, and appended as one batch (one durable write for all of them); each
+ * call still gets its own result or its own refusal. Across processes, every append carries the revision its
+ * decisions were made on; one that lost the race is decided again on the stream as stored, after a jittered
+ * back-off, a bounded number of times.
  */
 export class StreamWriter<S, E extends { type: string; data: unknown }> {
   readonly #store: EventStore;
@@ -149,7 +132,7 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
     this.#now = options.now;
     this.#backOff = options.backOff;
     this.#hooks = options.hooks ?? {};
-    this.#cache = new StateCache(options.store, options.reducer, options.cacheSize);
+    this.#cache = new StateCache(options.store, options.reducer);
   }
 
   /** The stream's state now (read outside the queue: it waits for no write). */
@@ -159,10 +142,10 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
 
   /**
    * Decides on the stream's current state and appends the decision at the revision it was decided on, after
-   * every earlier write of this stream in this process (perhaps in one batch with the decisions queued
-   * next to it). A refusal rejects with it and writes nothing. The state decided on is the one this process
-   * holds when the append proves it current; a refusal or a no-op is always made on the stream as stored.
-   * `eventId` (derived from content only) goes on the first event, making a repeated append a no-op.
+   * every earlier write of this stream in this process (perhaps in one batch with the decisions queued next to
+   * it). A refusal rejects with it and writes nothing. The state decided on is the one this process holds when
+   * the append proves it current; a refusal or a no-op is always made on the stream as stored. `eventId`
+   * (derived from content only) goes on the first event, making a repeated append a no-op.
    */
   mutate(stream: StreamId, decide: (state: S, at: Date) => StreamDecision<E>, eventId?: string): Promise<Written<S, E>> {
     return new Promise((resolve, reject) => this.#enqueue(stream, { kind: 'decide', decide, eventId, onlyNew: false, resolve, reject }));
@@ -179,7 +162,18 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
 
   /** Runs `task` when no other write of `stream` in this process is running, and before any queued after it. */
   exclusive<T>(stream: StreamId, task: () => Promise<T>): Promise<T> {
-    return new Promise((resolve, reject) => this.#enqueue(stream, { kind: 'task', task, resolve, reject }));
+    return new Promise((resolve, reject) =>
+      this.#enqueue(stream, {
+        kind: 'task',
+        run: async () => {
+          try {
+            resolve(await task());
+          } catch (error) {
+            reject(error);
+          }
+        },
+      }),
+    );
   }
 
   /** Runs `attempt` on `stream` until it succeeds, retrying after a concurrent change (with back-off) a bounded number of times. */
@@ -211,122 +205,93 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
     void this.#drain(stream);
   }
 
-  /** Runs the stream's queue to its end: a task on its own, consecutive decisions together (see `#decideBatch`). */
+  /** Runs the stream's queue to its end: a task on its own, the decisions waiting together as one batch. */
   async #drain(stream: StreamId): Promise<void> {
     const queue = this.#queues.get(stream) as Entry<S, E>[];
     // Calls made in the same turn of the event loop queue up behind this one first, and share its batch.
     await Promise.resolve();
-    for (let entry = queue[0]; entry; entry = queue[0]) {
-      if (entry.kind === 'task') {
-        try {
-          entry.resolve((await entry.task()) as never);
-        } catch (error) {
-          entry.reject(error);
-        }
+    for (let head = queue[0]; head; head = queue[0]) {
+      if (head.kind === 'task') {
         queue.shift();
+        await head.run();
       } else {
-        await this.#decideBatch(stream, queue, MAX_BATCH);
+        await this.#writeBatch(stream, takeBatch(queue));
       }
     }
     this.#queues.delete(stream);
   }
 
-  /**
-   * Takes the decisions at the head of the queue (at most `limit`), decides them one after another, each on
-   * the state the previous one left, appends all their events as one batch, and settles each call with its
-   * own outcome: its state and revision right after its events, or its refusal (which adds no events).
-   * The batch's append proves every decision was made on the stored state; when another writer got in
-   * first, every decision of the batch is made again on the new state.
-   */
-  async #decideBatch(stream: StreamId, queue: Entry<S, E>[], limit: number): Promise<void> {
-    let batch: Decide<S, E>[] = [];
+  /** Writes `batch` and answers its calls; a failure fails them all, except an event the store refused. */
+  async #writeBatch(stream: StreamId, batch: readonly Decide<S, E>[]): Promise<void> {
     try {
-      // First on the state this process last saw (its own appends keep it current; a stream it never saw is
-      // taken as empty): the append's expected revision proves that state current, so nothing is read. A
-      // refusal or a no-op proves nothing, so those are decided again on the stream as read from the store.
-      // (The proof is the revision alone: a stream another process deleted and wrote again up to the very
-      // revision held here would pass it. Session ids are never used twice by starts; only a caller that
-      // registers a completed session's id again makes such a stream.)
-      let read = false;
-      for (let conflicts = 0, losses = 0; ; ) {
-        const folded = read ? await this.#cache.load(stream) : (this.#cache.peek(stream) ?? this.#empty(stream));
-        batch = takeBatch(queue, limit);
-        const decided = this.#decideAll(batch, folded.state);
-        if (!read && decided.some((outcome) => 'error' in outcome || outcome.events.length === 0)) {
-          read = true;
-          continue;
-        }
-        const events = decided.flatMap((outcome) => ('events' in outcome ? outcome.events : []));
-        if (events.length === 0) return this.#settle(queue, batch, decided, folded.revision);
-        // A batch whose first event id is stored already is answered as a retry of that earlier append, so
-        // a decision carrying an id is always appended on its own (see `takeBatch`).
-        const eventId = batch.length === 1 ? batch[0]?.eventId : undefined;
-        const newEvents = events.map((event, index): NewEvent => {
-          // Events name the data version their type has now, so a later upcaster knows what it reads.
-          const version = this.#prepared.eventVersion(event.type);
-          const appended: NewEvent = { type: event.type, data: event.data as NewEvent['data'] };
-          if (index === 0 && eventId !== undefined) appended.eventId = eventId;
-          if (version !== 1) appended.schemaVersion = version;
-          return appended;
-        });
-        let result: AppendResult;
-        const started = performance.now();
-        try {
-          const expectedRevision = folded.exists ? folded.revision : batch.some((entry) => entry.onlyNew) ? 'never_existed' : 'no_stream';
-          result = await this.#store.append(stream, newEvents, { expectedRevision });
-        } catch (error) {
-          if (error instanceof ConcurrencyError && error.expected === 'never_existed' && error.actual === 0) {
-            // The stream was deleted: the decisions that may only create it fail; the others are decided again.
-            for (const entry of batch) {
-              if (!entry.onlyNew) continue;
-              queue.splice(queue.indexOf(entry), 1);
-              entry.reject(new StreamGoneError(stream));
-            }
-            batch = [];
-            this.#cache.forget(stream);
-            read = true;
-            continue;
-          }
-          if (error instanceof ConcurrencyError) {
-            // Another process wrote since this process last looked: read the stream and decide again. Only a
-            // race lost on a state just read is worth a back-off (and counts towards giving up).
-            if (read && conflicts + 1 >= this.#backOff.attempts) throw SessionHistoryError.conflict(messages.tooManyConflicts);
-            this.#hooks.conflicted?.(stream, ++losses);
-            if (read) await this.#backOff.wait(conflicts++);
-            this.#cache.forget(stream);
-            read = true;
-            continue;
-          }
-          if (error instanceof InvalidInputError && batch.length > 1) {
-            // The store refused an event of one decision (too large, say): nothing was written. Append the
-            // batch's decisions one by one, so that only the call that decided that event fails.
-            for (let count = batch.length; count > 0; count--) await this.#decideBatch(stream, queue, 1);
-            return;
-          }
-          throw error;
-        }
-        this.#hooks.appended?.(stream, { revision: result.revision, events: events.length, decisions: batch.length, durationMs: performance.now() - started });
-        const state = decided.reduce((current, outcome) => ('state' in outcome ? outcome.state : current), folded.state);
-        if (eventId === undefined)
-          this.#hooks.recorded?.(stream, {
-            events: newEvents,
-            revision: result.revision,
-            position: result.position,
-            decidedAt: lastDecidedAt(decided),
-            state,
-            basePosition: folded.position,
-          });
-        // An event id already stored turns the append into a no-op answering with the earlier result, which
-        // need not follow the state decided on: such a state is not worth keeping.
-        if (eventId === undefined) this.#cache.remember(stream, { state, revision: result.revision, exists: true, position: result.position });
-        else this.#cache.forget(stream);
-        return this.#settle(queue, batch, decided, eventId === undefined ? folded.revision : result.revision - events.length);
-      }
+      await this.#write(stream, batch);
     } catch (error) {
-      const failed = batch.length > 0 ? batch : queue.slice(0, 1);
-      queue.splice(0, failed.length);
-      for (const entry of failed) entry.reject(error);
+      // The store refused an event of one decision (too large, say) and wrote nothing: written call by call,
+      // only the call that decided that event fails.
+      if (error instanceof InvalidInputError && batch.length > 1) for (const entry of batch) await this.#writeBatch(stream, [entry]);
+      else for (const entry of batch) entry.reject(error);
     }
+  }
+
+  /**
+   * Decides the batch on the state this process holds (a stream it never saw is taken as empty) and appends its
+   * events at that state's revision, which proves the state current, so the common write reads nothing. A refusal
+   * or a no-op proves nothing, so the batch is decided again on the stream as stored; so it is when the append
+   * finds that another process wrote first.
+   */
+  async #write(stream: StreamId, batch: readonly Decide<S, E>[]): Promise<void> {
+    let folded = this.#cache.peek(stream) ?? this.#empty(stream);
+    let fresh = false;
+    for (let losses = 0; ; ) {
+      const { outcomes, state, events } = this.#decideAll(batch, folded.state);
+      if (!fresh && outcomes.some((outcome) => 'error' in outcome || outcome.events.length === 0)) {
+        folded = await this.#cache.load(stream);
+        fresh = true;
+        continue;
+      }
+      if (events.length === 0) return settle(batch, outcomes, folded.revision);
+      try {
+        return await this.#append(stream, batch, { outcomes, state, events }, folded);
+      } catch (error) {
+        if (!(error instanceof ConcurrencyError)) throw error;
+        if (error.expected === 'never_existed' && error.actual === 0) throw new StreamGoneError(stream);
+        if (++losses >= this.#backOff.attempts) throw SessionHistoryError.conflict(messages.tooManyConflicts);
+        this.#hooks.conflicted?.(stream, losses);
+        // A race lost on the state this process held shows only that it was behind; one lost on a state just read
+        // is contention, which a back-off eases.
+        if (fresh) await this.#backOff.wait(losses - 1);
+        folded = await this.#cache.load(stream);
+        fresh = true;
+      }
+    }
+  }
+
+  /** Appends the decided events as one batch at the revision they were decided on, and answers each call. */
+  async #append(stream: StreamId, batch: readonly Decide<S, E>[], decided: Decided<S, E>, folded: CachedFold<S>): Promise<void> {
+    // Alone in its batch (see `takeBatch`): a store answers a batch whose first event id it holds as a retry.
+    const eventId = batch[0]?.eventId;
+    const expectedRevision = folded.exists ? folded.revision : batch.some((entry) => entry.onlyNew) ? 'never_existed' : 'no_stream';
+    const started = performance.now();
+    const events = decided.events.map((event, index) => this.#newEvent(event, index === 0 ? eventId : undefined));
+    const result = await this.#store.append(stream, events, { expectedRevision });
+    this.#hooks.appended?.(stream, { revision: result.revision, events: events.length, calls: batch.length, durationMs: performance.now() - started });
+    if (eventId === undefined) {
+      this.#cache.remember(stream, { state: decided.state, revision: result.revision, exists: true, position: result.position });
+      return settle(batch, decided.outcomes, folded.revision);
+    }
+    // An event id already stored makes the append a no-op answering with the earlier result, which need not follow
+    // the state decided on: such a state is not worth keeping.
+    this.#cache.forget(stream);
+    settle(batch, decided.outcomes, result.revision - events.length);
+  }
+
+  /** The event as appended, naming the data version its type has now, so a later upcaster knows what it reads. */
+  #newEvent(event: E, eventId: string | undefined): NewEvent {
+    const version = this.#prepared.eventVersion(event.type);
+    const appended: NewEvent = { type: event.type, data: event.data as NewEvent['data'] };
+    if (eventId !== undefined) appended.eventId = eventId;
+    if (version !== 1) appended.schemaVersion = version;
+    return appended;
   }
 
   /** A stream with no events, as a first guess for a stream this process has not seen. */
@@ -335,62 +300,51 @@ export class StreamWriter<S, E extends { type: string; data: unknown }> {
   }
 
   /** Decides each entry on the state the previous ones left; a refusal (or a decision that throws) changes nothing. */
-  #decideAll(batch: readonly Decide<S, E>[], initial: S): Outcome<S, E>[] {
+  #decideAll(batch: readonly Decide<S, E>[], initial: S): Decided<S, E> {
     let state = initial;
-    return batch.map((entry) => {
+    const events: E[] = [];
+    const outcomes = batch.map((entry): Outcome<S, E> => {
       try {
-        const at = this.#now();
-        const decision = entry.decide(state, at);
+        const decision = entry.decide(state, this.#now());
         if (decision instanceof SessionHistoryError) return { error: decision };
         state = decision.reduce((current, event) => this.#evolve(current, event), state);
-        return { state, events: decision, at };
+        events.push(...decision);
+        return { state, events: decision };
       } catch (error) {
         return { error };
       }
     });
-  }
-
-  /** Removes the batch from the queue and answers each call: revisions count on from `revision`, the batch's base. */
-  #settle(queue: Entry<S, E>[], batch: readonly Decide<S, E>[], decided: readonly Outcome<S, E>[], revision: number): void {
-    queue.splice(0, batch.length);
-    let current = revision;
-    batch.forEach((entry, index) => {
-      const outcome = decided[index] as Outcome<S, E>;
-      if ('error' in outcome) return entry.reject(outcome.error);
-      current += outcome.events.length;
-      entry.resolve({ state: outcome.state, revision: current, events: outcome.events } satisfies Written<S, E> as never);
-    });
+    return { outcomes, state, events };
   }
 }
 
-/** Decisions taken into one batch at most: bounds the events of one append. */
-const MAX_BATCH = 256;
+/** The decisions of a batch: each call's outcome, the state after all of them, and all their events in order. */
+type Decided<S, E> = { outcomes: readonly Outcome<S, E>[]; state: S; events: readonly E[] };
 
-/** What one decision of a batch came to: the state after its events, or why its call fails. */
-type Outcome<S, E> = { state: S; events: readonly E[]; at: Date } | { error: unknown };
-
-/** The time of the last decision of a batch that appended something (so one that decided). */
-function lastDecidedAt<S, E>(decided: readonly Outcome<S, E>[]): Date {
-  for (let index = decided.length - 1; index >= 0; index--) {
-    const outcome = decided[index] as Outcome<S, E>;
-    if ('at' in outcome) return outcome.at;
-  }
-  throw new Error('a batch that appended events has no decision');
+/** Answers each call of a batch: its refusal, or its state and the revision right after its events (counted on from `base`). */
+function settle<S, E>(batch: readonly Decide<S, E>[], outcomes: readonly Outcome<S, E>[], base: number): void {
+  let revision = base;
+  batch.forEach((entry, index) => {
+    const outcome = outcomes[index] as Outcome<S, E>;
+    if ('error' in outcome) return entry.reject(outcome.error);
+    revision += outcome.events.length;
+    entry.resolve({ state: outcome.state, revision, events: outcome.events });
+  });
 }
 
 /**
- * The decisions at the head of the queue that can share one append, at most `limit`: a decision carrying an
- * event id goes alone, and a task ends the batch.
+ * Takes the decisions at the head of the queue that share one append, at most `MAX_BATCH`: one carrying an event
+ * id, or one that may only create a new stream, goes alone, and a task ends the batch.
  */
-function takeBatch<S, E>(queue: readonly Entry<S, E>[], limit: number): Decide<S, E>[] {
-  const batch: Decide<S, E>[] = [];
+function takeBatch<S, E>(queue: Entry<S, E>[]): Decide<S, E>[] {
+  let count = 0;
   for (const entry of queue) {
-    if (entry.kind !== 'decide' || batch.length >= limit) break;
-    if (entry.eventId !== undefined) {
-      if (batch.length === 0) batch.push(entry);
+    if (entry.kind !== 'decide' || count === MAX_BATCH) break;
+    if (entry.eventId !== undefined || entry.onlyNew) {
+      if (count === 0) count = 1;
       break;
     }
-    batch.push(entry);
+    count++;
   }
-  return batch;
+  return queue.splice(0, count) as Decide<S, E>[];
 }

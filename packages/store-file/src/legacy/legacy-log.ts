@@ -1,4 +1,5 @@
-import { CorruptionError, DELETED_RECORD, SNAPSHOT_RECORD, STREAM_ID_PATTERN, UnsupportedFormatError, type JsonValue } from '@sessionfold/core/kernel';
+import { CorruptionError, DELETED_RECORD, SNAPSHOT_RECORD, UnsupportedFormatError, type JsonValue } from '@sessionfold/core/kernel';
+import { STREAM_ID_PATTERN } from '@sessionfold/core/store-kit';
 import { join } from 'node:path';
 import { errorCode, listDir, readingFile, type FileSystem } from '../fs-layer.js';
 import { asEventLine, decodeLine, eventPayload, frameLine, isLineMissingItsNewline, isPositiveInt, misplaced, type EventLine } from '../journal-codec.js';

@@ -1,19 +1,15 @@
 import { performance } from 'node:perf_hooks';
 import {
   ConcurrencyError,
-  eventBytes,
   DELETED_RECORD,
   InvalidInputError,
   SNAPSHOT_RECORD,
   StorageError,
-  revisionMatches,
   type AppendResult,
   type ExpectedRevision,
-  type ObserverCall,
   type StoreObserver,
-  type ValidatedEvent,
-  type ValidatedSnapshot,
 } from '@sessionfold/core/kernel';
+import { eventBytes, revisionMatches, type ObserverCall, type ValidatedEvent, type ValidatedSnapshot } from '@sessionfold/core/store-kit';
 import { join } from 'node:path';
 import { errorCode, fullDiskReason, nodeFileSystem, syncDir, writeAll, type FileSystem } from '../fs-layer.js';
 import { syncLoneFlush } from './lone-flush.js';

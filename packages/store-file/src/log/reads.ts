@@ -1,4 +1,5 @@
-import { CorruptionError, PagedEvents, type EventRow, type Snapshot } from '@sessionfold/core/kernel';
+import { CorruptionError, type Snapshot } from '@sessionfold/core/kernel';
+import { PagedEvents, type EventRow } from '@sessionfold/core/store-kit';
 import type { FileSystem } from '../fs-layer.js';
 import { decodeLogLine, type ChangeRecord } from './records.js';
 import { segmentIndexFor, type Segment } from './segments.js';

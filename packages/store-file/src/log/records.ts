@@ -1,4 +1,5 @@
-import { DELETED_RECORD, SNAPSHOT_RECORD, isEventSchemaVersion, type Snapshot } from '@sessionfold/core/kernel';
+import { DELETED_RECORD, SNAPSHOT_RECORD, type Snapshot } from '@sessionfold/core/kernel';
+import { isEventSchemaVersion } from '@sessionfold/core/store-kit';
 import { decodeStoredLine, isPositiveInt } from '../journal-codec.js';
 
 /**

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
-import { CorruptionError, isReservedName, type VerifyCode, type VerifyOptions, type VerifyProblem, type VerifyReport } from '@sessionfold/core/kernel';
+import { CorruptionError, type VerifyCode, type VerifyOptions, type VerifyProblem, type VerifyReport } from '@sessionfold/core/kernel';
+import { isReservedName } from '@sessionfold/core/store-kit';
 import { listDir, type FileSystem } from '../fs-layer.js';
 import { sha256Hex } from '../journal-codec.js';
 import { Layout } from '../layout.js';
