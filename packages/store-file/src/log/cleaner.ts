@@ -15,8 +15,8 @@ const NEWLINE = 0x0a;
 const HASH_AND_SPACE = 65;
 const SPACE = 0x20;
 /**
- * Longest the cleaner holds the event loop before it lets appends and reads run (milliseconds): an append that
- * arrives meanwhile waits at most this long, so its latency stays near its latency without cleaning.
+ * Longest the cleaner holds the event loop before it lets appends and reads run (milliseconds): what an append
+ * arriving meanwhile waits for the cleaner's CPU (its disk writes still share the disk with the append's sync).
  */
 const SLICE_MS = 0.2;
 /** Bytes of a segment read at a time. */
@@ -87,13 +87,13 @@ export async function cleanSegment(fs: FileSystem, logDir: string, segment: Segm
         if (!live) continue;
         if (!('damage' in record) && record.kind === 'change') cleaned.mark(record.position, out.bytes, line);
         moves.push(restAt + start, out.bytes, end + 1 - start);
-        await out.add(bytes.subarray(start, end + 1));
+        if (out.add(bytes.subarray(start, end + 1))) await out.write();
         line++;
       }
       rest = bytes.subarray(start);
       restAt += start;
     }
-    await out.end();
+    await out.write();
     cleaned.size = out.bytes;
     cleaned.lines = line - 1;
   } catch (cause) {
@@ -172,18 +172,15 @@ class SyncedPieces {
     private readonly fd: number,
   ) {}
 
-  async add(bytes: Buffer): Promise<void> {
+  /** Takes `bytes`; true when a piece's worth is waiting, for the caller to `write` before it adds more. */
+  add(bytes: Buffer): boolean {
     this.#piece.push(bytes);
     this.bytes += bytes.length;
-    if (this.bytes - this.#written >= SYNC_BYTES) await this.#write();
+    return this.bytes - this.#written >= SYNC_BYTES;
   }
 
-  /** Writes and syncs what is left. */
-  async end(): Promise<void> {
-    await this.#write();
-  }
-
-  async #write(): Promise<void> {
+  /** Writes and syncs what was added since the last write. */
+  async write(): Promise<void> {
     const piece = this.#piece.length === 1 ? (this.#piece[0] as Buffer) : Buffer.concat(this.#piece);
     this.#piece = [];
     await writeAll(this.fs, this.fd, piece, this.#written);
